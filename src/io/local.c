@@ -1,0 +1,220 @@
+/*
+ * local.c - storage on the local file system.
+ *
+ * Whole-object writes are atomic: bytes go to "<dir>/.<name>.<random>.tmp",
+ * and close() fsyncs the file, renames it into place and fsyncs the
+ * directory, so a crash leaves either the complete object or none (a stray
+ * temporary file at worst, never a partial object under the final name).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io_internal.h"
+
+#define WRITE_CHUNK (1u << 20)
+
+typedef struct local_output {
+    floe__output base;
+    int fd;
+    char *path;
+    char *tmp;
+    floe__buf pending;          /* small writes are gathered into 1 MiB writes */
+} local_output;
+
+const char *floe__local_path(const char *uri)
+{
+    if (floe__str_starts(uri, "file://"))
+        return uri + strlen("file://");
+    return uri;
+}
+
+static int mkdirs(const char *dir, floe_error *err)
+{
+    char *copy = floe__strdup(dir);
+    if (!copy)
+        return FLOE_OOM(err);
+    for (char *p = copy + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
+            int rc = floe__err_set(err, FLOE_EIO, "cannot create directory %s: %s", copy,
+                                   strerror(errno));
+            floe__free(copy);
+            return rc;
+        }
+        *p = '/';
+    }
+    int rc = FLOE_OK;
+    if (mkdir(copy, 0777) != 0 && errno != EEXIST)
+        rc = floe__err_set(err, FLOE_EIO, "cannot create directory %s: %s", copy,
+                           strerror(errno));
+    floe__free(copy);
+    return rc;
+}
+
+static int write_fully(int fd, const uint8_t *p, size_t n, const char *path, floe_error *err)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return floe__err_set(err, FLOE_EIO, "write %s: %s", path, strerror(errno));
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return FLOE_OK;
+}
+
+static int flush_pending(local_output *lo, floe_error *err)
+{
+    int rc = write_fully(lo->fd, lo->pending.data, lo->pending.len, lo->tmp, err);
+    floe__buf_reset(&lo->pending);
+    return rc;
+}
+
+static int local_write(floe__output *o, const void *p, size_t n, floe_error *err)
+{
+    local_output *lo = (local_output *)o;
+    if (lo->pending.len + n > WRITE_CHUNK) {
+        FLOE_FORWARD(flush_pending(lo, err));
+        if (n >= WRITE_CHUNK)
+            return write_fully(lo->fd, p, n, lo->tmp, err);
+    }
+    return floe__buf_append(&lo->pending, p, n, err);
+}
+
+static void local_destroy(local_output *lo)
+{
+    if (lo->fd >= 0)
+        close(lo->fd);
+    floe__buf_free(&lo->pending);
+    floe__free(lo->path);
+    floe__free(lo->tmp);
+    floe__free(lo);
+}
+
+static void local_abort(floe__output *o)
+{
+    local_output *lo = (local_output *)o;
+    unlink(lo->tmp);
+    local_destroy(lo);
+}
+
+static int fsync_dir(const char *path, floe_error *err)
+{
+    char *copy = floe__strdup(path);
+    if (!copy)
+        return FLOE_OOM(err);
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+    int rc = FLOE_OK;
+    if (fd < 0 || fsync(fd) != 0)
+        rc = floe__err_set(err, FLOE_EIO, "fsync directory of %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    floe__free(copy);
+    return rc;
+}
+
+static int local_close(floe__output *o, floe_error *err)
+{
+    local_output *lo = (local_output *)o;
+    int rc = flush_pending(lo, err);
+    if (rc == FLOE_OK && fsync(lo->fd) != 0)
+        rc = floe__err_set(err, FLOE_EIO, "fsync %s: %s", lo->tmp, strerror(errno));
+    if (rc == FLOE_OK && close(lo->fd) != 0)
+        rc = floe__err_set(err, FLOE_EIO, "close %s: %s", lo->tmp, strerror(errno));
+    lo->fd = -1;
+    if (rc == FLOE_OK && rename(lo->tmp, lo->path) != 0)
+        rc = floe__err_set(err, FLOE_EIO, "rename %s to %s: %s", lo->tmp, lo->path,
+                           strerror(errno));
+    if (rc == FLOE_OK)
+        rc = fsync_dir(lo->path, err);
+    if (rc != FLOE_OK) {
+        local_abort(o);
+        return rc;
+    }
+    local_destroy(lo);
+    return FLOE_OK;
+}
+
+static int make_tmp_name(const char *path, char **out, floe_error *err)
+{
+    uint8_t u[16];
+    char hex[37];
+    FLOE_FORWARD(floe__uuid_random(u, err));
+    floe__uuid_format(u, hex);
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    *out = floe__sprintf("%.*s.%s.%.8s.tmp", (int)dirlen, path, path + dirlen, hex);
+    return *out ? FLOE_OK : FLOE_OOM(err);
+}
+
+int floe__local_output_open(const char *uri, floe__output **out, floe_error *err)
+{
+    const char *path = floe__local_path(uri);
+    local_output *lo = floe__calloc(1, sizeof *lo);
+    if (!lo)
+        return FLOE_OOM(err);
+    lo->fd = -1;
+    floe__buf_init(&lo->pending, 0);
+    lo->path = floe__strdup(path);
+    if (!lo->path) {
+        local_destroy(lo);
+        return FLOE_OOM(err);
+    }
+    int rc = make_tmp_name(path, &lo->tmp, err);
+    const char *slash = strrchr(path, '/');
+    if (rc == FLOE_OK && slash && slash != path) {
+        char *dir = floe__strndup(path, (size_t)(slash - path));
+        rc = dir ? mkdirs(dir, err) : FLOE_OOM(err);
+        floe__free(dir);
+    }
+    if (rc == FLOE_OK) {
+        lo->fd = open(lo->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (lo->fd < 0)
+            rc = floe__err_set(err, FLOE_EIO, "cannot create %s: %s", lo->tmp, strerror(errno));
+    }
+    if (rc != FLOE_OK) {
+        local_destroy(lo);
+        return rc;
+    }
+    lo->base.write = local_write;
+    lo->base.close = local_close;
+    lo->base.abort = local_abort;
+    *out = &lo->base;
+    return FLOE_OK;
+}
+
+int floe__local_read_all(const char *uri, floe__buf *dst, floe_error *err)
+{
+    const char *path = floe__local_path(uri);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return floe__err_set(err, errno == ENOENT ? FLOE_ENOTFOUND : FLOE_EIO,
+                             "cannot open %s: %s", path, strerror(errno));
+    int rc = FLOE_OK;
+    for (;;) {
+        rc = floe__buf_reserve(dst, 1 << 16, err);
+        if (rc != FLOE_OK)
+            break;
+        ssize_t n = read(fd, dst->data + dst->len, dst->cap - dst->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = floe__err_set(err, FLOE_EIO, "read %s: %s", path, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        dst->len += (size_t)n;
+    }
+    close(fd);
+    return rc;
+}

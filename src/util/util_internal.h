@@ -1,0 +1,199 @@
+/*
+ * util_internal.h - the bottom layer of libfloe: allocation, errors,
+ * growable buffers, arenas, small string and byte helpers, uuids, clocks.
+ *
+ * Nothing here depends on any other part of floe.  Every other module
+ * includes this header.
+ */
+#ifndef FLOE_UTIL_INTERNAL_H
+#define FLOE_UTIL_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "floe.h"
+
+/* ---- allocation (alloc.c) ------------------------------------------------
+ * All library memory goes through these.  A build with -DFLOE_FAULT_INJECTION
+ * can make the n-th allocation of the calling thread fail, so tests can
+ * check every out-of-memory path (see floe__alloc_fail_after). */
+void *floe__malloc(size_t n);
+void *floe__calloc(size_t count, size_t size);
+void *floe__realloc(void *p, size_t n);
+void floe__free(void *p);
+char *floe__strdup(const char *s);
+char *floe__strndup(const char *s, size_t n);
+/* Test hook: make the allocation after the next `n` fail (n < 0: never). */
+void floe__alloc_fail_after(long n);
+
+/* ---- errors (error.c) ----------------------------------------------------
+ * floe__err_set() records a root cause with its code; floe__err_wrap() adds
+ * an outer context frame to the chain.  Both accept err == NULL and return
+ * the code they were given (or the error's code), so call sites read:
+ *     return floe__err_set(err, FLOE_EINPUT, "line %zu: bad value", line);
+ */
+int floe__err_set(floe_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int floe__err_wrap(floe_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void floe__err_set_retryable(floe_error *err, bool retryable);
+/* Move the state of src into dst (dst is cleared first; src is cleared). */
+void floe__err_move(floe_error *dst, floe_error *src);
+
+/* Return early with an error when `cond` holds. */
+#define FLOE_RETURN_IF(cond, err, code, ...)                                   \
+    do {                                                                       \
+        if (cond)                                                              \
+            return floe__err_set((err), (code), __VA_ARGS__);                  \
+    } while (0)
+/* Return a non-OK result code as it is. */
+#define FLOE_FORWARD(expr)                                                     \
+    do {                                                                       \
+        int floe__rc_ = (expr);                                                \
+        if (floe__rc_ != FLOE_OK)                                              \
+            return floe__rc_;                                                  \
+    } while (0)
+/* Return a non-OK result code after adding a context frame. */
+#define FLOE_FORWARD_CTX(expr, err, ...)                                       \
+    do {                                                                       \
+        int floe__rc_ = (expr);                                                \
+        if (floe__rc_ != FLOE_OK)                                              \
+            return floe__err_wrap((err), floe__rc_, __VA_ARGS__);              \
+    } while (0)
+#define FLOE_OOM(err) floe__err_set((err), FLOE_ENOMEM, "out of memory")
+
+/* ---- growable byte buffer (buf.c) -----------------------------------------
+ * A buffer with a hard maximum: growing past `max` fails with FLOE_ELIMIT,
+ * so bad input cannot eat the machine.  max == 0 means SIZE_MAX/2. */
+typedef struct floe__buf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+    size_t max;
+} floe__buf;
+
+void floe__buf_init(floe__buf *b, size_t max);
+void floe__buf_free(floe__buf *b);             /* releases memory; reusable */
+static inline void floe__buf_reset(floe__buf *b) { b->len = 0; }
+int floe__buf_grow(floe__buf *b, size_t extra, floe_error *err);
+static inline int floe__buf_reserve(floe__buf *b, size_t extra, floe_error *err)
+{
+    if (b->cap - b->len >= extra)
+        return FLOE_OK;
+    return floe__buf_grow(b, extra, err);
+}
+int floe__buf_append(floe__buf *b, const void *p, size_t n, floe_error *err);
+int floe__buf_putc(floe__buf *b, uint8_t c, floe_error *err);
+int floe__buf_printf(floe__buf *b, floe_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Append without checking capacity: the caller reserved enough. */
+static inline void floe__buf_put_unchecked(floe__buf *b, const void *p, size_t n)
+{
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+/* A NUL-terminated copy of the contents (caller frees), or NULL on OOM. */
+char *floe__buf_strdup(const floe__buf *b);
+
+/* ---- arena (arena.c) --------------------------------------------------------
+ * Bump allocation from chained blocks, freed or reset as a whole.  For
+ * transient work: one batch, one commit attempt. */
+typedef struct floe__arena floe__arena;
+floe__arena *floe__arena_new(size_t block_size);
+void floe__arena_free(floe__arena *a);
+void floe__arena_reset(floe__arena *a);         /* keeps the first block */
+void *floe__arena_alloc(floe__arena *a, size_t n);  /* 16-byte aligned; NULL on OOM */
+char *floe__arena_strndup(floe__arena *a, const char *s, size_t n);
+size_t floe__arena_used(const floe__arena *a);
+
+/* ---- byte order and varints (inline) ------------------------------------- */
+static inline void floe__put_le32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void floe__put_le64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline uint32_t floe__get_le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t floe__get_le64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* Unsigned LEB128.  put returns bytes written (at most 10). */
+static inline size_t floe__put_uvarint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+/* Decodes from [p, end); returns bytes read, 0 when truncated or too long. */
+static inline size_t floe__get_uvarint(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < 10 && p + i < end; i++) {
+        v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            *out = v;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+static inline uint64_t floe__zigzag64(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t floe__unzigzag64(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* ---- strings (str.c) ------------------------------------------------------- */
+/* printf into a new string (caller frees with floe__free); NULL on OOM. */
+char *floe__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *floe__vsprintf(const char *fmt, va_list ap);
+bool floe__str_starts(const char *s, const char *prefix);
+bool floe__str_ends(const char *s, const char *suffix);
+/* Join two URI/path parts with exactly one '/', trimming trailing '/' of a
+ * and leading '/' of b (caller frees). */
+char *floe__path_join(const char *a, const char *b);
+/* Standard base64 (RFC 4648, with padding).  decode returns FLOE_EINPUT on
+ * bad characters or padding. */
+int floe__base64_decode(const char *s, size_t n, floe__buf *out, floe_error *err);
+int floe__base64_encode(const uint8_t *p, size_t n, floe__buf *out, floe_error *err);
+/* Whether [s, s+n) is well-formed UTF-8. */
+bool floe__utf8_valid(const uint8_t *s, size_t n);
+
+/* ---- uuids and clocks (uuid.c, clock.c) ------------------------------------ */
+/* A random (version 4) uuid, from the OS's random source. */
+int floe__uuid_random(uint8_t out[16], floe_error *err);
+/* Canonical lower-case 8-4-4-4-12 text, 36 chars + NUL. */
+void floe__uuid_format(const uint8_t u[16], char out[37]);
+int floe__uuid_parse(const char *s, size_t n, uint8_t out[16]);  /* 0 ok, -1 bad */
+int64_t floe__now_ms(void);              /* wall clock, ms since the epoch */
+uint64_t floe__monotonic_ns(void);       /* for durations */
+
+/* ---- output streams (output.c) ---------------------------------------------
+ * Where encoders (Parquet, Avro) write their bytes.  The storage layer (io/)
+ * provides implementations: a local file written to a temporary name and
+ * renamed into place on close, an S3 multipart upload.  The contract:
+ *  - write appends bytes; `offset` counts every byte accepted so far.
+ *  - close makes the whole object durable and visible under its final name,
+ *    or fails and leaves nothing visible; it frees the stream either way.
+ *  - abort discards everything written and frees the stream; it cannot fail.
+ */
+typedef struct floe__output floe__output;
+struct floe__output {
+    int (*write)(floe__output *o, const void *p, size_t n, floe_error *err);
+    int (*close)(floe__output *o, floe_error *err);
+    void (*abort)(floe__output *o);
+    uint64_t offset;
+};
+
+static inline int floe__output_write(floe__output *o, const void *p, size_t n, floe_error *err)
+{
+    int rc = o->write(o, p, n, err);
+    if (rc == FLOE_OK)
+        o->offset += n;
+    return rc;
+}
+
+/* An output into memory: on close the bytes stay in *dst (which the caller
+ * owns and must floe__buf_free); abort empties it. */
+floe__output *floe__output_memory(floe__buf *dst);
+
+#endif /* FLOE_UTIL_INTERNAL_H */
