@@ -111,6 +111,12 @@ struct floe_schema {
 };
 typedef struct floe_schema floe__schema;
 
+/* The public floe_row: one row of `schema` in the row format above. */
+struct floe_row {
+    const floe__schema *schema;
+    floe__buf data;
+};
+
 /* ---- row format helpers (inline) ----------------------------------------- */
 #define FLOE_SLOT_NULL 0x00
 #define FLOE_SLOT_PRESENT 0x01
