@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing floe needs: Debian packages (compiler,
+# libraries, valgrind) and the Python readers the tests check floe against.
+# Safe to run again: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES="build-essential pkg-config libzstd-dev libsnappy-dev zlib1g-dev \
+libsqlite3-dev libjansson-dev libcurl4-openssl-dev valgrind python3 python3-pip"
+
+missing=""
+for p in $APT_PACKAGES; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "install-deps: apt packages:$missing"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+log=$(mktemp)
+pip_install() { python3 -m pip install -q --disable-pip-version-check "$@" -r tests/requirements.txt >"$log" 2>&1; }
+# Debian's own python refuses system-wide installs unless told otherwise.
+if ! pip_install && ! { grep -q externally-managed "$log" && pip_install --break-system-packages; }; then
+    cat "$log" >&2
+    exit 1
+fi
+rm -f "$log"
+echo "install-deps: done"
