@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli_internal.h"
 
@@ -72,6 +73,34 @@ const char *cli_get(const cli_opt *opts, const char *name)
 }
 
 bool cli_has(const cli_opt *opts, const char *name) { return cli_get(opts, name) != NULL; }
+
+int cli_size_opt(const cli_opt *opts, const char *name, size_t *out)
+{
+    const char *v = cli_get(opts, name);
+    if (!v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (end == v || errno != 0 || v[0] == '-')
+        goto bad;
+    static const struct { const char *suffix; unsigned shift; } units[] = {
+        {"", 0}, {"b", 0}, {"k", 10}, {"kb", 10}, {"kib", 10}, {"m", 20}, {"mb", 20},
+        {"mib", 20}, {"g", 30}, {"gb", 30}, {"gib", 30},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcasecmp(end, units[i].suffix) == 0) {
+            if (n > (SIZE_MAX >> units[i].shift))
+                goto bad;
+            *out = (size_t)n << units[i].shift;
+            return 0;
+        }
+    }
+bad:
+    fprintf(stderr, "floe: --%s: '%s' is not a size (a number, optionally with k, m or g)\n",
+            name, v);
+    return -1;
+}
 
 char *cli_schema_text(const char *arg)
 {

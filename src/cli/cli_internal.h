@@ -29,6 +29,10 @@ const char *cli_get(const cli_opt *opts, const char *name);
 bool cli_has(const cli_opt *opts, const char *name);
 void cli_usage(FILE *f, const cli_opt *opts, const char *usage);
 
+/* A byte count or number option ("1048576", "64k", "1MiB", "512m"): leaves
+ * *out unchanged when absent; 0 on success, -1 (reported) when malformed. */
+int cli_size_opt(const cli_opt *opts, const char *name, size_t *out);
+
 /* The column list of --schema: the text itself, or the contents of FILE for
  * "@FILE" (caller frees).  NULL with a message printed on error. */
 char *cli_schema_text(const char *arg);

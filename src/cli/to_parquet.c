@@ -13,7 +13,8 @@
 
 static const char USAGE[] =
     "floe to-parquet --schema \"COLUMNS\"|@FILE --input PATH|- --output FILE "
-    "[--compression zstd|snappy|gzip|none]";
+    "[--compression zstd|snappy|gzip|none] [--compression-level N] [--page-size BYTES] "
+    "[--row-group-size BYTES] [--dictionary-limit BYTES] [--no-dictionary]";
 
 typedef struct job {
     floe_schema *schema;
@@ -36,6 +37,7 @@ static int setup(job *j, const cli_opt *opts)
 {
     floe_parquet_options po;
     floe_parquet_options_init(&po);
+    size_t level = 0;
     const char *codec = cli_get(opts, "compression");
     if (codec) {
         int c = floe_compression_from_name(codec);
@@ -45,6 +47,14 @@ static int setup(job *j, const cli_opt *opts)
         }
         po.compression = (floe_compression)c;
     }
+    if (cli_size_opt(opts, "compression-level", &level) != 0 ||
+        cli_size_opt(opts, "page-size", &po.page_size) != 0 ||
+        cli_size_opt(opts, "row-group-size", &po.row_group_size) != 0 ||
+        cli_size_opt(opts, "dictionary-limit", &po.dictionary_limit) != 0)
+        return -1;
+    po.compression_level = (int)level;
+    if (cli_has(opts, "no-dictionary"))
+        po.dictionary = 0;
     char *text = cli_schema_text(cli_get(opts, "schema"));
     if (!text)
         return -1;
@@ -95,6 +105,11 @@ int cmd_to_parquet(int argc, char **argv)
         {"input", true, "NDJSON rows, one JSON object per line; - for stdin (required)", NULL},
         {"output", true, "the Parquet file to write (required)", NULL},
         {"compression", true, "zstd (default), snappy, gzip or none", NULL},
+        {"compression-level", true, "codec level (0 = the codec's default)", NULL},
+        {"page-size", true, "target uncompressed data page size (default 1 MiB)", NULL},
+        {"row-group-size", true, "target row group size (default 128 MiB)", NULL},
+        {"dictionary-limit", true, "dictionary bytes per column chunk before plain (1 MiB)", NULL},
+        {"no-dictionary", false, "never use dictionary encoding", NULL},
         {NULL, false, NULL, NULL},
     };
     int p = cli_parse(argc, argv, opts, USAGE);
