@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES="build-essential pkg-config libzstd-dev libsnappy-dev zlib1g-dev \
 libsqlite3-dev libjansson-dev libcurl4-openssl-dev valgrind python3 python3-pip"
+command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
+command -v javac >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES default-jdk-headless"
 
 missing=""
 for p in $APT_PACKAGES; do
@@ -28,4 +30,9 @@ if ! pip_install && ! { grep -q externally-managed "$log" && pip_install --break
     exit 1
 fi
 rm -f "$log"
+# The Java reader (Iceberg's JdbcCatalog + IcebergGenerics) used by the tests.
+if [ ! -f tests/java/target/classes/floe/Reader.class ] ||
+   [ -n "$(find tests/java/src tests/java/pom.xml -newer tests/java/target/classes/floe/Reader.class)" ]; then
+    (cd tests/java && mvn -q -B package -DskipTests)
+fi
 echo "install-deps: done"
