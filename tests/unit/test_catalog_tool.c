@@ -11,8 +11,10 @@
  *     load NS NAME                         commit NS NAME REQUIREMENTS UPDATES
  *     set-props NS NAME PROPS              (asserts uuid and main)
  *     add-snapshot NS NAME ID MANIFEST_LIST SUMMARY   (appends on main)
- *     race NS NAME ROUNDS WORKER SYNC_DIR  (lock-step rounds with a peer)
- *     increment NS NAME COUNT WORKER       (free-running counter commits)
+ *     race NS NAME ROUNDS WORKER SYNC_DIR  (lock-step appends with a peer)
+ *     increment NS NAME COUNT WORKER       (free-running appends, retried)
+ * race and increment append snapshots whose summary "counter" is the
+ * previous snapshot's + 1, each commit asserting uuid and main.
  *
  * JSON arguments are JSON text.  Results go to stdout as JSON; on failure
  * the error chain goes to stderr as "ERROR <FLOE_CODE>: message" and the
@@ -120,7 +122,18 @@ static int print_table(tool *t, int rc, floe__loaded_table *lt)
     return 0;
 }
 
-/* Load, then commit with the table's uuid and current main asserted. */
+/* The requirements every guarded commit carries: the table's uuid and its
+ * current main snapshot (none: main must not exist), as floe's committer
+ * asserts them. */
+static json_t *guard(const floe__loaded_table *lt)
+{
+    int64_t cur = floe__metadata_current_snapshot_id(lt->metadata);
+    return json_pack("[{s:s, s:s}, {s:s, s:s, s:o}]", "type", "assert-table-uuid", "uuid",
+                     floe__metadata_table_uuid(lt->metadata), "type", "assert-ref-snapshot-id",
+                     "ref", "main", "snapshot-id", jint_or_null(cur != -1, cur));
+}
+
+/* Load, then commit `updates` under guard(). */
 static int guarded_commit(tool *t, const char *ns, const char *name, json_t *updates,
                           floe__loaded_table **out)
 {
@@ -128,15 +141,31 @@ static int guarded_commit(tool *t, const char *ns, const char *name, json_t *upd
     int rc = floe__catalog_load_table(t->cat, ns, name, &lt, t->err);
     if (rc != FLOE_OK)
         return rc;
-    int64_t cur = floe__metadata_current_snapshot_id(lt->metadata);
-    json_t *reqs = json_pack("[{s:s, s:s}, {s:s, s:s, s:o}]", "type", "assert-table-uuid",
-                             "uuid", floe__metadata_table_uuid(lt->metadata), "type",
-                             "assert-ref-snapshot-id", "ref", "main", "snapshot-id",
-                             jint_or_null(cur != -1, cur));
+    json_t *reqs = guard(lt);
     rc = floe__catalog_commit_table(t->cat, ns, name, reqs, updates, out, t->err);
     json_decref(reqs);
     floe__loaded_table_free(lt);
     return rc;
+}
+
+/* The updates that append snapshot `id` (child of the current one, next
+ * sequence number, now) on main of `lt`; `summary` is borrowed. */
+static json_t *append_updates(const floe__loaded_table *lt, int64_t id, const char *manifest_list,
+                              json_t *summary)
+{
+    const floe__metadata *md = lt->metadata;
+    json_t *snap = json_pack("{s:I, s:I, s:I, s:s, s:O, s:i}", "snapshot-id", (json_int_t)id,
+                             "sequence-number",
+                             (json_int_t)floe__metadata_last_sequence_number(md) + 1,
+                             "timestamp-ms", (json_int_t)floe__now_ms(), "manifest-list",
+                             manifest_list, "summary", summary, "schema-id",
+                             (int)floe__metadata_current_schema_id(md));
+    int64_t parent = floe__metadata_current_snapshot_id(md);
+    if (parent != -1)
+        json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+    return json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot", "snapshot",
+                     snap, "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
+                     "snapshot-id", (json_int_t)id);
 }
 
 /* Append a snapshot (a[2] id, a[3] manifest list, a[4] summary) on main. */
@@ -147,20 +176,10 @@ static int add_snapshot(tool *t, char **a, floe__loaded_table **out)
     if (rc != FLOE_OK)
         return rc;
     json_t *summary = arg_json(a[4]);
-    int64_t id = strtoll(a[2], NULL, 10);
-    int64_t parent = floe__metadata_current_snapshot_id(lt->metadata);
-    json_t *snap = json_pack("{s:I, s:I, s:I, s:s, s:O, s:i}", "snapshot-id", (json_int_t)id,
-                             "sequence-number",
-                             (json_int_t)floe__metadata_last_sequence_number(lt->metadata) + 1,
-                             "timestamp-ms", (json_int_t)floe__now_ms(), "manifest-list", a[3],
-                             "summary", summary, "schema-id",
-                             (int)floe__metadata_current_schema_id(lt->metadata));
-    if (parent != -1)
-        json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
-    json_t *ups = json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot",
-                            "snapshot", snap, "action", "set-snapshot-ref", "ref-name", "main",
-                            "type", "branch", "snapshot-id", (json_int_t)id);
-    rc = guarded_commit(t, a[0], a[1], ups, out);
+    json_t *ups = append_updates(lt, strtoll(a[2], NULL, 10), a[3], summary);
+    json_t *reqs = guard(lt);
+    rc = floe__catalog_commit_table(t->cat, a[0], a[1], reqs, ups, out, t->err);
+    json_decref(reqs);
     json_decref(ups);
     json_decref(summary);
     floe__loaded_table_free(lt);
@@ -197,14 +216,34 @@ static int barrier(const char *dir, const char *tag, int round, int me, int work
     return -1;
 }
 
-static const char *prop(const floe__loaded_table *lt, const char *key, const char *dflt)
+/* The "counter" of the current snapshot's summary (0 without one). */
+static long current_counter(const floe__loaded_table *lt)
 {
-    const char *v = floe__metadata_property(lt->metadata, key);
-    return v ? v : dflt;
+    const floe__snapshot *s = floe__metadata_current_snapshot(lt->metadata);
+    const char *v = s ? floe__snapshot_summary_get(s, "counter") : NULL;
+    return v ? atol(v) : 0;
 }
 
-/* Lock-step rounds against one peer: both load, meet, then commit on the
- * same base; one must win, the other must see FLOE_ECONFLICT. */
+/* One guarded append of counter+1 on a table loaded earlier. */
+static int append_counter(tool *t, const char *ns, const char *name, floe__loaded_table *lt,
+                          int64_t id, const char *worker, floe__loaded_table **out)
+{
+    char val[32];
+    snprintf(val, sizeof val, "%ld", current_counter(lt) + 1);
+    json_t *summary = json_pack("{s:s, s:s, s:s}", "operation", "append", "counter", val,
+                                "worker", worker);
+    json_t *ups = append_updates(lt, id, "file:///nonexistent/manifest-list.avro", summary);
+    json_t *reqs = guard(lt);
+    int rc = floe__catalog_commit_table(t->cat, ns, name, reqs, ups, out, t->err);
+    json_decref(reqs);
+    json_decref(ups);
+    json_decref(summary);
+    return rc;
+}
+
+/* Lock-step rounds against one peer: both load, meet, then commit an
+ * append on the same base; one must win, the other must see
+ * FLOE_ECONFLICT. */
 static int cmd_race(tool *t, char **a)
 {
     int rounds = atoi(a[2]), me = atoi(a[3]);
@@ -213,20 +252,9 @@ static int cmd_race(tool *t, char **a)
         int rc = floe__catalog_load_table(t->cat, a[0], a[1], &lt, t->err);
         if (rc != FLOE_OK)
             return fail(t, rc);
-        long counter = atol(prop(lt, "counter", "0"));
-        char key[32], val[32], worker[16];
-        snprintf(key, sizeof key, "round-%d", r);
-        snprintf(val, sizeof val, "%ld", counter + 1);
-        snprintf(worker, sizeof worker, "%d", me);
-        json_t *ups = json_pack("[{s:s, s:{s:s, s:s}}]", "action", "set-properties", "updates",
-                                key, worker, "counter", val);
-        json_t *reqs = json_pack("[{s:s, s:s}]", "type", "assert-table-uuid", "uuid",
-                                 floe__metadata_table_uuid(lt->metadata));
         if (barrier(a[4], "load", r, me, 2) != 0)
             return fprintf(stderr, "barrier timeout\n"), 99;
-        rc = floe__catalog_commit_table(t->cat, a[0], a[1], reqs, ups, &out, t->err);
-        json_decref(ups);
-        json_decref(reqs);
+        rc = append_counter(t, a[0], a[1], lt, 1000 * (r + 1) + me, a[3], &out);
         floe__loaded_table_free(lt);
         if (rc != FLOE_OK && rc != FLOE_ECONFLICT)
             return fail(t, rc);
@@ -243,23 +271,18 @@ static int cmd_race(tool *t, char **a)
     return 0;
 }
 
-/* Commit `count` counter increments, reloading and retrying on conflict. */
+/* Append `count` counter snapshots, reloading and retrying on conflict. */
 static int cmd_increment(tool *t, char **a)
 {
     int count = atoi(a[2]), commits = 0, conflicts = 0;
-    while (commits < count) {
+    int64_t base_id = (int64_t)atoi(a[3]) * 1000000000;
+    for (int attempt = 1; commits < count; attempt++) {
         floe__loaded_table *lt = NULL, *out = NULL;
         int rc = floe__catalog_load_table(t->cat, a[0], a[1], &lt, t->err);
         if (rc != FLOE_OK)
             return fail(t, rc);
-        char key[48], val[32];
-        snprintf(key, sizeof key, "w%s-%d", a[3], commits);
-        snprintf(val, sizeof val, "%ld", atol(prop(lt, "counter", "0")) + 1);
-        json_t *ups = json_pack("[{s:s, s:{s:s, s:s}}]", "action", "set-properties", "updates",
-                                "counter", val, key, "1");
+        rc = append_counter(t, a[0], a[1], lt, base_id + attempt, a[3], &out);
         floe__loaded_table_free(lt);
-        rc = guarded_commit(t, a[0], a[1], ups, &out);
-        json_decref(ups);
         floe__loaded_table_free(out);
         if (rc == FLOE_OK)
             commits++;
