@@ -792,8 +792,9 @@ int64_t floe__metadata_current_snapshot_id(const floe__metadata *md)
 
 const floe__snapshot *floe__metadata_current_snapshot(const floe__metadata *md)
 {
-    return md->current_snapshot_id == -1 ? NULL
-                                         : floe__metadata_snapshot_by_id(md, md->current_snapshot_id);
+    if (md->current_snapshot_id == -1)
+        return NULL;
+    return floe__metadata_snapshot_by_id(md, md->current_snapshot_id);
 }
 
 bool floe__metadata_ref(const floe__metadata *md, const char *name, int64_t *snapshot_id,

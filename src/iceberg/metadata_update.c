@@ -801,8 +801,9 @@ static int check_int(check_ctx *c, const json_t *r, const char *key, int64_t hav
     int64_t want;
     FLOE_FORWARD(req_int(c, r, key, &want));
     if (want != have)
-        return floe__err_set(c->err, FLOE_ECONFLICT, "%s: %s has changed: expected %lld, found %lld",
-                             c->ctx, what, (long long)want, (long long)have);
+        return floe__err_set(c->err, FLOE_ECONFLICT,
+                             "%s: %s has changed: expected %lld, found %lld", c->ctx, what,
+                             (long long)want, (long long)have);
     return FLOE_OK;
 }
 
