@@ -2,7 +2,11 @@
  * avro_codec.c - the block codecs of Avro object container files.
  *
  *   null       the bytes as they are
- *   deflate    raw deflate (RFC 1951: no zlib header, no checksum)
+ *   deflate    raw deflate (RFC 1951: no zlib header, no checksum).  Bytes
+ *              after the end of the deflate stream are ignored, as Java's
+ *              and Python's readers do: pyiceberg writes zlib's output minus
+ *              its first two and last byte, leaving 3 bytes of the adler32
+ *              trailer behind every block.
  *   snappy     raw snappy, then the big-endian CRC32 of the uncompressed
  *              bytes (checked on reading)
  *   zstandard  zstd frames
@@ -85,11 +89,8 @@ static int inflate_loop(z_stream *zs, floe__buf *dst, floe_error *err)
         zs->avail_out = INFLATE_CHUNK;
         int z = inflate(zs, Z_NO_FLUSH);
         dst->len += INFLATE_CHUNK - zs->avail_out;
-        if (z == Z_STREAM_END) {
-            FLOE_RETURN_IF(zs->avail_in != 0, err, FLOE_EFORMAT,
-                           "avro: %u bytes after the end of a deflate block", zs->avail_in);
+        if (z == Z_STREAM_END)          /* bytes after the end are ignored (see top) */
             return FLOE_OK;
-        }
         if (z == Z_MEM_ERROR)
             return FLOE_OOM(err);
         FLOE_RETURN_IF(z != Z_OK, err, FLOE_EFORMAT, "avro: corrupt deflate block (%s)",

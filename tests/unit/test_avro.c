@@ -4,6 +4,7 @@
  * every type under every codec, writer misuse, and corrupt files.
  */
 #include <math.h>
+#include <zlib.h>
 
 #include "avro/avro_internal.h"
 #include "unit.h"
@@ -1126,6 +1127,30 @@ TEST(reader_codec_corruption)
     floe_error_free(err);
 }
 
+/* pyiceberg's deflate blocks are zlib output minus 2 leading bytes and 1
+ * trailing byte: raw deflate followed by 3 bytes of the adler32.  Readers
+ * ignore bytes after the end of the deflate stream; so do we. */
+TEST(reader_deflate_with_zlib_trailer)
+{
+    uint8_t raw[] = {0x02};                          /* one long: 1 */
+    uint8_t z[64];
+    uLongf zn = sizeof z;
+    CHECK_EQ_INT(compress(z, &zn, raw, 1), Z_OK);
+    floe__buf b;
+    ocf_header(&b, "\"long\"", "deflate");
+    ocf_block(&b, 1, z + 2, zn - 3);
+    floe__avro_reader *r = NULL;
+    CHECK_EQ_INT(floe__avro_reader_open(b.data, b.len, NULL, &r, NULL), FLOE_OK);
+    const floe__avro_value *v = NULL;
+    int64_t l = 0;
+    CHECK_EQ_INT(floe__avro_reader_next(r, &v, NULL), FLOE_OK);
+    CHECK(floe__avro_long(v, &l) && l == 1);
+    CHECK_EQ_INT(floe__avro_reader_next(r, &v, NULL), FLOE_OK);
+    CHECK(v == NULL);
+    floe__avro_reader_free(r);
+    floe__buf_free(&b);
+}
+
 /* A block that expands past the reader's limit stops there. */
 TEST(reader_decompression_limit)
 {
@@ -1179,6 +1204,7 @@ int main(void)
     RUN(reader_hostile_blocks);
     RUN(reader_sticky_failure);
     RUN(reader_codec_corruption);
+    RUN(reader_deflate_with_zlib_trailer);
     RUN(reader_decompression_limit);
     return UNIT_DONE();
 }

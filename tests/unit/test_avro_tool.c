@@ -59,20 +59,13 @@ static const char SAMPLE_SCHEMA[] =
 
 /* ---- writing ----------------------------------------------------------- */
 
+/* Reports err and frees it. */
 static int fail(const char *what, floe_error *err)
 {
     fprintf(stderr, "%s: %s: %s\n", what, floe_code_name(floe_error_code(err)),
             floe_error_message(err));
+    floe_error_free(err);
     return 1;
-}
-
-static int parse_codec(const char *name, floe__avro_codec *c)
-{
-    if (floe__avro_codec_parse(name, strlen(name), c, NULL) != FLOE_OK) {
-        fprintf(stderr, "unknown codec %s\n", name);
-        return 1;
-    }
-    return 0;
 }
 
 static int open_writer(const char *path, const char *schema, const char *codec, size_t block,
@@ -80,8 +73,7 @@ static int open_writer(const char *path, const char *schema, const char *codec, 
                        floe_error *err)
 {
     floe__avro_writer_options o = {0};
-    if (parse_codec(codec, &o.codec))
-        return FLOE_EINVAL;
+    FLOE_FORWARD(floe__avro_codec_parse(codec, strlen(codec), &o.codec, err));
     o.block_size = block;
     floe__output *out;
     FLOE_FORWARD(floe__local_output_open(path, &out, err));
