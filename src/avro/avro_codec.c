@@ -151,6 +151,7 @@ static int unsnappy_block(const uint8_t *src, size_t n, floe__buf *dst, floe_err
     FLOE_RETURN_IF(snappy_uncompressed_length((const char *)src, n, &len) != SNAPPY_OK, err,
                    FLOE_EFORMAT, "avro: corrupt snappy block header");
     FLOE_FORWARD(room(dst, len, err));
+    FLOE_FORWARD(floe__buf_reserve(dst, 1, err));   /* a real base even for len 0 */
     size_t got = len;
     FLOE_RETURN_IF(snappy_uncompress((const char *)src, n, (char *)dst->data + dst->len, &got) !=
                            SNAPPY_OK ||

@@ -36,6 +36,10 @@ struct floe__avro_reader {
     int failed;
 };
 
+/* Where cursors point when there are no bytes at all (a NULL base would
+ * make even `p + 0` undefined). */
+static const uint8_t no_bytes[1];
+
 static const floe__avro_node map_key_node = {
     .type = FLOE_AVRO_STRING, .element_id = -1, .key_id = -1, .value_id = -1, .min_size = 1};
 
@@ -271,8 +275,8 @@ static int load_block(floe__avro_reader *r, floe_error *err)
                    "avro: sync marker mismatch");
     floe__buf_reset(&r->block);
     FLOE_FORWARD(floe__avro_decompress(r->codec, data, (size_t)size, &r->block, err));
-    r->cur.p = r->block.data;
-    r->cur.end = r->block.data + r->block.len;
+    r->cur.p = r->block.data ? r->block.data : no_bytes;
+    r->cur.end = r->cur.p + r->block.len;
     size_t min = floe__avro_schema_root(r->schema)->min_size;
     uint64_t cap = min ? r->block.len / min : r->max_values;
     FLOE_RETURN_IF((uint64_t)count > cap, err, FLOE_EFORMAT,
@@ -352,8 +356,8 @@ int floe__avro_reader_open(const uint8_t *data, size_t len,
     size_t max_block = opts && opts->max_block_bytes ? opts->max_block_bytes : DEFAULT_MAX_BLOCK;
     r->max_values = opts && opts->max_values ? opts->max_values : DEFAULT_MAX_VALUES;
     floe__buf_init(&r->block, max_block);
-    r->file.p = data;
-    r->file.end = data + len;
+    r->file.p = data ? data : no_bytes;
+    r->file.end = r->file.p + len;
     int rc = read_header(r, err);
     if (rc != FLOE_OK) {
         floe__avro_reader_free(r);
