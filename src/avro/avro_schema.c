@@ -18,6 +18,7 @@
 #include "avro/avro_internal.h"
 
 #define MAX_NAMED 100000
+#define MAX_BRANCHES 1000       /* union branches; the clash check is quadratic */
 
 struct floe__avro_schema {
     floe__arena *arena;
@@ -26,6 +27,7 @@ struct floe__avro_schema {
     const floe__avro_node *root;
     size_t n_named, cap_named;
     floe__avro_node **named;            /* in definition order */
+    json_t *names;                      /* fullname -> index into `named` */
 };
 
 /* Shared nodes for bare primitive names, indexed by floe__avro_type. */
@@ -96,10 +98,18 @@ static floe__avro_node *new_node(parser *ps, floe__avro_type t, json_t *j)
 
 static const floe__avro_node *find_named(const floe__avro_schema *s, const char *fullname)
 {
-    for (size_t i = 0; i < s->n_named; i++)
-        if (strcmp(s->named[i]->name, fullname) == 0)
-            return s->named[i];
-    return NULL;
+    json_t *i = json_object_get(s->names, fullname);
+    return i ? s->named[json_integer_value(i)] : NULL;
+}
+
+/* Whether `key` was already in `set`; adds it when not.  Keeps duplicate
+ * checks linear for hostile schemas with huge records or enums. */
+static bool seen(parser *ps, json_t *set, const char *key, bool *dup)
+{
+    *dup = json_object_get(set, key) != NULL;
+    if (!*dup && json_object_set_new(set, key, json_true()) != 0)
+        return FAIL(ps, "avro schema: name \"%.40s\" is not valid UTF-8", key);
+    return true;
 }
 
 const floe__avro_node *floe__avro_schema_find(const floe__avro_schema *s, const char *fullname)
@@ -114,7 +124,8 @@ static const char *qualify(parser *ps, const char *ns, const char *name)
         return name;
     size_t a = strlen(ns), b = strlen(name);
     char *q = floe__arena_alloc(ps->s->arena, a + b + 2);
-    if (!q) return OOM(ps);
+    if (!q)
+        return OOM(ps);
     memcpy(q, ns, a);
     q[a] = '.';
     memcpy(q + a + 1, name, b + 1);
@@ -154,6 +165,8 @@ static bool define_name(parser *ps, floe__avro_node *n, json_t *j, const char *n
         ps->s->named = p;
         ps->s->cap_named = cap;
     }
+    if (json_object_set_new(ps->s->names, full, json_integer((json_int_t)ps->s->n_named)) != 0)
+        return FAIL(ps, "avro schema: name \"%.40s\" is not valid UTF-8", full);
     ps->s->named[ps->s->n_named++] = n;
     n->name = full;
     const char *dot = strrchr(full, '.');
@@ -269,18 +282,10 @@ static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX :
 
 /* ---- complex types ------------------------------------------------------ */
 
-static const floe__avro_node *parse_record(parser *ps, floe__avro_node *n, json_t *j,
-                                           const char *ns, int depth)
+static const floe__avro_node *parse_fields(parser *ps, floe__avro_node *n, json_t *fields,
+                                           json_t *names, const char *inner, int depth)
 {
-    const char *inner;
-    if (!define_name(ps, n, j, ns, &inner))
-        return NULL;
-    json_t *fields = json_object_get(j, "fields");
-    if (!json_is_array(fields))
-        return FAIL(ps, "avro schema: record %s: \"fields\" must be an array", n->name);
-    n->n = json_array_size(fields);
-    n->fields = floe__arena_alloc(ps->s->arena, (n->n ? n->n : 1) * sizeof *n->fields);
-    if (!n->fields) return OOM(ps);
+    bool dup;
     for (size_t i = 0; i < n->n; i++) {
         json_t *f = json_array_get(fields, i);
         floe__avro_field *fd = &n->fields[i];
@@ -288,9 +293,10 @@ static const floe__avro_node *parse_record(parser *ps, floe__avro_node *n, json_
         fd->name = json_string_value(json_object_get(f, "name"));
         if (!json_is_object(f) || !fd->name)
             return FAIL(ps, "avro schema: record %s: a field without a name", n->name);
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(n->fields[k].name, fd->name) == 0)
-                return FAIL(ps, "avro schema: duplicate field \"%s\"", fd->name);
+        if (!seen(ps, names, fd->name, &dup))
+            return NULL;
+        if (dup)
+            return FAIL(ps, "avro schema: duplicate field \"%s\"", fd->name);
         json_t *t = json_object_get(f, "type");
         if (!t)
             return FAIL(ps, "avro schema: field \"%s\" has no type", fd->name);
@@ -306,6 +312,26 @@ static const floe__avro_node *parse_record(parser *ps, floe__avro_node *n, json_
     return n;
 }
 
+static const floe__avro_node *parse_record(parser *ps, floe__avro_node *n, json_t *j,
+                                           const char *ns, int depth)
+{
+    const char *inner;
+    if (!define_name(ps, n, j, ns, &inner))
+        return NULL;
+    json_t *fields = json_object_get(j, "fields");
+    if (!json_is_array(fields))
+        return FAIL(ps, "avro schema: record %s: \"fields\" must be an array", n->name);
+    n->n = json_array_size(fields);
+    n->fields = floe__arena_alloc(ps->s->arena, (n->n ? n->n : 1) * sizeof *n->fields);
+    if (!n->fields)
+        return OOM(ps);
+    json_t *names = json_object();
+    const floe__avro_node *done = names ? parse_fields(ps, n, fields, names, inner, depth)
+                                        : OOM(ps);
+    json_decref(names);
+    return done;
+}
+
 static const floe__avro_node *parse_enum(parser *ps, floe__avro_node *n, json_t *j,
                                          const char *ns)
 {
@@ -317,17 +343,25 @@ static const floe__avro_node *parse_enum(parser *ps, floe__avro_node *n, json_t 
         return FAIL(ps, "avro schema: enum %s: \"symbols\" must be a non-empty array", n->name);
     n->n = json_array_size(syms);
     n->symbols = floe__arena_alloc(ps->s->arena, n->n * sizeof *n->symbols);
-    if (!n->symbols) return OOM(ps);
-    for (size_t i = 0; i < n->n; i++) {
+    if (!n->symbols)
+        return OOM(ps);
+    json_t *set = json_object();
+    if (!set)
+        return OOM(ps);
+    bool dup = false;
+    const floe__avro_node *done = n;
+    for (size_t i = 0; i < n->n && done; i++) {
         n->symbols[i] = json_string_value(json_array_get(syms, i));
         if (!n->symbols[i])
-            return FAIL(ps, "avro schema: enum %s: a symbol is not a string", n->name);
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(n->symbols[k], n->symbols[i]) == 0)
-                return FAIL(ps, "avro schema: duplicate enum symbol \"%s\"", n->symbols[i]);
+            done = FAIL(ps, "avro schema: enum %s: a symbol is not a string", n->name);
+        else if (!seen(ps, set, n->symbols[i], &dup))
+            done = NULL;
+        else if (dup)
+            done = FAIL(ps, "avro schema: duplicate enum symbol \"%s\"", n->symbols[i]);
     }
+    json_decref(set);
     n->min_size = 1;
-    return n;
+    return done;
 }
 
 static const floe__avro_node *parse_fixed(parser *ps, floe__avro_node *n, json_t *j,
@@ -389,10 +423,11 @@ static const floe__avro_node *parse_union(parser *ps, json_t *j, const char *ns,
     if (!n)
         return NULL;
     n->n = json_array_size(j);
-    if (n->n == 0)
-        return FAIL(ps, "avro schema: %s", "empty union");
+    if (n->n == 0 || n->n > MAX_BRANCHES)
+        return FAIL(ps, "avro schema: a union of %zu branches", n->n);
     n->branches = floe__arena_alloc(ps->s->arena, n->n * sizeof *n->branches);
-    if (!n->branches) return OOM(ps);
+    if (!n->branches)
+        return OOM(ps);
     size_t min = SIZE_MAX;
     for (size_t i = 0; i < n->n; i++) {
         const floe__avro_node *b = parse_node(ps, json_array_get(j, i), ns, depth + 1);
@@ -470,6 +505,7 @@ void floe__avro_schema_free(floe__avro_schema *s)
     json_decref(s->json);
     floe__free(s->text);
     floe__free(s->named);
+    json_decref(s->names);
     floe__free(s);
 }
 
@@ -477,7 +513,8 @@ int floe__avro_schema_parse(const char *json, size_t len, floe__avro_schema **ou
                             floe_error *err)
 {
     floe__avro_schema *s = floe__calloc(1, sizeof *s);
-    if (!s || !(s->arena = floe__arena_new(16 * 1024)) || !(s->text = floe__strndup(json, len))) {
+    if (!s || !(s->arena = floe__arena_new(16 * 1024)) || !(s->text = floe__strndup(json, len)) ||
+        !(s->names = json_object())) {
         floe__avro_schema_free(s);
         return FLOE_OOM(err);
     }

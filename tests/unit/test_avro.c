@@ -328,8 +328,8 @@ TEST(schema_errors)
 {
     static const char *bad[] = {
         "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"a\",\"type\":\"nope\"}]}",
-        "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"},"
-        "{\"name\":\"a\",\"type\":\"int\"}]}",
+        ("{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"a\",\"type\":\"int\"},"
+         "{\"name\":\"a\",\"type\":\"int\"}]}"),
         "[\"null\",[\"int\"]]",
         "[\"int\",\"int\"]",
         "[\"null\",{\"type\":\"array\",\"items\":\"int\"},{\"type\":\"array\",\"items\":\"long\"}]",
@@ -367,6 +367,54 @@ TEST(schema_errors)
     floe__buf_printf(&b, NULL, "\"int\"");
     for (int i = 0; i < 100; i++)
         floe__buf_putc(&b, '}', NULL);
+    floe__avro_schema *s = NULL;
+    CHECK_EQ_INT(floe__avro_schema_parse((const char *)b.data, b.len, &s, NULL), FLOE_ESCHEMA);
+    floe__buf_free(&b);
+}
+
+/* Many names: duplicates are found through the hash sets at any distance. */
+static int parse_many(int n, bool dup_name, bool dup_field, bool dup_symbol)
+{
+    floe__buf b;
+    floe__buf_init(&b, 0);
+    floe__buf_printf(&b, NULL, "{\"type\":\"record\",\"name\":\"r\",\"fields\":[");
+    for (int i = 0; i < n; i++)
+        floe__buf_printf(&b, NULL, "%s{\"name\":\"f%d\",\"type\":{\"type\":\"fixed\","
+                         "\"name\":\"x%d\",\"size\":1}}", i ? "," : "",
+                         dup_field && i == n - 1 ? 0 : i, dup_name && i == n - 1 ? 0 : i);
+    floe__buf_printf(&b, NULL, ",{\"name\":\"e\",\"type\":{\"type\":\"enum\",\"name\":\"E\","
+                     "\"symbols\":[");
+    for (int i = 0; i < n; i++)
+        floe__buf_printf(&b, NULL, "%s\"S%d\"", i ? "," : "", dup_symbol && i == n - 1 ? 0 : i);
+    floe__buf_printf(&b, NULL, "]}}]}");
+    floe__avro_schema *s = NULL;
+    int rc = floe__avro_schema_parse((const char *)b.data, b.len, &s, NULL);
+    if (s) {
+        char name[32];
+        snprintf(name, sizeof name, "x%d", n - 1);
+        CHECK(floe__avro_schema_find(s, name) != NULL);
+        CHECK_EQ_INT(floe__avro_schema_root(s)->n, n + 1);
+        CHECK_EQ_INT(floe__avro_schema_root(s)->fields[n].type->n, n);
+    }
+    floe__avro_schema_free(s);
+    floe__buf_free(&b);
+    return rc;
+}
+
+TEST(schema_many_names)
+{
+    CHECK_EQ_INT(parse_many(20000, false, false, false), FLOE_OK);
+    CHECK_EQ_INT(parse_many(20000, true, false, false), FLOE_ESCHEMA);
+    CHECK_EQ_INT(parse_many(20000, false, true, false), FLOE_ESCHEMA);
+    CHECK_EQ_INT(parse_many(20000, false, false, true), FLOE_ESCHEMA);
+    /* a union of 1001 branches is refused */
+    floe__buf b;
+    floe__buf_init(&b, 0);
+    floe__buf_putc(&b, '[', NULL);
+    for (int i = 0; i < 1001; i++)
+        floe__buf_printf(&b, NULL, "%s{\"type\":\"fixed\",\"name\":\"u%d\",\"size\":1}",
+                         i ? "," : "", i);
+    floe__buf_putc(&b, ']', NULL);
     floe__avro_schema *s = NULL;
     CHECK_EQ_INT(floe__avro_schema_parse((const char *)b.data, b.len, &s, NULL), FLOE_ESCHEMA);
     floe__buf_free(&b);
@@ -1192,6 +1240,7 @@ int main(void)
     RUN(schema_names_and_ids);
     RUN(schema_logical_types);
     RUN(schema_errors);
+    RUN(schema_many_names);
     RUN(spec_example_bytes);
     RUN(round_trip_null);
     RUN(round_trip_deflate);
