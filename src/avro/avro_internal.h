@@ -22,9 +22,10 @@
  * look fields up by name or field id in the writer's schema.
  *
  * Conventions: fallible functions return FLOE_OK or a FLOE_E* code and take
- * an optional `floe_error *err` last.  Corrupt or hostile input is always
- * FLOE_EFORMAT (never a crash, never an allocation beyond the limits below);
- * misuse of the writer's encoding calls is FLOE_EINVAL.
+ * an optional `floe_error *err` last.  Corrupt or hostile files give
+ * FLOE_EFORMAT (an invalid embedded schema FLOE_ESCHEMA, an unknown codec
+ * FLOE_EUNSUPPORTED): never a crash, never an allocation beyond the limits
+ * below.  Misuse of the writer's encoding calls is FLOE_EINVAL.
  */
 #ifndef FLOE_AVRO_INTERNAL_H
 #define FLOE_AVRO_INTERNAL_H
@@ -193,7 +194,8 @@ const floe__avro_node *floe__avro_optional_inner(const floe__avro_node *u);
 
 typedef enum floe__avro_codec {
     FLOE_AVRO_CODEC_NULL = 0,
-    FLOE_AVRO_CODEC_DEFLATE,         /* raw deflate, RFC 1951 (no zlib header) */
+    FLOE_AVRO_CODEC_DEFLATE,         /* raw deflate, RFC 1951 (no zlib header);
+                                        bytes after the stream's end are ignored */
     FLOE_AVRO_CODEC_SNAPPY,          /* raw snappy + big-endian CRC32 of the data */
     FLOE_AVRO_CODEC_ZSTD,            /* "zstandard": one or more zstd frames */
 } floe__avro_codec;
