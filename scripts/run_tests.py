@@ -2,6 +2,7 @@
 """Runs floe's whole test suite and prints one closing line for CI.
 
 Stages (each counts its tests as passed or failed):
+  checksrc  scripts/check-src.sh: no raw allocation, exit or unbounded strings
   unit      every C unit-test program, release build and ASan+UBSan build
   fuzz      every fuzz target replaying its corpus, ASan+UBSan build
   valgrind  the unit tests and fuzz replays of the release build under memcheck
@@ -111,6 +112,8 @@ def main():
     args = sys.argv[1:]
     quick = "--quick" in args
     extra = [a for a in args if a != "--quick"]
+    rc, _ = run(["scripts/check-src.sh"])
+    record("check-src", rc == 0)
     unit_stage("build")
     if not quick:
         unit_stage("build-asan")
