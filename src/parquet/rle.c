@@ -1,0 +1,165 @@
+/*
+ * rle.c - the RLE / bit-packed hybrid encoding (Parquet Encodings.md) used
+ * for repetition and definition levels and for dictionary indices, and the
+ * bit packing of PLAIN booleans.
+ *
+ *   hybrid      := run*
+ *   run         := rle-run | bit-packed-run
+ *   rle-run     := varint(count << 1)            value in ceil(bw/8) bytes LE
+ *   packed-run  := varint(groups << 1 | 1)       groups x 8 values, bw bits each,
+ *                                                LSB first
+ *
+ * The encoder works on a whole array at once: it scans for runs of equal
+ * values; a run of 8 or more becomes an RLE run, everything between runs is
+ * gathered into one bit-packed run.  Bit-packed runs hold whole groups of 8,
+ * so before an RLE run the pending literals are topped up to a multiple of 8
+ * with values taken from the run (when the run stays >= 8); only the very
+ * last group may be padded with zeros (readers stop at the value count).
+ */
+#include "parquet/pq_internal.h"
+
+size_t floe__rle_bound(size_t n, int bw)
+{
+    /* Per 8 values at most: an RLE run (<= 5 header + 4 value bytes), a
+     * packed-run header (<= 5) and a packed group (bw bytes). */
+    return (n / 8 + 2) * (size_t)(14 + bw);
+}
+
+static inline uint8_t *put_varint(uint8_t *o, uint64_t v)
+{
+    return o + floe__put_uvarint(o, v);
+}
+
+static inline uint8_t *put_value(uint8_t *o, uint32_t v, int bw)
+{
+    int nbytes = (bw + 7) / 8;
+    for (int i = 0; i < nbytes; i++)
+        *o++ = (uint8_t)(v >> (8 * i));
+    return o;
+}
+
+/* Pack 8 values of bw bits (values < 2^bw) into bw bytes. */
+#define PACK8(T)                                                               \
+    static inline uint8_t *pack8_##T(const T *v, int bw, uint8_t *o)           \
+    {                                                                          \
+        uint64_t acc = 0;                                                      \
+        int bits = 0;                                                          \
+        for (int i = 0; i < 8; i++) {                                          \
+            acc |= (uint64_t)v[i] << bits;                                     \
+            bits += bw;                                                        \
+            if (bits >= 32) {                                                  \
+                floe__put_le32(o, (uint32_t)acc);                              \
+                o += 4;                                                        \
+                acc >>= 32;                                                    \
+                bits -= 32;                                                    \
+            }                                                                  \
+        }                                                                      \
+        for (; bits > 0; bits -= 8) {                                          \
+            *o++ = (uint8_t)acc;                                               \
+            acc >>= 8;                                                         \
+        }                                                                      \
+        return o;                                                              \
+    }
+PACK8(uint8_t)
+PACK8(uint32_t)
+
+/* One bit-packed run of `count` values (a multiple of 8 except at the end,
+ * where the last group is padded with zeros). */
+#define EMIT_PACKED(T)                                                         \
+    static uint8_t *emit_packed_##T(const T *v, size_t count, int bw, uint8_t *o) \
+    {                                                                          \
+        if (count == 0)                                                        \
+            return o;                                                          \
+        size_t groups = (count + 7) / 8;                                       \
+        o = put_varint(o, (uint64_t)groups << 1 | 1);                          \
+        size_t full = count / 8;                                               \
+        for (size_t g = 0; g < full; g++)                                      \
+            o = pack8_##T(v + 8 * g, bw, o);                                   \
+        if (count % 8) {                                                       \
+            T last[8] = {0};                                                   \
+            memcpy(last, v + 8 * full, (count % 8) * sizeof(T));               \
+            o = pack8_##T(last, bw, o);                                        \
+        }                                                                      \
+        return o;                                                              \
+    }
+EMIT_PACKED(uint8_t)
+EMIT_PACKED(uint32_t)
+
+/* End of the run of values equal to v[i]. */
+static inline size_t run_end_uint8_t(const uint8_t *v, size_t i, size_t n)
+{
+    uint8_t x = v[i];
+    size_t j = i + 1;
+    uint64_t pat = 0x0101010101010101ULL * x;
+    while (j + 8 <= n && floe__get_le64(v + j) == pat)
+        j += 8;
+    while (j < n && v[j] == x)
+        j++;
+    return j;
+}
+
+static inline size_t run_end_uint32_t(const uint32_t *v, size_t i, size_t n)
+{
+    uint32_t x = v[i];
+    size_t j = i + 1;
+    while (j < n && v[j] == x)
+        j++;
+    return j;
+}
+
+#define RLE_ENCODE(T)                                                          \
+    size_t floe__rle_encode_##T(const T *v, size_t n, int bw, uint8_t *out)    \
+    {                                                                          \
+        uint8_t *o = out;                                                      \
+        size_t lit = 0, i = 0;                                                 \
+        while (i < n) {                                                        \
+            size_t j = run_end_##T(v, i, n);                                   \
+            size_t run = j - i;                                                \
+            if (run < 8) {                                                     \
+                i = j;                                                         \
+                continue;                                                      \
+            }                                                                  \
+            size_t pend = (i - lit) % 8;                                       \
+            if (pend) {                                                        \
+                size_t fill = 8 - pend;                                        \
+                if (run - fill < 8) {                                          \
+                    i = j;                                                     \
+                    continue;                                                  \
+                }                                                              \
+                i += fill;                                                     \
+                run -= fill;                                                   \
+            }                                                                  \
+            o = emit_packed_##T(v + lit, i - lit, bw, o);                      \
+            o = put_varint(o, (uint64_t)run << 1);                             \
+            o = put_value(o, v[i], bw);                                        \
+            i = j;                                                             \
+            lit = j;                                                           \
+        }                                                                      \
+        o = emit_packed_##T(v + lit, n - lit, bw, o);                          \
+        return (size_t)(o - out);                                              \
+    }
+
+/* The public names are floe__rle_encode_u8 / _u32. */
+#define floe__rle_encode_uint8_t floe__rle_encode_u8
+#define floe__rle_encode_uint32_t floe__rle_encode_u32
+RLE_ENCODE(uint8_t)
+RLE_ENCODE(uint32_t)
+
+size_t floe__pack_bools(const uint8_t *v, size_t n, uint8_t *out)
+{
+    size_t full = n / 8;
+    for (size_t g = 0; g < full; g++) {
+        const uint8_t *p = v + 8 * g;
+        uint8_t b = 0;
+        for (int k = 0; k < 8; k++)
+            b |= (uint8_t)((p[k] != 0) << k);
+        out[g] = b;
+    }
+    if (n % 8) {
+        uint8_t b = 0;
+        for (size_t k = 0; k < n % 8; k++)
+            b |= (uint8_t)((v[8 * full + k] != 0) << k);
+        out[full] = b;
+    }
+    return (n + 7) / 8;
+}
