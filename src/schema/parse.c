@@ -522,7 +522,8 @@ static int parse_base(parser *ps, floe__field *f, int level, int *height)
     return fail(ps, w.s, "unknown type \"%.*s\"", (int)(w.n > 40 ? 40 : w.n), w.s);
 }
 
-/* Wraps the type in *f into a list whose (nullable) element it becomes. */
+/* Wraps the type in *f into a list whose (nullable) element it becomes;
+ * f keeps its name. */
 static int wrap_list(parser *ps, floe__field *f)
 {
     floe__field *elem = floe__calloc(1, sizeof(floe__field));
@@ -530,12 +531,13 @@ static int wrap_list(parser *ps, floe__field *f)
         return FLOE_OOM(ps->err);
     *elem = *f;
     memset(f, 0, sizeof *f);
+    f->name = elem->name;               /* the column keeps its name */
     f->kind = FLOE_K_LIST;
     f->decl = FLOE_D_LIST;
     f->children = elem;
     f->n_children = 1;
     elem->required = false;
-    floe__free(elem->name);
+    elem->name = NULL;
     return set_name(ps, elem, "element");
 }
 
