@@ -413,6 +413,10 @@ static int walk_value(const char *p, const char *end, const char **endp, floe__b
     int depth = 0;
     enum { VALUE, KEY, AFTER } state = VALUE;
     for (;;) {
+        if (state == AFTER && depth == 0) {
+            *endp = p;
+            return FLOE_OK;
+        }
         p = floe__json_ws(p, end);
         if (p >= end)
             return fail_at(p, endp, err, "unexpected end of JSON");
@@ -435,10 +439,6 @@ static int walk_value(const char *p, const char *end, const char **endp, floe__b
             continue;
         }
         if (state == AFTER) {
-            if (depth == 0) {
-                *endp = p;
-                return FLOE_OK;
-            }
             bool obj = is_obj[(depth - 1) / 8] >> ((depth - 1) % 8) & 1;
             if (*p == ',') {
                 FLOE_FORWARD(emit(out, ",", 1, err));
