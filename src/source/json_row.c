@@ -400,10 +400,52 @@ static int read_int(ctx *c, const floe__field *f, const char **pp)
     return put_fixed(c, &v, 16);            /* uint8: decimal(20,0) */
 }
 
+/* Plain JSON decimals ("-123.45": at most 18 digits, no exponent, no more
+ * fraction digits than the scale) straight to the unscaled value; false
+ * when the general parser is needed. */
+static bool fast_decimal(ctx *c, const floe__field *f, const char **pp, floe__i128 *out)
+{
+    static const int64_t P10[19] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                    100000000, 1000000000, 10000000000LL, 100000000000LL,
+                                    1000000000000LL, 10000000000000LL, 100000000000000LL,
+                                    1000000000000000LL, 10000000000000000LL,
+                                    100000000000000000LL, 1000000000000000000LL};
+    const char *q = *pp, *end = c->end;
+    bool neg = q < end && *q == '-';
+    q += neg;
+    const char *d0 = q;
+    int64_t v = 0;
+    while (q < end && (unsigned)(*q - '0') <= 9)
+        v = v * 10 + (*q++ - '0');
+    int ni = (int)(q - d0), nf = 0;
+    if (ni == 0 || ni > 18 || (*d0 == '0' && ni > 1))
+        return false;
+    if (q < end && *q == '.') {
+        const char *f0 = ++q;
+        while (q < end && (unsigned)(*q - '0') <= 9 && q - f0 <= 18)
+            v = v * 10 + (*q++ - '0');
+        nf = (int)(q - f0);
+        if (nf == 0 || ni + nf > 18)
+            return false;
+    }
+    if (nf > f->scale || f->scale - nf + ni + nf > 18 ||
+        (q < end && (*q == 'e' || *q == 'E' || (unsigned)(*q - '0') <= 9)))
+        return false;
+    v *= P10[f->scale - nf];
+    if (f->precision < 19 && (v >= P10[f->precision]))
+        return false;                       /* let the general path say why */
+    *out = neg ? -(floe__i128)v : (floe__i128)v;
+    *pp = q;
+    return true;
+}
+
 static int read_decimal(ctx *c, const floe__field *f, const char **pp)
 {
     const char *p = *pp, *s, *q;
     size_t n;
+    floe__i128 fast;
+    if (*p != '"' && fast_decimal(c, f, pp, &fast))
+        return put_fixed(c, &fast, 16);
     if (*p == '"') {
         FLOE_FORWARD(string_value(c, f, pp, &s, &n, "a number"));
         double special;
@@ -522,6 +564,33 @@ static uint32_t find_child(const floe__field *f, const floe__json_str *key, uint
     return UINT32_MAX;
 }
 
+/* The fast path for an expected key: when the JSON string at p is exactly
+ * `name` with nothing escaped, returns the pointer after its closing quote.
+ * NULL means "use the full scanner" (a different key, escapes, or a name
+ * holding '"', '\\' or control bytes, which JSON would have escaped). */
+static inline const char *match_key(const char *p, const char *end, const char *name)
+{
+    /* 1 for bytes that stand for themselves inside a JSON string; 0 for NUL
+     * (the end of name), control bytes, '"' and '\\'. */
+#define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+    static const uint8_t plain[256] = {
+        R16(0), R16(0),                                     /* NUL, controls */
+        1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,     /* 0x20: '"' */
+        R16(1), R16(1),
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,     /* 0x50: '\\' */
+        R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1),
+    };
+#undef R16
+    if (p >= end || *p != '"')
+        return NULL;
+    p++;
+    size_t avail = (size_t)(end - p), i = 0;
+    const unsigned char *nm = (const unsigned char *)name;
+    while (i < avail && plain[nm[i]] && (unsigned char)p[i] == nm[i])
+        i++;
+    return nm[i] == '\0' && i < avail && p[i] == '"' ? p + i + 1 : NULL;
+}
+
 /* Scans `"key"` and the ':' after it; *pp ends at the value. */
 static int read_key(ctx *c, const char **pp, floe__json_str *key)
 {
@@ -597,11 +666,17 @@ static int read_struct_body(ctx *c, const floe__field *f, const char **pp, bool 
     }
     while (more) {
         floe__json_str key;
-        const char *key_at = p;
-        FLOE_FORWARD(read_key(c, &p, &key));
+        const char *key_at = p, *q;
         uint32_t j = next;
-        if (j >= n || !floe__json_str_eq(&key, f->children[j].name)) {
-            j = find_child(f, &key, next < n ? next : 0);
+        if (j < n && (q = match_key(p, c->end, f->children[j].name)) != NULL) {
+            q = floe__json_ws(q, c->end);
+            if (q >= c->end || *q != ':')
+                return fail(c, q, "expected ':' after a key");
+            p = floe__json_ws(q + 1, c->end);
+        } else {
+            FLOE_FORWARD(read_key(c, &p, &key));
+            if (j >= n || !floe__json_str_eq(&key, f->children[j].name))
+                j = find_child(f, &key, next < n ? next : 0);
             if (j == UINT32_MAX) {
                 char name[48];
                 token_text(c, key_at, name);

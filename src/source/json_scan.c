@@ -59,15 +59,17 @@ static int fail_at(const char *at, const char **endp, floe_error *err, const cha
     return floe__err_set(err, FLOE_EINPUT, "%s", msg);
 }
 
-/* Whether any of the 8 bytes of v is >= 0x80, < 0x20, '"' or '\'.  Each
- * test is the classic "has a byte less than n" bit trick, exact as a yes/no
- * answer (a borrow only starts at a byte that itself matches). */
-static inline bool has_special(uint64_t v)
+/* A mask with the high bit set in (at least) the first byte of v that is
+ * >= 0x80, < 0x20, '"' or '\', and 0 when there is none.  Each test is the
+ * classic "has a byte less than n" bit trick: a borrow only starts at a byte
+ * that itself matches, so the lowest set bit marks exactly the first
+ * special byte (bytes are little-endian in v). */
+static inline uint64_t special_mask(uint64_t v)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
     uint64_t t = v | ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b);
-    return (t & high) != 0;
+    return t & high;
 }
 
 static inline int hexval(char c)
@@ -149,8 +151,11 @@ int floe__json_scan_string(const char *p, const char *end, const char **endp,
         while (end - q >= 8) {
             uint64_t v;
             memcpy(&v, q, 8);
-            if (has_special(v))
+            uint64_t m = special_mask(v);
+            if (m) {
+                q += __builtin_ctzll(m) / 8;      /* straight to the special byte */
                 break;
+            }
             q += 8;
         }
         if (q >= end)
