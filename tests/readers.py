@@ -2,6 +2,7 @@
 what they return into the canonical form of rowgen.py, so tests compare with
 == against the values that were written."""
 import datetime as dt
+import decimal
 import json
 
 import duckdb
@@ -11,6 +12,7 @@ import pyarrow.parquet as pq
 from rowgen import EPOCH, EPOCH_DATE, INT_RANGES, RANGES, Col, f32, f64
 
 US = dt.timedelta(microseconds=1)
+decimal.getcontext().prec = 200
 
 
 def _map_items(v):

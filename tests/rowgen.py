@@ -12,7 +12,8 @@ Canonical forms: None; bool; int; ("f32"|"f64", big-endian bytes) for floats
 ("date", days since 1970-01-01); ("time", microseconds since midnight);
 ("ts", microseconds since the epoch, UTC for timestamptz); lists as lists;
 records and ranges as tuples of their fields in order; maps as lists of
-(key, value) tuples in input order.
+(key, value) tuples in key order (floe stores map entries sorted by key, so
+that equal maps are equal rows).
 """
 import base64
 import datetime as dt
@@ -20,7 +21,10 @@ import json
 import random
 import struct
 import uuid as uuidlib
+import decimal
 from decimal import Decimal
+
+decimal.getcontext().prec = 200      # exact arithmetic for numeric(38,s)
 
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1)
@@ -191,8 +195,10 @@ def gen_primitive(r, col):
         v = r.choice(TEXTS) if k == "text" else r.choice(["1 day", "02:00:00", "1 year 2 mons", ""])
         return v, v
     if k == "jsonb":
-        v = rand_jsonb(r)
-        return v, ("json", json.dumps(v, sort_keys=True))
+        v = rand_jsonb(r)                            # JSON null is SQL NULL
+        while v is None and col.not_null:
+            v = rand_jsonb(r)
+        return v, (None if v is None else ("json", json.dumps(v, sort_keys=True)))
     if k == "uuid":
         u = uuidlib.UUID(int=r.getrandbits(128))
         text = str(u).upper() if r.random() < 0.3 else str(u)
@@ -238,7 +244,7 @@ def gen_value(r, col, null_rate=0.2):
             v, e = gen_value(r, col.elem, null_rate)
             out[key] = v
             exp.append((key, e))
-        return out, exp
+        return out, sorted(exp, key=lambda kv: kv[0].encode())  # floe keeps map keys sorted
     if k in RANGES:
         if r.random() < 0.2:
             return {"empty": True}, (None, None, None, None, True)
