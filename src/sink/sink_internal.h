@@ -80,4 +80,43 @@ bool floe__minter_done(const floe__minter *m);
  * the snapshot batch when fresh). */
 floe__frontier floe__minter_catchup_start(const floe__minter *m);
 
+/* ---- the stash: updates waiting for the frontier (stash.c) -------------------
+ * Holds updates (time, diff, key bytes, row bytes) until the frontier passes
+ * their time, then hands out each closed interval consolidated: sorted by
+ * (time, key, row), equal (time, key, row) summed, zero sums dropped.  Memory
+ * is bounded: past `memory_limit` bytes the held updates are sorted and
+ * spilled as a run to an anonymous temporary file; closing an interval
+ * merges the runs' closed prefixes with what is in memory. */
+typedef struct floe__upd {
+    uint64_t time;
+    int64_t diff;
+    const uint8_t *key;       /* key bytes (empty in append mode) */
+    const uint8_t *row;       /* row in the row format */
+    uint32_t key_len, row_len;
+} floe__upd;
+
+typedef struct floe__stash floe__stash;
+typedef struct floe__stash_stats {
+    uint64_t rows;            /* updates held (in memory and spilled) */
+    uint64_t bytes;           /* their key and row bytes */
+    uint64_t runs;            /* spilled runs not yet consumed */
+    uint64_t spilled_rows;    /* updates ever spilled */
+} floe__stash_stats;
+
+/* spill_dir NULL: $TMPDIR or /tmp.  memory_limit 0: 512 MiB. */
+int floe__stash_new(const char *spill_dir, size_t memory_limit, floe__stash **out,
+                    floe_error *err);
+void floe__stash_free(floe__stash *st);
+int floe__stash_push(floe__stash *st, uint64_t time, int64_t diff, const uint8_t *key,
+                     uint32_t key_len, const uint8_t *row, uint32_t row_len, floe_error *err);
+/* Start handing out the consolidated updates with time below `f` (all of
+ * them when f is empty).  Call floe__stash_next until it returns 0, then
+ * floe__stash_end_close.  No push may happen in between. */
+int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err);
+/* The next consolidated update: *got true and *u set (its pointers stay
+ * valid until the next call), or *got false at the end. */
+int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err);
+void floe__stash_end_close(floe__stash *st);
+void floe__stash_get_stats(const floe__stash *st, floe__stash_stats *out);
+
 #endif /* FLOE_SINK_INTERNAL_H */

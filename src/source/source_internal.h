@@ -122,6 +122,22 @@ const char *floe__parse_timestamp(const char *s, size_t n, bool with_zone, int64
 int floe__json_parse_row(const floe__schema *s, const char *p, const char *end,
                          const char **endp, floe__buf *out, floe_error *err);
 
+/* ---- change records (changes.c) --------------------------------------------- */
+typedef enum floe__change_kind { FLOE__CHANGE_UPDATE = 1, FLOE__CHANGE_PROGRESS = 2 } floe__change_kind;
+
+typedef struct floe__change {
+    floe__change_kind kind;
+    uint64_t time;           /* UPDATE: its time; PROGRESS: the new frontier time */
+    int64_t diff;            /* UPDATE */
+    bool closed;             /* PROGRESS given as []: the input is complete */
+} floe__change;
+
+/* Parses one NDJSON change line [line, line+n): an update (its row appended
+ * to `row` in the row format) or a progress record.  FLOE_EINPUT with the
+ * reason and byte offset for anything else; `row` is unchanged on failure. */
+int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__change *out,
+                       floe__buf *row, floe_error *err);
+
 /* The largest row floe_row_set_json builds (bytes in the row format). */
 #define FLOE__ROW_MAX_BYTES ((size_t)1 << 30)
 
