@@ -182,6 +182,99 @@ int floe_parquet_writer_close(floe_parquet_writer *w, uint64_t *file_size, floe_
 /* Discard the file and free w.  Accepts NULL. */
 void floe_parquet_writer_abort(floe_parquet_writer *w);
 
+/* ------------------------------------------------------------------------
+ * The sink: a changelog into an Iceberg table, exactly once (SPEC.md 1-7).
+ *
+ * Feed it updates (row, time, diff) and frontiers; it groups them into one
+ * Iceberg snapshot per commit interval, writes data and delete files
+ * (upsert) or plain rows with _diff/_timestamp (append), and commits each
+ * snapshot with its frontier in the snapshot summary, so a restart resumes
+ * where it stopped, a lost commit response is recognised, and an older sink
+ * version is fenced.  A floe_sink is used from one thread; floe_sink_stats
+ * and floe_sink_metrics may be called from any thread at any time.
+ * ---------------------------------------------------------------------- */
+typedef struct floe_sink floe_sink;
+
+typedef enum floe_sink_mode {
+    FLOE_SINK_MODE_AUTO = 0,        /* upsert when a key is given, append otherwise */
+    FLOE_SINK_MODE_UPSERT = 1,      /* without a key: the whole row is the key */
+    FLOE_SINK_MODE_APPEND = 2,
+} floe_sink_mode;
+
+/* Options; start from floe_sink_options_init().  Strings are copied by
+ * floe_sink_open. */
+typedef struct floe_sink_options {
+    const char *table;              /* "NS.NAME" (required) */
+    const char *schema;             /* column list (SPEC 3); NULL: the existing table's */
+    const char *key;                /* key columns "a,b"; NULL: none */
+    floe_sink_mode mode;
+    const char *catalog;            /* NULL: "sqlite:warehouse/catalog.db" */
+    const char *catalog_name;       /* NULL: "floe" */
+    const char *warehouse;          /* NULL: "./warehouse" (as a file:// URI) */
+    uint64_t commit_interval;       /* in the input's time units; default 10000 */
+    uint64_t as_of;                 /* default 0 */
+    const char *sink_id;            /* NULL: the table name "NS.NAME" */
+    uint64_t sink_version;          /* default 1 */
+    floe_compression compression;   /* default ZSTD */
+    int compression_level;          /* 0: the codec's default */
+    uint64_t target_file_size;      /* data file roll-over size; default 512 MiB */
+    size_t memory_limit;            /* updates held in memory before spilling; 512 MiB */
+    const char *spill_dir;          /* NULL: $TMPDIR or /tmp */
+    /* Called with each warning (e.g. a primary-key violation); may be NULL. */
+    void (*on_warning)(void *ctx, const char *message);
+    void *warning_ctx;
+    /* Called after each commit with the new frontier ("[t]" or "[]") and
+     * snapshot id: the moment to acknowledge the input upstream. */
+    void (*on_commit)(void *ctx, const char *frontier, int64_t snapshot_id);
+    void *commit_ctx;
+} floe_sink_options;
+
+void floe_sink_options_init(floe_sink_options *opts);
+
+/* Open the catalog, load or create the table (checking a declared schema
+ * against an existing table), read where the table says the sink stands
+ * and whether this sink version is fenced (FLOE_EFENCED). */
+int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *err);
+void floe_sink_free(floe_sink *sink);
+
+/* The frontier the table records, "[t]" / "[]", or NULL for a fresh table.
+ * Input below it is skipped (it is committed already). */
+const char *floe_sink_resume_frontier(const floe_sink *sink);
+/* 1 when the table already records the empty frontier: nothing to do. */
+int floe_sink_complete(const floe_sink *sink);
+
+/* One NDJSON change record (SPEC 2): an update or a progress record.
+ * Errors (FLOE_EINPUT) say why; the caller adds the line number. */
+int floe_sink_push_json(floe_sink *sink, const char *line, size_t len, floe_error *err);
+/* One update.  `row` must be of floe_sink_row_schema(sink). */
+int floe_sink_push(floe_sink *sink, const floe_row *row, uint64_t time, int64_t diff,
+                   floe_error *err);
+/* The schema input rows are parsed with (owned by the sink). */
+const floe_schema *floe_sink_row_schema(const floe_sink *sink);
+/* The input frontier moves to `time`: every update still to come has a time
+ * >= it.  Closed batches are written and committed before this returns. */
+int floe_sink_advance(floe_sink *sink, uint64_t time, floe_error *err);
+/* The input is complete: commit everything; the table then records "[]". */
+int floe_sink_finish(floe_sink *sink, floe_error *err);
+
+typedef struct floe_sink_stats {
+    uint64_t updates_in, bytes_in;          /* pushed */
+    uint64_t updates_stashed;               /* waiting for the frontier */
+    uint64_t snapshots_committed, lost_responses, commit_conflicts, commit_failures;
+    uint64_t data_files, delete_files;      /* committed */
+    uint64_t rows_committed, bytes_committed;
+    uint64_t pk_violations;
+    uint64_t commit_seconds_total_us, close_seconds_total_us;  /* microseconds, summed */
+    uint64_t batches_sealed;
+    int input_frontier_empty;               /* input closed */
+    uint64_t input_frontier;
+    int has_committed_frontier, committed_frontier_empty;
+    uint64_t committed_frontier;
+} floe_sink_stats;
+void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out);
+/* The Prometheus text exposition of the sink's metrics (caller frees). */
+int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err);
+
 #ifdef __cplusplus
 }
 #endif

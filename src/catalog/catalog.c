@@ -2,6 +2,8 @@
  * catalog.c - what every catalog implementation shares: the loaded-table
  * result and reading / writing metadata files through a FileIO.
  */
+#include <unistd.h>
+
 #include "catalog/catalog_internal.h"
 
 void floe__loaded_table_free(floe__loaded_table *t)
@@ -39,4 +41,43 @@ int floe__catalog_write_metadata(floe__fileio *io, const char *location,
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "writing table metadata %s", location);
     return FLOE_OK;
+}
+
+/* A warehouse given as a plain path becomes an absolute file:// URI. */
+static int warehouse_uri(const char *warehouse, char **out, floe_error *err)
+{
+    if (strstr(warehouse, "://")) {
+        *out = floe__strdup(warehouse);
+        return *out ? FLOE_OK : FLOE_OOM(err);
+    }
+    if (warehouse[0] == '/') {
+        *out = floe__sprintf("file://%s", warehouse);
+        return *out ? FLOE_OK : FLOE_OOM(err);
+    }
+    char cwd[4096];
+    FLOE_RETURN_IF(!getcwd(cwd, sizeof cwd), err, FLOE_EIO, "cannot read the working directory");
+    const char *rel = warehouse;
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    *out = strcmp(rel, ".") == 0 ? floe__sprintf("file://%s", cwd)
+                                 : floe__sprintf("file://%s/%s", cwd, rel);
+    return *out ? FLOE_OK : FLOE_OOM(err);
+}
+
+int floe__catalog_open(const char *uri, const char *name, const char *warehouse,
+                       floe__fileio *io, floe__catalog **out, floe_error *err)
+{
+    uri = uri ? uri : FLOE_DEFAULT_CATALOG_URI;
+    name = name ? name : FLOE_DEFAULT_CATALOG_NAME;
+    if (floe__str_starts(uri, "http://") || floe__str_starts(uri, "https://"))
+        return floe__err_set(err, FLOE_EUNSUPPORTED,
+                             "REST catalogs (%s) are not supported yet", uri);
+    if (!floe__str_starts(uri, "sqlite:") && !floe__str_starts(uri, "jdbc:sqlite:"))
+        return floe__err_set(err, FLOE_EINVAL,
+                             "unknown catalog URI '%s' (want sqlite:PATH or http(s)://...)", uri);
+    char *wh = NULL;
+    FLOE_FORWARD(warehouse_uri(warehouse ? warehouse : FLOE_DEFAULT_WAREHOUSE, &wh, err));
+    int rc = floe__catalog_sql_open(uri, name, wh, io, out, err);
+    floe__free(wh);
+    return rc;
 }

@@ -138,6 +138,18 @@ int floe__catalog_write_metadata(floe__fileio *io, const char *location,
  * "location" property (then <location>/<name>), as pyiceberg lays them out.
  * io is borrowed: it must outlive the catalog.  The catalog tables are
  * created when missing, in the shape both pyiceberg and JdbcCatalog use. */
+/* Defaults of SPEC.md section 10. */
+#define FLOE_DEFAULT_CATALOG_URI "sqlite:warehouse/catalog.db"
+#define FLOE_DEFAULT_CATALOG_NAME "floe"
+#define FLOE_DEFAULT_WAREHOUSE "warehouse"
+
+/* Open the catalog a URI names: "sqlite:PATH" (also "sqlite:///ABS" and
+ * "jdbc:sqlite:PATH") or, later, "http(s)://" for REST.  NULL arguments take
+ * the defaults above; a warehouse given as a path becomes an absolute
+ * file:// URI.  `io` is borrowed and must outlive the catalog. */
+int floe__catalog_open(const char *uri, const char *name, const char *warehouse,
+                       floe__fileio *io, floe__catalog **out, floe_error *err);
+
 int floe__catalog_sql_open(const char *uri, const char *catalog_name, const char *warehouse,
                            floe__fileio *io, floe__catalog **out, floe_error *err);
 

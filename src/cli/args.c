@@ -2,6 +2,7 @@
  * args.c - option parsing and error reporting for the floe program.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -100,6 +101,46 @@ bad:
     fprintf(stderr, "floe: --%s: '%s' is not a size (a number, optionally with k, m or g)\n",
             name, v);
     return -1;
+}
+
+int cli_u64_opt(const cli_opt *opts, const char *name, uint64_t *out)
+{
+    const char *v = cli_get(opts, name);
+    if (!v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (end == v || *end || errno != 0 || v[0] == '-') {
+        fprintf(stderr, "floe: --%s: '%s' is not an integer from 0 to 2^64-1\n", name, v);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out)
+{
+    const char *v = cli_get(opts, name);
+    if (!v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    uint64_t unit = 0;
+    if (strcmp(end, "") == 0 || strcmp(end, "ms") == 0)
+        unit = 1;
+    else if (strcmp(end, "s") == 0)
+        unit = 1000;
+    else if (strcmp(end, "m") == 0)
+        unit = 60000;
+    if (end == v || v[0] == '-' || errno != 0 || unit == 0 || n == 0 || n > UINT64_MAX / unit) {
+        fprintf(stderr, "floe: --%s: '%s' is not a positive duration (a number with ms, s or "
+                        "m; a bare number counts input time units)\n", name, v);
+        return -1;
+    }
+    *out = n * unit;
+    return 0;
 }
 
 char *cli_schema_text(const char *arg)

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "floe.h"
@@ -53,7 +54,21 @@ int cli_lines_open(const char *path, cli_lines **out);
 int cli_lines_next(cli_lines *r, const char **line, size_t *len, size_t *lineno);
 void cli_lines_close(cli_lines *r);
 
+/* A DURATION ("500ms", "10s", "2m", or a bare number of time units): the
+ * count of input time units (milliseconds by default).  0 on success, -1
+ * (reported) when malformed, zero or too large. */
+int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out);
+/* An unsigned integer option; leaves *out unchanged when absent. */
+int cli_u64_opt(const cli_opt *opts, const char *name, uint64_t *out);
+
+/* ---- the metrics endpoint (metrics_server.c) ---------------------------------- */
+typedef struct metrics_server metrics_server;
+/* Listen on HOST:PORT and serve GET /metrics; NULL (reported) on failure. */
+metrics_server *metrics_server_start(const char *addr, const floe_sink *sink);
+void metrics_server_stop(metrics_server *m);     /* accepts NULL */
+
 /* ---- commands --------------------------------------------------------------- */
 int cmd_to_parquet(int argc, char **argv);
+int cmd_sink(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ typedef struct command {
 } command;
 
 static const command COMMANDS[] = {
+    {"sink", cmd_sink, "stream an NDJSON changelog into an Iceberg table, exactly once"},
     {"to-parquet", cmd_to_parquet, "write NDJSON rows to one Parquet file with Iceberg field ids"},
 };
 

@@ -12,6 +12,7 @@
 #ifndef FLOE_SINK_INTERNAL_H
 #define FLOE_SINK_INTERNAL_H
 
+#include "iceberg/table_internal.h"
 #include "util/util_internal.h"
 
 /* ---- frontiers (frontier.c) ------------------------------------------------
@@ -118,5 +119,135 @@ int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err);
 int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err);
 void floe__stash_end_close(floe__stash *st);
 void floe__stash_get_stats(const floe__stash *st, floe__stash_stats *out);
+
+/* ---- key memory (keymem.c) ----------------------------------------------------
+ * Per upsert batch: key -> where the batch inserted the key's live row
+ * (file index, position).  Open addressing over 24-byte slots; key bytes in
+ * one growing buffer.  About 40 bytes per key plus the key's own bytes. */
+typedef struct floe__keymem floe__keymem;
+typedef struct floe__keypos {
+    uint32_t file;            /* index into the batch's file table */
+    uint64_t pos;             /* row position in that file */
+} floe__keypos;
+
+int floe__keymem_new(floe__keymem **out, floe_error *err);
+void floe__keymem_free(floe__keymem *km);
+/* Remember (or overwrite) where key's live row is. */
+int floe__keymem_put(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos at,
+                     floe_error *err);
+/* Look a key up and forget it: true and *at set when it had a live row. */
+bool floe__keymem_take(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos *at);
+size_t floe__keymem_count(const floe__keymem *km);
+size_t floe__keymem_bytes(const floe__keymem *km);   /* memory held */
+
+/* ---- the writer (write.c) ---------------------------------------------------------
+ * Pairs consolidated updates with batch descriptions and turns them into
+ * data and delete files, one set per batch (SPEC.md section 6).  Upsert:
+ * per (key, time) the retractions become position deletes (key inserted
+ * earlier in this batch, from the key memory) or equality deletes, then the
+ * insertions are appended and remembered.  The snapshot batch only inserts
+ * and keeps no key memory.  Append: every update becomes |diff| rows with
+ * _diff = +1/-1 and _timestamp = its time. */
+typedef struct floe__writer floe__writer;
+
+typedef void (*floe__warn_fn)(void *ctx, const char *message);
+
+typedef struct floe__writer_config {
+    floe__table *table;
+    bool upsert;
+    bool synthetic_key;                 /* upsert keyed by the whole row */
+    const floe__schema *data_schema;    /* data file rows (append: + _diff, _timestamp) */
+    const floe__schema *eq_schema;      /* upsert: the key columns, in key order */
+    const int32_t *eq_ids;
+    size_t n_eq_ids;
+    floe__file_writer_options file_opts;
+    floe__warn_fn warn;                 /* primary-key violations etc.; may be NULL */
+    void *warn_ctx;
+} floe__writer_config;
+
+/* A batch whose files are complete, ready to commit. */
+typedef struct floe__sealed {
+    floe__batch desc;
+    floe__content_list files;
+    uint64_t rows_written;              /* data rows */
+    uint64_t position_deletes, equality_deletes;
+} floe__sealed;
+void floe__sealed_free(floe__sealed *s);   /* frees files and s; accepts NULL */
+
+typedef struct floe__writer_stats {
+    uint64_t data_files, delete_files;  /* sealed so far */
+    uint64_t rows_written, position_deletes, equality_deletes;
+    uint64_t pk_violations;
+    uint64_t keys_remembered;           /* in the key memory of open batches */
+    uint64_t keymem_bytes;
+} floe__writer_stats;
+
+/* cfg (and what it points to) must outlive the writer. */
+int floe__writer_new(const floe__writer_config *cfg, floe__writer **out, floe_error *err);
+/* Aborts the files of every unsealed batch. */
+void floe__writer_free(floe__writer *w);
+/* Descriptions in mint order; each lower must equal the previous upper. */
+int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *err);
+/* One consolidated update; updates come in (time, key, row) order and their
+ * times must lie in a known batch. */
+int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err);
+/* Seal (close the files of) the next batch whose upper <= f, oldest first:
+ * *out is it (caller frees), or NULL when no batch can be sealed yet. */
+int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out,
+                           floe_error *err);
+void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out);
+
+/* ---- the committer (commit.c) -------------------------------------------------------
+ * SPEC.md sections 5.1 and 7: where the table says we are, and committing
+ * sealed batches in order, one snapshot each, with fencing, lost-response
+ * detection and the retry classes. */
+#define FLOE_PROP_FRONTIER "floe.frontier"
+#define FLOE_PROP_SINK_ID "floe.sink-id"
+#define FLOE_PROP_SINK_VERSION "floe.sink-version"
+
+typedef struct floe__progress {
+    bool has;                 /* false: no snapshot carries floe properties */
+    floe__frontier frontier;
+    char sink_id[256];
+    uint64_t sink_version;
+    int64_t snapshot_id;
+} floe__progress;
+
+/* SPEC 5.1: walk the snapshots newest first (by sequence number); the first
+ * with floe's properties gives the progress; `replace` snapshots are
+ * skipped; any other snapshot without them is FLOE_ESTATE. */
+int floe__read_progress(const floe__metadata *md, floe__progress *out, floe_error *err);
+
+typedef struct floe__committer floe__committer;
+typedef void (*floe__committed_fn)(void *ctx, floe__frontier upper, int64_t snapshot_id);
+
+typedef struct floe__committer_config {
+    floe__table *table;
+    const char *sink_id;
+    uint64_t sink_version;
+    int max_tries;                      /* 0: 5 */
+    unsigned backoff_ms;                /* first retry delay; 0: 50 ms, doubling, max 2 s */
+    floe__committed_fn on_commit;       /* after each commit (SPEC 7.5); may be NULL */
+    void *on_commit_ctx;
+} floe__committer_config;
+
+typedef struct floe__committer_stats {
+    uint64_t snapshots;                 /* batches committed (incl. recognised lost responses) */
+    uint64_t lost_responses;            /* commits found to have landed on a reload */
+    uint64_t conflicts, failures;       /* attempts that ended in a conflict / another failure */
+    uint64_t commit_ns_total, commit_ns_last;
+    uint64_t data_files, delete_files, rows, bytes;   /* committed */
+    floe__frontier frontier;            /* last committed upper */
+    bool has_frontier;
+} floe__committer_stats;
+
+int floe__committer_new(const floe__committer_config *cfg, floe__committer **out,
+                        floe_error *err);
+void floe__committer_free(floe__committer *c);
+/* Commit one sealed batch (after every older one).  Fatal errors:
+ * FLOE_EFENCED, FLOE_ESTATE (schema/spec changed, range written by another
+ * writer, unknown snapshots), or the last failure after max_tries. */
+int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err);
+void floe__committer_get_stats(const floe__committer *c, floe__committer_stats *out);
 
 #endif /* FLOE_SINK_INTERNAL_H */
