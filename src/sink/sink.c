@@ -23,6 +23,7 @@
 
 struct floe_sink {
     char *ns, *name, *sink_id;
+    bool own_catalog;                /* false when given by floe__sink_open_with */
     uint64_t version, as_of;
     bool upsert, synthetic, complete;
     floe__fileio *io;
@@ -323,9 +324,11 @@ static int sink_setup(floe_sink *s, floe_error *err)
     s->sink_id = floe__strdup(o->sink_id ? o->sink_id : o->table);
     if (!s->sink_id)
         return FLOE_OOM(err);
-    FLOE_FORWARD(floe__fileio_local_new(&s->io, err));
-    FLOE_FORWARD(floe__catalog_open(o->catalog, o->catalog_name, o->warehouse, s->io,
-                                    &s->catalog, err));
+    if (s->own_catalog) {
+        FLOE_FORWARD(floe__fileio_local_new(&s->io, err));
+        FLOE_FORWARD(floe__catalog_open(o->catalog, o->catalog_name, o->warehouse, s->io,
+                                        &s->catalog, err));
+    }
     floe__schema *declared = NULL;
     FLOE_FORWARD_CTX(declared_schema(s, &declared, err), err, "--schema");
     int rc = floe__table_open(s->catalog, s->io, s->ns, s->name, declared, NULL, &s->table, err);
@@ -348,10 +351,20 @@ static int sink_setup(floe_sink *s, floe_error *err)
 
 int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *err)
 {
+    return floe__sink_open_with(opts, NULL, NULL, out, err);
+}
+
+int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
+                         floe__fileio *io, floe_sink **out, floe_error *err)
+{
     FLOE_RETURN_IF(!opts || !out, err, FLOE_EINVAL, "floe_sink_open: NULL argument");
+    FLOE_RETURN_IF(!catalog != !io, err, FLOE_EINVAL, "give both a catalog and a FileIO, or neither");
     floe_sink *s = floe__calloc(1, sizeof *s);
     if (!s)
         return FLOE_OOM(err);
+    s->own_catalog = !catalog;
+    s->catalog = catalog;
+    s->io = io;
     pthread_mutex_init(&s->lock, NULL);
     s->opts = *opts;
     s->version = opts->sink_version ? opts->sink_version : 1;
@@ -377,8 +390,10 @@ void floe_sink_free(floe_sink *s)
     floe__stash_free(s->stash);
     floe__minter_free(s->minter);
     floe__table_free(s->table);
-    floe__catalog_free(s->catalog);
-    floe__fileio_free(s->io);
+    if (s->own_catalog) {
+        floe__catalog_free(s->catalog);
+        floe__fileio_free(s->io);
+    }
     floe_schema_free(s->input_owned);
     floe_schema_free(s->eq_schema_owned);
     floe__free(s->eq_ids);

@@ -250,4 +250,11 @@ void floe__committer_free(floe__committer *c);
 int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err);
 void floe__committer_get_stats(const floe__committer *c, floe__committer_stats *out);
 
+/* ---- the sink (sink.c) ------------------------------------------------------------------
+ * floe_sink_open with a catalog and FileIO of the caller's (borrowed; they
+ * must outlive the sink): how tests put a fault-injecting catalog under a
+ * real sink. */
+int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
+                         floe__fileio *io, floe_sink **out, floe_error *err);
+
 #endif /* FLOE_SINK_INTERNAL_H */
