@@ -39,6 +39,8 @@ def canon(v):
         return ("f64", struct.pack(">Q", int(x, 16)))
     if tag == "dec":
         return ("dec", int(x))
+    if tag.startswith("unknown:"):
+        raise ValueError(f"the Java reader met a value it cannot tag: {v}")
     if tag == "bin":
         return base64.b64decode(x)
     if tag == "date":
@@ -57,3 +59,14 @@ def read_rows(db, warehouse, table, snapshot_id=None, catalog="floe"):
 
 def snapshots(db, warehouse, table, catalog="floe"):
     return java("snapshots", db, warehouse, table, catalog=catalog)
+
+
+def read_snapshots(db, warehouse, table, catalog="floe"):
+    """[(snapshot id, summary dict, rows)] for every snapshot, in one JVM."""
+    return [(s["snapshot-id"], s["summary"], [canon(r) for r in s["rows"]])
+            for s in java("read-snapshots", db, warehouse, table, catalog=catalog)]
+
+
+def replace_one_file(db, warehouse, table, catalog="floe"):
+    """Commit a `replace` snapshot (a no-op compaction) with Iceberg's own API."""
+    java("replace", db, warehouse, table, catalog=catalog)

@@ -31,6 +31,10 @@ import org.apache.hadoop.conf.Configuration;
  *   Reader read DB WAREHOUSE CATALOG NS.TABLE [SNAPSHOT_ID]   one JSON array per row
  *   Reader snapshots DB WAREHOUSE CATALOG NS.TABLE            one JSON object per snapshot
  *   Reader schema DB WAREHOUSE CATALOG NS.TABLE               the table schema (Iceberg JSON)
+ *   Reader read-snapshots DB WAREHOUSE CATALOG NS.TABLE       per snapshot: its summary and rows
+ *   Reader replace DB WAREHOUSE CATALOG NS.TABLE              rewrite one data file as a copy of
+ *                                                             itself (a `replace` snapshot, as
+ *                                                             compaction makes)
  */
 public final class Reader {
     public static void main(String[] args) throws Exception {
@@ -65,17 +69,30 @@ public final class Reader {
                        .append(",\"sequence-number\":").append(s.sequenceNumber())
                        .append(",\"operation\":");
                     string(out, String.valueOf(s.operation()));
-                    out.append(",\"summary\":{");
-                    boolean first = true;
-                    for (Map.Entry<String, String> e : s.summary().entrySet()) {
-                        if (!first) out.append(',');
-                        first = false;
-                        string(out, e.getKey());
-                        out.append(':');
-                        string(out, e.getValue());
-                    }
-                    out.append("}}\n");
+                    out.append(",\"summary\":");
+                    summary(out, s);
+                    out.append("}\n");
                 }
+                break;
+            case "read-snapshots":
+                for (Snapshot s : table.snapshots()) {
+                    out.append("{\"snapshot-id\":").append(s.snapshotId()).append(",\"summary\":");
+                    summary(out, s);
+                    out.append(",\"rows\":[");
+                    boolean first = true;
+                    try (CloseableIterable<Record> rows =
+                             IcebergGenerics.read(table).useSnapshot(s.snapshotId()).build()) {
+                        for (Record r : rows) {
+                            if (!first) out.append(',');
+                            first = false;
+                            value(out, r);
+                        }
+                    }
+                    out.append("]}\n");
+                }
+                break;
+            case "replace":
+                replaceOneFile(table);
                 break;
             case "schema":
                 out.append(org.apache.iceberg.SchemaParser.toJson(table.schema())).append('\n');
@@ -86,6 +103,42 @@ public final class Reader {
         }
         System.out.print(out);
         catalog.close();
+    }
+
+    private static void summary(StringBuilder out, Snapshot s) {
+        out.append('{');
+        boolean first = true;
+        for (Map.Entry<String, String> e : s.summary().entrySet()) {
+            if (!first) out.append(',');
+            first = false;
+            string(out, e.getKey());
+            out.append(':');
+            string(out, e.getValue());
+        }
+        out.append('}');
+    }
+
+    /** A compaction that changes nothing: one data file replaced by a byte copy. */
+    private static void replaceOneFile(Table table) throws Exception {
+        org.apache.iceberg.DataFile old = null;
+        try (CloseableIterable<org.apache.iceberg.FileScanTask> tasks = table.newScan().planFiles()) {
+            for (org.apache.iceberg.FileScanTask t : tasks) {
+                if (t.deletes().isEmpty()) {
+                    old = t.file();
+                    break;
+                }
+            }
+        }
+        if (old == null) throw new IllegalStateException("no data file without deletes to replace");
+        String oldPath = old.location();
+        String newPath = oldPath.replace(".parquet", "-compacted.parquet");
+        try (java.io.InputStream in = table.io().newInputFile(oldPath).newStream();
+             java.io.OutputStream o = table.io().newOutputFile(newPath).create()) {
+            in.transferTo(o);
+        }
+        org.apache.iceberg.DataFile copy = org.apache.iceberg.DataFiles.builder(table.spec())
+            .copy(old).withPath(newPath).build();
+        table.newRewrite().rewriteFiles(java.util.Set.of(old), java.util.Set.of(copy)).commit();
     }
 
     private static void string(StringBuilder out, String s) {
