@@ -612,6 +612,21 @@ TEST(objects_missing_unknown_duplicate_order)
     bad(cols, "{\"c\":tru}", "expected true or false for boolean", NULL);
 }
 
+TEST(unusual_column_names)
+{
+    /* names the fast key path must hand to the full scanner */
+    const char *cols = "\"a\\b\" int, \"q\"\"x\" int, \"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\" int, "
+                       "ab int, \"a b\" int";
+    rt(cols, "{\"a\\\\b\":1,\"q\\\"x\":2,\"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\":3,\"ab\":4,"
+             "\"a b\":5}", NULL);
+    rt(cols, "{\"a\\u005cb\":1,\"q\\u0022x\":2,\"\\u00fcn\xc3\xaf" "c\xc3\xb6" "de\":3,\"a\\u0062\":4}",
+       "{\"a\\\\b\":1,\"q\\\"x\":2,\"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\":3,\"ab\":4,\"a b\":null}");
+    bad(cols, "{\"a\\nb\":1}", "unknown column \"a\\nb\"", NULL);
+    bad(cols, "{\"a\":1}", "unknown column \"a\"", NULL);
+    bad(cols, "{\"abc\":1}", "unknown column", NULL);
+    bad(cols, "{\"a\\\\b\":1,\"q\\\"x\":2,\"q\\u0022x\":2}", "appears twice", NULL);
+}
+
 TEST(byte_offsets_in_errors)
 {
     bad("a int, b int", "{\"a\":1,\"b\":\"x\"}", "column \"b\" (byte 11)", "found a string");
@@ -938,6 +953,7 @@ int main(void)
     RUN(dates);
     RUN(times_and_timestamps);
     RUN(objects_missing_unknown_duplicate_order);
+    RUN(unusual_column_names);
     RUN(byte_offsets_in_errors);
     RUN(lists_records_maps_ranges);
     RUN(wide_and_deep);
