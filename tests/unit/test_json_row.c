@@ -439,7 +439,8 @@ TEST(floats)
     bad("f float8", "{\"f\":\"1.5\"}", "only \"NaN\", \"Infinity\"", NULL);
     bad("f float8", "{\"f\":NaN}", "expected a number", NULL);
     rt("a real, b double precision, c float8, d float8, e float8, f real",
-       "{\"a\":0.1,\"b\":0.1,\"c\":\"NaN\",\"d\":\"-Infinity\",\"e\":-0,\"f\":1e+30}", NULL);
+       "{\"a\":0.1,\"b\":0.1,\"c\":\"NaN\",\"d\":\"-Infinity\",\"e\":-0.0,\"f\":1e+30}", NULL);
+    rt("e float8", "{\"e\":-0}", "{\"e\":-0.0}");
     rt("b double precision", "{\"b\":1E2}", "{\"b\":100}");
     rt("b double precision", "{\"b\":2.2250738585072011e-308}", "{\"b\":2.225073858507201e-308}");
 }
