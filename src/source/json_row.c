@@ -415,20 +415,24 @@ static bool fast_decimal(ctx *c, const floe__field *f, const char **pp, floe__i1
     q += neg;
     const char *d0 = q;
     int64_t v = 0;
-    while (q < end && (unsigned)(*q - '0') <= 9)
-        v = v * 10 + (*q++ - '0');
-    int ni = (int)(q - d0), nf = 0;
-    if (ni == 0 || ni > 18 || (*d0 == '0' && ni > 1))
+    int ni = 0, nf = 0;                     /* v never exceeds 18 digits */
+    for (; q < end && (unsigned)(*q - '0') <= 9; q++, ni++) {
+        if (ni == 18)
+            return false;
+        v = v * 10 + (*q - '0');
+    }
+    if (ni == 0 || (*d0 == '0' && ni > 1))
         return false;
     if (q < end && *q == '.') {
-        const char *f0 = ++q;
-        while (q < end && (unsigned)(*q - '0') <= 9 && q - f0 <= 18)
-            v = v * 10 + (*q++ - '0');
-        nf = (int)(q - f0);
-        if (nf == 0 || ni + nf > 18)
+        for (q++; q < end && (unsigned)(*q - '0') <= 9; q++, nf++) {
+            if (ni + nf == 18)
+                return false;
+            v = v * 10 + (*q - '0');
+        }
+        if (nf == 0)
             return false;
     }
-    if (nf > f->scale || f->scale - nf + ni + nf > 18 ||
+    if (nf > f->scale || ni + f->scale > 18 ||
         (q < end && (*q == 'e' || *q == 'E' || (unsigned)(*q - '0') <= 9)))
         return false;
     v *= P10[f->scale - nf];
