@@ -10,8 +10,8 @@
  *   boolean            true / false
  *   int, long          JSON integers; uint8 (decimal(20,0)) a bare integer too
  *   numeric / decimal  a JSON string with exactly `scale` fraction digits: "-12.50"
- *   real / double      the shortest text that reads back to the same bits;
- *                      "NaN", "Infinity", "-Infinity" as strings; -0 kept
+ *   real / double      the shortest %g text that reads back to the same bits;
+ *                      "NaN", "Infinity", "-Infinity" as strings; -0.0 as -0.0
  *   text, interval     JSON strings (", \ and control characters escaped)
  *   uuid               "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lower case
  *   jsonb              the stored JSON text, embedded as a value
@@ -400,6 +400,8 @@ static int put_float(walk *w, const floe__field *f, const uint8_t *p)
         return puts_(w, "\"NaN\"");
     if (isinf(v))
         return puts_(w, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    if (v == 0 && signbit(v))
+        return puts_(w, "-0.0");       /* "-0" reads as the integer 0 in many parsers */
     char buf[40];
     format_double(v, f->kind == FLOE_K_FLOAT, buf, sizeof buf);
     return puts_(w, buf);

@@ -570,26 +570,23 @@ static int parse_type(parser *ps, floe__field *f, int level, int *height)
     return FLOE_OK;
 }
 
-/* Appends a zeroed child to parent (growing its array), returns it. */
-static floe__field *add_child(parser *ps, floe__field *parent, uint32_t *cap)
+/* Appends a zeroed child to parent (growing its array) as *out. */
+static int add_child(parser *ps, floe__field *parent, uint32_t *cap, floe__field **out)
 {
     if (parent->n_children == *cap) {
-        if (*cap >= UINT32_MAX / 4) {
-            floe__err_set(ps->err, FLOE_ELIMIT, "too many columns");
-            return NULL;
-        }
+        if (*cap >= UINT32_MAX / 4)
+            return floe__err_set(ps->err, FLOE_ELIMIT, "too many columns");
         uint32_t ncap = *cap ? *cap * 2 : 8;
         floe__field *c = floe__realloc(parent->children, ncap * sizeof(floe__field));
-        if (!c) {
-            FLOE_OOM(ps->err);
-            return NULL;
-        }
+        if (!c)
+            return FLOE_OOM(ps->err);
         parent->children = c;
         *cap = ncap;
     }
     floe__field *c = &parent->children[parent->n_children++];
     memset(c, 0, sizeof *c);
-    return c;
+    *out = c;
+    return FLOE_OK;
 }
 
 /* Columns (or record fields) up to `close` ('\0' = end of input). */
@@ -603,9 +600,8 @@ static int parse_fields(parser *ps, floe__field *parent, int level, int *height,
         if (*at == close && parent->n_children == 0)
             return fail(ps, at, close ? "a record needs at least one field"
                                       : "the column list is empty");
-        floe__field *f = add_child(ps, parent, &cap);
-        if (!f)
-            return floe_error_code(ps->err) ? floe_error_code(ps->err) : FLOE_ENOMEM;
+        floe__field *f = NULL;
+        FLOE_FORWARD(add_child(ps, parent, &cap, &f));
         FLOE_FORWARD(read_name(ps, &f->name));
         for (uint32_t i = 0; i + 1 < parent->n_children; i++)
             if (strcmp(parent->children[i].name, f->name) == 0)

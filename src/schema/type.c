@@ -405,13 +405,18 @@ int floe_schema_to_json(const floe_schema *schema, char **out, floe_error *err)
     FLOE_RETURN_IF(!schema || !out, err, FLOE_EINVAL, "floe_schema_to_json: NULL argument");
     json_t *o;
     FLOE_FORWARD(floe__schema_to_jansson(schema, &o, err));
-    char *text = json_dumps(o, JSON_COMPACT);
+    /* dump straight into memory from floe's allocator (caller frees) */
+    size_t n = json_dumpb(o, NULL, 0, JSON_COMPACT);
+    char *text = n ? floe__malloc(n + 1) : NULL;
+    if (text && json_dumpb(o, text, n, JSON_COMPACT) == n) {
+        text[n] = '\0';
+        *out = text;
+        json_decref(o);
+        return FLOE_OK;
+    }
+    floe__free(text);
     json_decref(o);
-    if (!text)
-        return FLOE_OOM(err);
-    *out = floe__strdup(text);     /* hand out memory from floe's allocator */
-    free(text);
-    return *out ? FLOE_OK : FLOE_OOM(err);
+    return FLOE_OOM(err);
 }
 
 /* ---- Iceberg JSON: reading ----------------------------------------------- */
@@ -535,6 +540,9 @@ static int fields_from_json(reader *r, floe__field *f, const json_t *arr, int de
         c->name = floe__strdup(json_string_value(name));
         if (!c->name)
             return FLOE_OOM(r->err);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(f->children[k].name, c->name) == 0)
+                return bad_json(r, "two fields of one struct have the same name", c->name);
         const json_t *req = json_object_get(o, "required");
         if (!json_is_boolean(req))
             return bad_json(r, "a field needs a boolean \"required\"", c->name);

@@ -415,20 +415,24 @@ static bool fast_decimal(ctx *c, const floe__field *f, const char **pp, floe__i1
     q += neg;
     const char *d0 = q;
     int64_t v = 0;
-    while (q < end && (unsigned)(*q - '0') <= 9)
-        v = v * 10 + (*q++ - '0');
-    int ni = (int)(q - d0), nf = 0;
-    if (ni == 0 || ni > 18 || (*d0 == '0' && ni > 1))
+    int ni = 0, nf = 0;                     /* v never exceeds 18 digits */
+    for (; q < end && (unsigned)(*q - '0') <= 9; q++, ni++) {
+        if (ni == 18)
+            return false;
+        v = v * 10 + (*q - '0');
+    }
+    if (ni == 0 || (*d0 == '0' && ni > 1))
         return false;
     if (q < end && *q == '.') {
-        const char *f0 = ++q;
-        while (q < end && (unsigned)(*q - '0') <= 9 && q - f0 <= 18)
-            v = v * 10 + (*q++ - '0');
-        nf = (int)(q - f0);
-        if (nf == 0 || ni + nf > 18)
+        for (q++; q < end && (unsigned)(*q - '0') <= 9; q++, nf++) {
+            if (ni + nf == 18)
+                return false;
+            v = v * 10 + (*q - '0');
+        }
+        if (nf == 0)
             return false;
     }
-    if (nf > f->scale || f->scale - nf + ni + nf > 18 ||
+    if (nf > f->scale || ni + f->scale > 18 ||
         (q < end && (*q == 'e' || *q == 'E' || (unsigned)(*q - '0') <= 9)))
         return false;
     v *= P10[f->scale - nf];
@@ -564,31 +568,36 @@ static uint32_t find_child(const floe__field *f, const floe__json_str *key, uint
     return UINT32_MAX;
 }
 
-/* The fast path for an expected key: when the JSON string at p is exactly
- * `name` with nothing escaped, returns the pointer after its closing quote.
- * NULL means "use the full scanner" (a different key, escapes, or a name
- * holding '"', '\\' or control bytes, which JSON would have escaped). */
+/* The fast path for an expected key: when the JSON string at p is plain
+ * ASCII without escapes and equals `name`, returns the pointer after its
+ * closing quote.  NULL means "use the full scanner" (another key, escapes,
+ * non-ASCII).  The closing quote is found 8 bytes at a time; as the bytes
+ * before it hold no NUL, strncmp stops at the end of a shorter name. */
 static inline const char *match_key(const char *p, const char *end, const char *name)
 {
-    /* 1 for bytes that stand for themselves inside a JSON string; 0 for NUL
-     * (the end of name), control bytes, '"' and '\\'. */
-#define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
-    static const uint8_t plain[256] = {
-        R16(0), R16(0),                                     /* NUL, controls */
-        1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,     /* 0x20: '"' */
-        R16(1), R16(1),
-        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,     /* 0x50: '\\' */
-        R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1),
-    };
-#undef R16
     if (p >= end || *p != '"')
         return NULL;
-    p++;
-    size_t avail = (size_t)(end - p), i = 0;
-    const unsigned char *nm = (const unsigned char *)name;
-    while (i < avail && plain[nm[i]] && (unsigned char)p[i] == nm[i])
-        i++;
-    return nm[i] == '\0' && i < avail && p[i] == '"' ? p + i + 1 : NULL;
+    const char *s = ++p;
+    for (;;) {
+        if (end - p < 8) {
+            while (p < end && (unsigned char)*p >= 0x20 && *p != '"' && *p != '\\' &&
+                   (unsigned char)*p < 0x80)
+                p++;
+            break;
+        }
+        uint64_t v;
+        memcpy(&v, p, 8);
+        uint64_t m = floe__json_special_mask(v);
+        if (m) {
+            p += __builtin_ctzll(m) / 8;
+            break;
+        }
+        p += 8;
+    }
+    if (p >= end || *p != '"')
+        return NULL;
+    size_t n = (size_t)(p - s);
+    return strncmp(name, s, n) == 0 && name[n] == '\0' ? p + 1 : NULL;
 }
 
 /* Scans `"key"` and the ':' after it; *pp ends at the value. */

@@ -59,19 +59,6 @@ static int fail_at(const char *at, const char **endp, floe_error *err, const cha
     return floe__err_set(err, FLOE_EINPUT, "%s", msg);
 }
 
-/* A mask with the high bit set in (at least) the first byte of v that is
- * >= 0x80, < 0x20, '"' or '\', and 0 when there is none.  Each test is the
- * classic "has a byte less than n" bit trick: a borrow only starts at a byte
- * that itself matches, so the lowest set bit marks exactly the first
- * special byte (bytes are little-endian in v). */
-static inline uint64_t special_mask(uint64_t v)
-{
-    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
-    uint64_t t = v | ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b);
-    return t & high;
-}
-
 static inline int hexval(char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
@@ -151,7 +138,7 @@ int floe__json_scan_string(const char *p, const char *end, const char **endp,
         while (end - q >= 8) {
             uint64_t v;
             memcpy(&v, q, 8);
-            uint64_t m = special_mask(v);
+            uint64_t m = floe__json_special_mask(v);
             if (m) {
                 q += __builtin_ctzll(m) / 8;      /* straight to the special byte */
                 break;
@@ -261,10 +248,9 @@ size_t floe__json_unescape(const floe__json_str *s, char *dst)
 bool floe__json_str_eq(const floe__json_str *s, const char *name)
 {
     if (!s->escaped) {
-        for (size_t i = 0; i < s->len; i++)
-            if (name[i] == '\0' || name[i] != s->raw[i])
-                return false;
-        return name[s->len] == '\0';
+        /* raw holds no NUL (a control byte), so strncmp stops at a shorter
+         * name's end, and name[len] is read only when name is that long */
+        return strncmp(name, s->raw, s->len) == 0 && name[s->len] == '\0';
     }
     const char *p = s->raw, *end = s->raw + s->len;
     const char *n = name;

@@ -27,6 +27,19 @@ static inline const char *floe__json_ws(const char *p, const char *end)
     return p;
 }
 
+/* For 8 bytes of a JSON string loaded little-endian into v: a mask with
+ * the high bit set in (at least) the first byte that is >= 0x80, < 0x20,
+ * '"' or '\\', and 0 when there is none.  Each test is the classic "has a
+ * byte less than n" bit trick: a borrow only starts at a byte that itself
+ * matches, so the lowest set bit marks exactly the first such byte. */
+static inline uint64_t floe__json_special_mask(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    uint64_t t = v | ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b);
+    return t & high;
+}
+
 /* Exact integers in strict JSON integer syntax (optional '-' for i64, no
  * leading zeros, no fraction or exponent).  Return the pointer after the
  * digits, or NULL when there is no such integer at p or it is out of range.

@@ -439,7 +439,8 @@ TEST(floats)
     bad("f float8", "{\"f\":\"1.5\"}", "only \"NaN\", \"Infinity\"", NULL);
     bad("f float8", "{\"f\":NaN}", "expected a number", NULL);
     rt("a real, b double precision, c float8, d float8, e float8, f real",
-       "{\"a\":0.1,\"b\":0.1,\"c\":\"NaN\",\"d\":\"-Infinity\",\"e\":-0,\"f\":1e+30}", NULL);
+       "{\"a\":0.1,\"b\":0.1,\"c\":\"NaN\",\"d\":\"-Infinity\",\"e\":-0.0,\"f\":1e+30}", NULL);
+    rt("e float8", "{\"e\":-0}", "{\"e\":-0.0}");
     rt("b double precision", "{\"b\":1E2}", "{\"b\":100}");
     rt("b double precision", "{\"b\":2.2250738585072011e-308}", "{\"b\":2.225073858507201e-308}");
 }
@@ -610,6 +611,21 @@ TEST(objects_missing_unknown_duplicate_order)
     bad(cols, "{\"c\":}", "column \"c\"", "found invalid JSON");
     bad(cols, "{\"c\":", "unexpected end of input", NULL);
     bad(cols, "{\"c\":tru}", "expected true or false for boolean", NULL);
+}
+
+TEST(unusual_column_names)
+{
+    /* names the fast key path must hand to the full scanner */
+    const char *cols = "\"a\\b\" int, \"q\"\"x\" int, \"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\" int, "
+                       "ab int, \"a b\" int";
+    rt(cols, "{\"a\\\\b\":1,\"q\\\"x\":2,\"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\":3,\"ab\":4,"
+             "\"a b\":5}", NULL);
+    rt(cols, "{\"a\\u005cb\":1,\"q\\u0022x\":2,\"\\u00fcn\xc3\xaf" "c\xc3\xb6" "de\":3,\"a\\u0062\":4}",
+       "{\"a\\\\b\":1,\"q\\\"x\":2,\"\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\":3,\"ab\":4,\"a b\":null}");
+    bad(cols, "{\"a\\nb\":1}", "unknown column \"a\\nb\"", NULL);
+    bad(cols, "{\"a\":1}", "unknown column \"a\"", NULL);
+    bad(cols, "{\"abc\":1}", "unknown column", NULL);
+    bad(cols, "{\"a\\\\b\":1,\"q\\\"x\":2,\"q\\u0022x\":2}", "appears twice", NULL);
 }
 
 TEST(byte_offsets_in_errors)
@@ -938,6 +954,7 @@ int main(void)
     RUN(dates);
     RUN(times_and_timestamps);
     RUN(objects_missing_unknown_duplicate_order);
+    RUN(unusual_column_names);
     RUN(byte_offsets_in_errors);
     RUN(lists_records_maps_ranges);
     RUN(wide_and_deep);

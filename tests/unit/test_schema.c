@@ -439,6 +439,10 @@ TEST(schema_from_iceberg_json)
                           "\"element\":\"int\"}}]}",
                           FLOE_EFORMAT, "element-required"));
     CHECK(from_json_fails("{not json", FLOE_EFORMAT, "invalid JSON"));
+    CHECK(from_json_fails("{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"a\","
+                          "\"required\":true,\"type\":\"int\"},{\"id\":2,\"name\":\"a\","
+                          "\"required\":true,\"type\":\"int\"}]}",
+                          FLOE_EFORMAT, "same name (field \"a\")"));
 }
 
 TEST(deep_iceberg_json_is_capped)
