@@ -412,20 +412,21 @@ static size_t format_date(int64_t days, char *buf)
     int64_t y;
     unsigned m, d;
     floe__civil_from_days(days, &y, &m, &d);
-    return (size_t)sprintf(buf, "%04lld-%02u-%02u", (long long)y, m, d);
+    return (size_t)snprintf(buf, 24, "%04lld-%02u-%02u", (long long)y, m, d);
 }
 
-/* "HH:MM:SS" and the fraction with trailing zeros cut; us in [0, 86400e6). */
+/* "HH:MM:SS" and the fraction with trailing zeros cut; us in [0, 86400e6).
+ * Writes at most 16 bytes (the date at most 24): callers leave room. */
 static size_t format_time(int64_t us, char *buf)
 {
     int64_t s = us / 1000000, frac = us % 1000000;
-    size_t n = (size_t)sprintf(buf, "%02d:%02d:%02d", (int)(s / 3600), (int)(s / 60 % 60),
+    size_t n = (size_t)snprintf(buf, 16, "%02d:%02d:%02d", (int)(s / 3600), (int)(s / 60 % 60),
                                (int)(s % 60));
     if (frac) {
         int digits = 6;
         while (frac % 10 == 0)
             frac /= 10, digits--;
-        n += (size_t)sprintf(buf + n, ".%0*lld", digits, (long long)frac);
+        n += (size_t)snprintf(buf + n, 8, ".%0*lld", digits, (long long)frac);
     }
     return n;
 }

@@ -65,7 +65,7 @@ static int fail(parser *ps, const char *at, const char *fmt, ...)
 static void snippet(const char *at, char out[32])
 {
     if (!*at) {
-        strcpy(out, "end of input");
+        memcpy(out, "end of input", sizeof "end of input");
         return;
     }
     size_t n = 0;

@@ -128,7 +128,8 @@ static void token_text(ctx *c, const char *p, char out[48])
             n++;
     }
     memcpy(out, p, n);
-    strcpy(out + n, p + n < c->end && n == 40 ? "..." : "");
+    const char *more = p + n < c->end && n == 40 ? "..." : "";
+    memcpy(out + n, more, strlen(more) + 1);
 }
 
 static const char *token_kind(char ch)
