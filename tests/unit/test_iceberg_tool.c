@@ -429,9 +429,9 @@ static int cmd_increment(tool *t, char **a)
                 break;
             conflicts++;
             floe_error_clear(t->err);
-            rc = floe__table_refresh(tb, t->err);
-            if (rc == FLOE_OK)
-                rc = FLOE_ECONFLICT;
+            rc = floe__table_refresh(tb, t->err);   /* FLOE_OK: try again */
+            if (rc == FLOE_OK && tries == 999)
+                rc = floe__err_set(t->err, FLOE_ECONFLICT, "1000 conflicts in a row");
         }
         floe__content_list_clear(&files);
     }
