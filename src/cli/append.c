@@ -91,12 +91,12 @@ static int setup(job *j, const cli_opt *opts)
         if (floe_error_code(j->err) == FLOE_ENOTFOUND && !j->declared)
             fprintf(stderr, "floe: table %s does not exist; give --schema to create it\n",
                     ident);
-        cli_report(ident, j->err);
+        cli_report("append", j->err);
         return -1;
     }
     if (floe_data_writer_new(j->table, &wo, &j->writer, j->err) != FLOE_OK ||
         floe_row_new(floe_table_schema(j->table), &j->row, j->err) != FLOE_OK) {
-        cli_report(ident, j->err);
+        cli_report("append", j->err);
         return -1;
     }
     return cli_lines_open(cli_get(opts, "input"), &j->lines) == FLOE_OK ? 0 : -1;
@@ -128,7 +128,7 @@ static int copy_rows(job *j, const char *input)
 }
 
 /* Commit the files; a lost race is retried on the new current snapshot. */
-static int commit(job *j, const char *ident, int64_t *snapshot_id)
+static int commit(job *j, int64_t *snapshot_id)
 {
     int64_t base = floe_table_current_snapshot_id(j->table);
     for (int attempt = 1;; attempt++) {
@@ -136,11 +136,11 @@ static int commit(job *j, const char *ident, int64_t *snapshot_id)
         if (rc == FLOE_OK)
             return 0;
         if (rc != FLOE_ECONFLICT || attempt == COMMIT_TRIES) {
-            cli_report(ident, j->err);
+            cli_report("append", j->err);
             return -1;
         }
         if (floe_table_refresh(j->table, j->err) != FLOE_OK) {
-            cli_report(ident, j->err);
+            cli_report("append", j->err);
             return -1;
         }
         base = floe_table_current_snapshot_id(j->table);
@@ -155,18 +155,18 @@ static int finish(job *j, const char *ident)
         return 0;
     }
     if (floe_commit_new(j->table, &j->commit, j->err) != FLOE_OK) {
-        cli_report(ident, j->err);
+        cli_report("append", j->err);
         return -1;
     }
     floe_file_writer *w = j->writer;
     j->writer = NULL;                   /* the commit takes it, success or not */
     if (floe_commit_add_files(j->commit, w, j->err) != FLOE_OK) {
-        cli_report(ident, j->err);
+        cli_report("append", j->err);
         return -1;
     }
     size_t files = floe_commit_file_count(j->commit);
     int64_t id = -1;
-    if (commit(j, ident, &id) != 0)
+    if (commit(j, &id) != 0)
         return -1;
     fprintf(stderr, "floe: appended %llu rows in %zu files to %s as snapshot %lld\n",
             (unsigned long long)rows, files, ident, (long long)id);

@@ -193,9 +193,9 @@ int cmd_inspect(int argc, char **argv)
     if (!err || cli_open_catalog(opts, &cat, err) != FLOE_OK) {
         /* reported */
     } else if (floe_table_open(cat, ident, NULL, NULL, &t, err) != FLOE_OK) {
-        cli_report(ident, err);
+        cli_report("inspect", err);
     } else if (!(s = load_snapshots(t, &n, err))) {
-        cli_report(ident, err);
+        cli_report("inspect", err);
     } else {
         if (cli_has(opts, "json"))
             print_json(t, ident, s, n);

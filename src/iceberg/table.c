@@ -346,7 +346,7 @@ int floe__table_open(floe__catalog *c, floe__fileio *io, const char *ns, const c
         rc = setup(t, declared, err);
     if (rc != FLOE_OK) {
         floe__table_free(t);
-        return floe__err_wrap(err, rc, "table %s.%s", ns, name);
+        return floe__err_wrap(err, rc, "opening table %s.%s", ns, name);
     }
     *out = t;
     return FLOE_OK;
