@@ -2,6 +2,7 @@
  * catalog.c - what every catalog implementation shares: the loaded-table
  * result and reading / writing metadata files through a FileIO.
  */
+#include <limits.h>
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
@@ -46,7 +47,7 @@ int floe__catalog_write_metadata(floe__fileio *io, const char *location,
 /* A warehouse given as a plain path becomes an absolute file:// URI. */
 static int warehouse_uri(const char *warehouse, char **out, floe_error *err)
 {
-    if (strstr(warehouse, "://")) {
+    if (strstr(warehouse, "://") || floe__str_starts(warehouse, "file:")) {
         *out = floe__strdup(warehouse);
         return *out ? FLOE_OK : FLOE_OOM(err);
     }
@@ -54,13 +55,13 @@ static int warehouse_uri(const char *warehouse, char **out, floe_error *err)
         *out = floe__sprintf("file://%s", warehouse);
         return *out ? FLOE_OK : FLOE_OOM(err);
     }
-    char cwd[4096];
-    FLOE_RETURN_IF(!getcwd(cwd, sizeof cwd), err, FLOE_EIO, "cannot read the working directory");
-    const char *rel = warehouse;
-    while (rel[0] == '.' && rel[1] == '/')
-        rel += 2;
-    *out = strcmp(rel, ".") == 0 ? floe__sprintf("file://%s", cwd)
-                                 : floe__sprintf("file://%s/%s", cwd, rel);
+    char cwd[PATH_MAX];
+    FLOE_RETURN_IF(!getcwd(cwd, sizeof cwd), err, FLOE_EIO,
+                   "cannot find the working directory for the warehouse %s", warehouse);
+    const char *rel = warehouse[0] == '.' && warehouse[1] == '/' ? warehouse + 2 : warehouse;
+    char *abs = strcmp(rel, ".") == 0 ? floe__strdup(cwd) : floe__path_join(cwd, rel);
+    *out = abs ? floe__sprintf("file://%s", abs) : NULL;
+    floe__free(abs);
     return *out ? FLOE_OK : FLOE_OOM(err);
 }
 

@@ -41,6 +41,22 @@ char *cli_schema_text(const char *arg);
 /* Print "floe: <what>: <whole error chain>" to stderr. */
 void cli_report(const char *what, const floe_error *err);
 
+/* ---- catalogs and tables (table_opts.c) -----------------------------------------
+ * The options every table command shares: --table, --catalog, --warehouse,
+ * --catalog-name (CLI_TABLE_OPTS expands to their cli_opt entries). */
+#define CLI_TABLE_OPTS                                                                     \
+    {"table", true, "the table, NS.NAME (required)", NULL},                               \
+    {"catalog", true, "catalog URI: sqlite:PATH or sqlite:///PATH "                       \
+                      "(default sqlite:warehouse/catalog.db)", NULL},                     \
+    {"warehouse", true, "where new tables go: a file:// URI or a path (default ./warehouse)", \
+     NULL},                                                                                \
+    {"catalog-name", true, "the catalog's name, as other readers open it (default floe)",  \
+     NULL}
+/* Open the catalog the options name; reports failures on stderr. */
+int cli_open_catalog(const cli_opt *opts, floe_catalog **out, floe_error *err);
+/* Write s as a JSON string (quoted, escaped) to f. */
+void cli_json_string(FILE *f, const char *s);
+
 /* ---- line reading (lines.c) ----------------------------------------------------
  * Reads a file (or stdin for "-") in large blocks and hands out lines without
  * copying when they lie inside one block.  Lines may be any length up to a
@@ -69,6 +85,8 @@ void metrics_server_stop(metrics_server *m);     /* accepts NULL */
 
 /* ---- commands --------------------------------------------------------------- */
 int cmd_to_parquet(int argc, char **argv);
+int cmd_append(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 int cmd_sink(int argc, char **argv);
 
 #endif

@@ -42,6 +42,9 @@ int floe__table_open(floe__catalog *c, floe__fileio *io, const char *ns, const c
  * in the struct: the caller compares ids to detect evolution). */
 int floe__table_refresh(floe__table *t, floe_error *err);
 void floe__table_free(floe__table *t);
+/* Whether floe can write to the table as loaded: format version 2 and an
+ * unpartitioned default spec (FLOE_EUNSUPPORTED naming what is not). */
+int floe__table_check_writable(const floe__table *t, floe_error *err);
 
 /* SPEC 4: same column names, order, nesting, nullability and types; a
  * table fixed[16] (or uuid) column is accepted where string (a declared
@@ -79,6 +82,8 @@ typedef struct floe__content_list {
     size_t n, cap;
 } floe__content_list;
 void floe__content_list_clear(floe__content_list *l);   /* frees every file */
+/* Move *f to the end of l (*f ends zeroed); on failure *f is unchanged. */
+int floe__content_list_push(floe__content_list *l, floe__content_file *f, floe_error *err);
 /* Move every file of src to the end of dst (src ends empty). */
 int floe__content_list_take(floe__content_list *dst, floe__content_list *src, floe_error *err);
 
@@ -149,5 +154,10 @@ typedef struct floe__commit_request {
 
 int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t *snapshot_id,
                        floe_error *err);
+
+/* Whether `key` is a summary property floe__table_commit computes itself
+ * ("operation", "added-*", "total-*", "changed-partition-count"): such
+ * keys in req->summary are FLOE_EINVAL. */
+bool floe__summary_key_reserved(const char *key);
 
 #endif /* FLOE_TABLE_INTERNAL_H */
