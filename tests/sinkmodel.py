@@ -107,13 +107,15 @@ class Stream:
 
     def expected(self, frontier, mode):
         """The table at committed frontier `frontier` (INF for [])."""
-        sums = collections.Counter()
+        sums, rows = collections.Counter(), {}
         for time, diff, row in self.updates:
             t = max(time, self.as_of)
-            if t < frontier:
-                sums[(t, row)] += diff
+            if t < frontier:                  # upsert: the live rows; append: per time
+                sums[(t if mode == "append" else 0, repr(row))] += diff
+                rows[repr(row)] = row
         out = []
-        for (t, row), d in sums.items():
+        for (t, key), d in sums.items():
+            row = rows[key]
             if d == 0:
                 continue
             if mode == "upsert":

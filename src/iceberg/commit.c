@@ -362,6 +362,8 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
                    "table %s.%s: main is at snapshot %lld, the commit expects %lld (reload "
                    "the table)", t->ns, t->name, (long long)a.parent, (long long)base);
     int rc = prepare(&a, err);
+    if (rc == FLOE_OK)                  /* data files and manifests durable before the commit */
+        rc = floe__fileio_sync(t->io, err);
     if (rc != FLOE_OK) {
         attempt_cleanup(&a, true);
         return floe__err_wrap(err, rc, "committing to %s.%s", t->ns, t->name);
