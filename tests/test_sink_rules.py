@@ -62,6 +62,17 @@ class Running:
             time.sleep(0.05)
         raise AssertionError(f"frontier {at_least} not committed in time")
 
+    def wait_settled(self, at_least):
+        """Wait for `at_least`, then until the frontier stops moving (the
+        sink has committed all it was fed)."""
+        f = self.wait_for_frontier(at_least)
+        while True:
+            time.sleep(0.5)
+            now = committed_frontier(db_of(self.tmp_path), TABLE)
+            if now == f:
+                return f
+            f = now
+
     def kill(self):
         self.proc.kill()
         self.proc.communicate()
@@ -157,13 +168,13 @@ def test_a_running_older_sink_is_fenced_and_stops(floe, tmp_path):
     stream = Stream(16, steps=80)
     pv = progress_values(stream)
     old = Running(tmp_path, "upsert", stream, 20, "--sink-version", "1")
-    old.feed(lines_until(stream, pv[3]))
-    old.wait_for_frontier(pv[3] - 20)
+    old.feed(lines_until(stream, pv[6]))
+    old.wait_settled(pv[6] - 20)
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
     floe(*sink_args(tmp_path, "upsert", stream, 20), "--sink-version", "2", "--input", src)
     n = len(table_snapshots(db_of(tmp_path), TABLE))
-    old.feed(stream.lines[len(lines_until(stream, pv[3])):])
+    old.feed(stream.lines[len(lines_until(stream, pv[6])):])
     code, err = old.close()
     assert code != 0 and "fenced" in err, err
     assert len(table_snapshots(db_of(tmp_path), TABLE)) == n, "the fenced sink commits nothing"
