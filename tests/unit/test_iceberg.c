@@ -288,8 +288,10 @@ TEST(open_creates_and_carries_declared_types)
     floe__table *missing = NULL;
     CHECK_EQ_INT(floe__table_open(e.cat, e.io, "db", "nope", NULL, NULL, &missing, e.err),
                  FLOE_ENOTFOUND);
-    CHECK_EQ_INT(floe__table_open(e.cat, e.io, "db", "t", S("id bigint"), NULL, &missing,
-                                  e.err), FLOE_EINCOMPATIBLE);
+    floe__schema *other = S("id bigint");
+    CHECK_EQ_INT(floe__table_open(e.cat, e.io, "db", "t", other, NULL, &missing, e.err),
+                 FLOE_EINCOMPATIBLE);
+    floe_schema_free(other);
     env_close(&e);
 }
 
