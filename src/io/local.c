@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -134,18 +133,28 @@ static void local_abort(floe__output *o)
     local_destroy(lo);
 }
 
-static int fsync_dir(const char *path, floe_error *err)
+/* fsync the directory holding `path`.  It runs after the rename has made
+ * the file visible, so it must not allocate (an allocation failure here
+ * would report a failed close for a file that is already in place): the
+ * directory part is cut off `path` in place and restored. */
+static int fsync_dir(char *path, floe_error *err)
 {
-    char *copy = floe__strdup(path);
-    if (!copy)
-        return FLOE_OOM(err);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+    char *slash = strrchr(path, '/');
+    int fd;
+    if (slash == path) {
+        fd = open("/", O_RDONLY | O_DIRECTORY);
+    } else if (slash) {
+        *slash = '\0';
+        fd = open(path, O_RDONLY | O_DIRECTORY);
+        *slash = '/';
+    } else {
+        fd = open(".", O_RDONLY | O_DIRECTORY);
+    }
     int rc = FLOE_OK;
     if (fd < 0 || fsync(fd) != 0)
         rc = floe__err_set(err, FLOE_EIO, "fsync directory of %s: %s", path, strerror(errno));
     if (fd >= 0)
         close(fd);
-    floe__free(copy);
     return rc;
 }
 
@@ -186,11 +195,11 @@ static int local_close(floe__output *o, floe_error *err)
         if (rc == FLOE_OK && close(lo->fd) != 0)
             rc = floe__err_set(err, FLOE_EIO, "close %s: %s", lo->tmp, strerror(errno));
         lo->fd = -1;
+        if (rc == FLOE_OK)          /* before the rename: nothing may fail after it */
+            rc = note_dirty(lo->sync, lo->tmp, err);
         if (rc == FLOE_OK && rename(lo->tmp, lo->path) != 0)
             rc = floe__err_set(err, FLOE_EIO, "rename %s to %s: %s", lo->tmp, lo->path,
                                strerror(errno));
-        if (rc == FLOE_OK)
-            rc = note_dirty(lo->sync, lo->path, err);
         if (rc != FLOE_OK) {
             local_abort(o);
             return rc;
@@ -207,7 +216,7 @@ static int local_close(floe__output *o, floe_error *err)
         rc = floe__err_set(err, FLOE_EIO, "rename %s to %s: %s", lo->tmp, lo->path,
                            strerror(errno));
     if (rc == FLOE_OK)
-        rc = fsync_dir(lo->path, err);
+        rc = fsync_dir(lo->tmp, err);      /* the same directory as lo->path */
     if (rc != FLOE_OK) {
         local_abort(o);
         return rc;
