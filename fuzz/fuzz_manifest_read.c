@@ -50,8 +50,10 @@ static int mem_remove(floe__fileio *io, const char *uri, floe_error *err)
 
 static void mem_free(floe__fileio *io) { (void)io; }
 
-static const floe__fileio_ops MEM_OPS = {"memory", mem_open, mem_read, mem_exists, mem_remove,
-                                         mem_free};
+static const floe__fileio_ops MEM_OPS = {
+    .name = "memory", .open_output = mem_open, .read_all = mem_read, .exists = mem_exists,
+    .remove = mem_remove, .free = mem_free,
+};
 
 static void list_round_trip(mem_io *io, const floe__manifest_list *l)
 {

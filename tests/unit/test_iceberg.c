@@ -879,7 +879,7 @@ TEST(public_api)
     floe_catalog *c = NULL;
     CHECK_EQ_INT(floe_catalog_open("https://example.com/catalog", NULL, NULL, &c, err),
                  FLOE_EUNSUPPORTED);
-    CHECK(strstr(floe_error_message(err), "REST catalog support comes later") != NULL);
+    CHECK(strstr(floe_error_message(err), "REST catalogs") != NULL);
     CHECK_EQ_INT(floe_catalog_open(uri, wh, "cat", &c, err), FLOE_OK);
     floe_schema *s = NULL;
     floe_table *t = NULL;
