@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     uint8_t *key = calloc(1, klen);
     size_t peak = 0;
     struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
     for (size_t i = 0; i < keys; i++) {
         key[0] = FLOE_SLOT_PRESENT;                      /* a bigint key slot */
         uint64_t k = i * 0x9E3779B97F4A7C15ull;
@@ -42,11 +42,11 @@ int main(int argc, char **argv)
         if (b > peak)
             peak = b;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     double per_key = (double)peak / (double)keys;
     printf("keymem: %zu keys of %zu bytes: peak %.1f MiB, %.1f bytes per key, %.1f beyond the "
-           "key itself (target <= 64), %.2f M puts/s\n", keys, klen, (double)peak / 1048576.0,
+           "key itself (target <= 64), %.2f M puts per CPU second\n", keys, klen, (double)peak / 1048576.0,
            per_key, per_key - (double)klen, (double)keys / secs / 1e6);
     floe__keymem_free(km);
     free(key);

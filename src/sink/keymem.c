@@ -36,8 +36,9 @@ struct floe__keymem {
     size_t n_blocks, block_used;
 };
 
-/* 64-bit FNV-1a folded, then mixed: fine for canonical row bytes. */
-static uint32_t hash_bytes(const uint8_t *p, size_t n)
+/* 64-bit FNV-1a over words, then mixed: fine for canonical row bytes.  The
+ * low bits pick the slot, the top 16 bits are the slot's filter. */
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
     size_t i = 0;
@@ -52,7 +53,7 @@ static uint32_t hash_bytes(const uint8_t *p, size_t n)
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
-    return (uint32_t)h;
+    return h;
 }
 
 static int alloc_slots(floe__keymem *km, size_t cap, floe_error *err)
@@ -104,13 +105,15 @@ static bool key_eq(const floe__keymem *km, const slot *s, uint16_t h, const uint
     return floe__get_le32(k) == len && memcmp(k + 4, key, len) == 0;
 }
 
+static uint16_t filter_of(uint64_t h) { return (uint16_t)(h >> 48); }
+
 /* The slot holding key, or the empty slot where it would go. */
-static slot *find(floe__keymem *km, uint32_t h, const uint8_t *key, size_t len)
+static slot *find(floe__keymem *km, uint64_t h, const uint8_t *key, size_t len)
 {
     size_t mask = km->cap - 1;
-    for (size_t i = (h >> 16) & mask;; i = (i + 1) & mask) {
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
         slot *s = &km->slots[i];
-        if (s->ref_hash == 0 || key_eq(km, s, (uint16_t)h, key, len))
+        if (s->ref_hash == 0 || key_eq(km, s, filter_of(h), key, len))
             return s;
     }
 }
@@ -125,7 +128,7 @@ static int grow(floe__keymem *km, floe_error *err)
         if (old[i].ref_hash == 0)
             continue;
         const uint8_t *k = key_at(km, old[i].ref_hash >> 16);
-        size_t j = (hash_bytes(k + 4, floe__get_le32(k)) >> 16) & mask;
+        size_t j = hash_bytes(k + 4, floe__get_le32(k)) & mask;
         while (km->slots[j].ref_hash != 0)
             j = (j + 1) & mask;
         km->slots[j] = old[i];
@@ -167,12 +170,12 @@ int floe__keymem_put(floe__keymem *km, const uint8_t *key, size_t len, floe__key
                    "row position out of the key memory's range");
     if ((km->used + 1) * 4 > km->cap * 3)
         FLOE_FORWARD(grow(km, err));
-    uint32_t h = hash_bytes(key, len);
+    uint64_t h = hash_bytes(key, len);
     slot *s = find(km, h, key, len);
     if (s->ref_hash == 0) {
         uint64_t ref = 0;
         FLOE_FORWARD(store_key(km, key, len, &ref, err));
-        s->ref_hash = ref << 16 | (uint16_t)h;
+        s->ref_hash = ref << 16 | filter_of(h);
         s->file_pos = (uint64_t)DEAD << POS_BITS;
         km->used++;
     }
