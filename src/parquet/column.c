@@ -15,7 +15,9 @@
  * Dictionary policy per chunk (booleans never use one):
  *  - "stops paying": after the first page that has values, if dictionary
  *    plus indices are not smaller than PLAIN, the page is re-encoded PLAIN,
- *    the dictionary dropped, and the rest of the chunk is PLAIN;
+ *    the dictionary dropped, and the rest of the chunk is PLAIN; when the
+ *    first PQ_DICT_PROBE values of that page are already nearly all
+ *    distinct, the same happens without hashing the rest;
  *  - "overflow": when a page would push the dictionary page past
  *    opts.dictionary_limit bytes, that page and the rest of the chunk are
  *    PLAIN; pages already written stay dictionary-encoded and the
@@ -123,6 +125,55 @@ static int grow_idx(floe__pq_writer *w, size_t n, floe_error *err)
     return FLOE_OK;
 }
 
+/* Byte offset of value k of the page's PLAIN values. */
+static size_t value_offset(const floe__pq_col *c, size_t k)
+{
+    if (c->width)
+        return k * c->width;
+    size_t off = 0;
+    for (size_t i = 0; i < k; i++)
+        off += 4 + (size_t)floe__get_le32(c->vals.data + off);
+    return off;
+}
+
+/* Map the page's values to dictionary indices in w->idx.  On a chunk's
+ * first dictionary page a sample of PQ_DICT_PROBE values goes first: when
+ * nearly all of them are distinct the dictionary cannot pay, and the chunk
+ * goes PLAIN without hashing the rest.  Returns with *ok false when the
+ * values are not (all) mapped: overflow or no dictionary. */
+#define PQ_DICT_PROBE 4096
+
+static int map_values(floe__pq_writer *w, floe__pq_col *c, bool *ok, floe_error *err)
+{
+    size_t n = c->n_vals, done, first = 0;
+    *ok = false;
+    if (!c->dict_checked && n >= 2 * PQ_DICT_PROBE) {
+        uint32_t before = c->dict.n;
+        FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data, PQ_DICT_PROBE,
+                                          w->opts.dictionary_limit, w->idx, &done, err));
+        if (done == PQ_DICT_PROBE && (c->dict.n - before) * 10 > PQ_DICT_PROBE * 9) {
+            c->dict_checked = true;
+            floe__pq_dict_reset(&c->dict);
+            c->dict_state = PQ_DICT_OFF;
+            return FLOE_OK;
+        }
+        if (done < PQ_DICT_PROBE) {
+            c->dict_state = c->n_dict_pages ? PQ_DICT_FELL_BACK : PQ_DICT_OFF;
+            return FLOE_OK;
+        }
+        first = PQ_DICT_PROBE;
+    }
+    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data + value_offset(c, first), n - first,
+                                      w->opts.dictionary_limit, w->idx + first, &done, err));
+    if (done < n - first) {
+        /* overflow: this page and the rest of the chunk go PLAIN */
+        c->dict_state = c->n_dict_pages ? PQ_DICT_FELL_BACK : PQ_DICT_OFF;
+        return FLOE_OK;
+    }
+    *ok = true;
+    return FLOE_OK;
+}
+
 /* Try to encode the page's values through the dictionary, appending to
  * w->page; *used says whether it did (otherwise w->page is as it was). */
 static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_error *err)
@@ -130,14 +181,10 @@ static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_err
     *used = false;
     FLOE_FORWARD(grow_idx(w, c->n_vals, err));
     uint32_t before = c->dict.n;
-    size_t done;
-    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data, c->n_vals,
-                                      w->opts.dictionary_limit, w->idx, &done, err));
-    if (done < c->n_vals) {
-        /* overflow: this page and the rest of the chunk go PLAIN */
-        c->dict_state = c->n_dict_pages ? PQ_DICT_FELL_BACK : PQ_DICT_OFF;
+    bool ok;
+    FLOE_FORWARD(map_values(w, c, &ok, err));
+    if (!ok)
         return FLOE_OK;
-    }
     floe__buf *pg = &w->page;
     size_t at = pg->len;
     int bw = floe__bit_width(c->dict.n > 1 ? c->dict.n - 1 : 1);
@@ -163,10 +210,15 @@ static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_err
     return FLOE_OK;
 }
 
-static int plain_values(floe__pq_writer *w, floe__pq_col *c, floe_error *err)
+/* PLAIN values after the levels in w->page; a page without levels is the
+ * value buffer itself (*direct), which saves copying it. */
+static int plain_values(floe__pq_writer *w, floe__pq_col *c, bool *direct, floe_error *err)
 {
     floe__buf *pg = &w->page;
-    if (c->ptype == PQ_T_BOOLEAN) {
+    *direct = false;
+    if (pg->len == 0 && c->ptype != PQ_T_BOOLEAN) {
+        *direct = true;
+    } else if (c->ptype == PQ_T_BOOLEAN) {
         FLOE_FORWARD(floe__buf_reserve(pg, (c->n_vals + 7) / 8, err));
         pg->len += floe__pack_bools(c->vals.data, c->n_vals, pg->data + pg->len);
     } else {
@@ -177,24 +229,45 @@ static int plain_values(floe__pq_writer *w, floe__pq_col *c, floe_error *err)
     return FLOE_OK;
 }
 
-/* Compress w->page and append header + body to the chunk. */
-static int append_page(floe__pq_writer *w, floe__pq_col *c, int encoding, floe_error *err)
+/* Compress the page body [body, body+len) and append header + compressed
+ * body to the chunk. */
+static int append_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
+                       int encoding, floe_error *err)
 {
     floe__buf_reset(&w->cpage);
-    FLOE_FORWARD(floe__pq_compress(&w->codec, w->page.data, w->page.len, &w->cpage, err));
+    FLOE_FORWARD(floe__pq_compress(&w->codec, body, len, &w->cpage, err));
     FLOE_RETURN_IF(c->n_levels > INT32_MAX, err, FLOE_ELIMIT, "page of %zu values is too large",
                    c->n_levels);
-    FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, w->page.len, w->cpage.len, (uint32_t)c->n_levels,
+    FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, len, w->cpage.len, (uint32_t)c->n_levels,
                              encoding, err));
     FLOE_FORWARD(floe__buf_reserve(&c->pages, w->hdr.len + w->cpage.len, err));
     floe__buf_put_unchecked(&c->pages, w->hdr.data, w->hdr.len);
     floe__buf_put_unchecked(&c->pages, w->cpage.data, w->cpage.len);
-    c->chunk_uncompressed += w->hdr.len + w->page.len;
+    c->chunk_uncompressed += w->hdr.len + len;
     return FLOE_OK;
+}
+
+void floe__pq_col_sync(const floe__pq_writer *w, floe__pq_col *c)
+{
+    if (!w->flat)
+        return;
+    c->n_levels = (size_t)(w->rows - c->page_row0);
+    if (c->width) {
+        c->n_vals = c->vals.len / c->width;
+    } else if (!c->max_def) {
+        c->n_vals = c->n_levels;
+    } else {
+        size_t n = 0;
+        for (size_t i = 0; i < c->defs.len; i++)
+            n += c->defs.data[i];
+        c->n_vals = n;
+    }
 }
 
 int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err)
 {
+    floe__pq_col_sync(w, c);
+    c->page_row0 = w->rows;
     if (c->n_levels == 0)
         return FLOE_OK;
     floe__buf *pg = &w->page;
@@ -210,17 +283,19 @@ int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err
     if (c->max_def)
         put_levels(pg, c->defs.data, c->n_levels, c->max_def);
 
-    bool dict = false;
+    bool dict = false, direct = false;
     if (c->dict_state == PQ_DICT_ON && c->n_vals > 0)
         FLOE_FORWARD(dict_values(w, c, &dict, err));
     if (!dict)
-        FLOE_FORWARD(plain_values(w, c, err));
+        FLOE_FORWARD(plain_values(w, c, &direct, err));
     if (c->order == PQ_ORD_FLOAT || c->order == PQ_ORD_DOUBLE)
         FLOE_FORWARD(floe__pq_stats_fixed(&c->stats, c->order, c->vals.data, c->n_vals, c->width,
                                           err));
     c->stats.nulls += c->n_levels - c->n_vals;
 
-    FLOE_FORWARD(append_page(w, c, dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, err));
+    const floe__buf *body = direct ? &c->vals : pg;
+    FLOE_FORWARD(append_page(w, c, body->data, body->len,
+                             dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, err));
     if (dict)
         c->n_dict_pages++;
     else

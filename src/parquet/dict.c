@@ -3,18 +3,19 @@
  *
  * Entries are kept PLAIN-encoded, in insertion order, in one buffer: that
  * buffer is the dictionary page.  Lookup is an open-addressing hash table
- * with linear probing holding entry index + 1 (0 = empty), at most half
- * full.  For byte arrays each slot also keeps 32 more bits of the hash, so a
- * probe only touches the entry bytes when those bits match.
- *
- * The encode loops are specialised by value width (4, 8, other fixed widths,
- * byte arrays) so the hot path has no per-value dispatch, and remember the
- * previous value, which makes runs of equal values (sorted keys, repeated
- * flags) cost one compare.
+ * with linear probing, at most half full, whose slots carry the key itself
+ * so a probe touches one cache line:
+ *  - 4- and 8-byte values: the value and its entry index + 1 (0 = empty),
+ *    hashed multiplicatively (Fibonacci hashing: the top bits of x * 2^64/phi);
+ *  - byte arrays: the first 16 bytes (a value of at most 16 bytes packed
+ *    whole, so short strings never touch the entry bytes), length and 32
+ *    hash bits;
+ *  - other widths (FLBA): entry index + 1, compared with memcmp.
  */
 #include "parquet/pq_internal.h"
 
 #define MIN_SLOTS 1024u
+#define FIB 0x9e3779b97f4a7c15ULL
 
 void floe__pq_dict_init(floe__pq_dict *d, uint32_t width)
 {
@@ -27,17 +28,31 @@ void floe__pq_dict_free(floe__pq_dict *d)
 {
     if (!d)
         return;
+    floe__free(d->slots4);
+    floe__free(d->slots8);
+    floe__free(d->bslots);
     floe__free(d->slots);
-    floe__free(d->hashes);
     floe__free(d->offsets);
     floe__buf_free(&d->values);
     floe__pq_dict_init(d, d->width);
 }
 
+static bool has_table(const floe__pq_dict *d)
+{
+    return d->slots4 || d->slots8 || d->bslots || d->slots;
+}
+
 void floe__pq_dict_reset(floe__pq_dict *d)
 {
-    if (d->slots && d->n)
-        memset(d->slots, 0, (d->mask + 1) * sizeof *d->slots);
+    size_t n = d->mask + 1;
+    if (d->n && d->slots4)
+        memset(d->slots4, 0, n * sizeof *d->slots4);
+    if (d->n && d->slots8)
+        memset(d->slots8, 0, n * sizeof *d->slots8);
+    if (d->n && d->bslots)
+        memset(d->bslots, 0, n * sizeof *d->bslots);
+    if (d->n && d->slots)
+        memset(d->slots, 0, n * sizeof *d->slots);
     d->n = 0;
     floe__buf_reset(&d->values);
 }
@@ -50,145 +65,221 @@ static inline uint64_t mix64(uint64_t h)
     return h;
 }
 
-static inline uint64_t hash4(uint32_t x) { return mix64((uint64_t)x * 0x9e3779b97f4a7c15ULL); }
-static inline uint64_t hash8(uint64_t x) { return mix64(x * 0x9e3779b97f4a7c15ULL); }
-
-uint64_t floe__pq_hash_bytes(const uint8_t *p, size_t n)
+/* The bytes of a value of 1..8 bytes as one integer; injective for a given
+ * length (the two loads overlap, covering every byte). */
+static inline uint64_t pack_short(const uint8_t *p, size_t n)
 {
-    const uint64_t k1 = 0x9e3779b97f4a7c15ULL, k2 = 0xbf58476d1ce4e5b9ULL;
-    uint64_t h = (uint64_t)n * k2 ^ k1;
-    while (n >= 8) {
+    if (n >= 4)
+        return (uint64_t)floe__get_le32(p) << 32 | floe__get_le32(p + n - 4);
+    if (n > 0)
+        return (uint64_t)p[0] << 16 | (uint64_t)p[n >> 1] << 8 | p[n - 1];
+    return 0;
+}
+
+static uint64_t hash_long(const uint8_t *p, size_t n)
+{
+    const uint64_t k2 = 0xbf58476d1ce4e5b9ULL;
+    uint64_t h = (uint64_t)n * k2 ^ FIB;
+    while (n > 8) {
         uint64_t w = floe__get_le64(p);
-        h = (h ^ (w * k1)) * k2;
+        h = (h ^ (w * FIB)) * k2;
         h ^= h >> 29;
         p += 8;
         n -= 8;
     }
-    if (n) {
-        uint64_t w = 0;
-        memcpy(&w, p, n);
-        h = (h ^ (w * k1)) * k2;
-    }
-    return mix64(h);
+    return mix64((h ^ (pack_short(p, n) * FIB)) * k2);
 }
 
+/* The hash of a byte string and its first 16 bytes as two integers (for a
+ * string of at most 16 bytes the pair and the length identify it). */
+static inline __attribute__((always_inline)) uint64_t key_hash(const uint8_t *x, size_t n, uint64_t *k0, uint64_t *k1)
+{
+    if (n <= 8) {
+        *k0 = pack_short(x, n);
+        *k1 = 0;
+        return mix64((*k0 ^ n) * FIB);
+    }
+    *k0 = floe__get_le64(x);
+    if (n <= 16) {
+        *k1 = pack_short(x + 8, n - 8);
+        return mix64((*k0 * FIB) ^ ((*k1 ^ n) * 0xbf58476d1ce4e5b9ULL));
+    }
+    *k1 = floe__get_le64(x + 8);
+    return hash_long(x, n);
+}
+
+uint64_t floe__pq_hash_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t k0, k1;
+    return key_hash(p, n, &k0, &k1);
+}
+
+/* Hash of entry e of a dictionary of byte arrays or other widths. */
 static uint64_t entry_hash(const floe__pq_dict *d, uint32_t e)
 {
-    const uint8_t *v = d->values.data;
-    switch (d->width) {
-    case 4: return hash4(floe__get_le32(v + (size_t)e * 4));
-    case 8: return hash8(floe__get_le64(v + (size_t)e * 8));
-    default: return floe__pq_hash_bytes(v + (size_t)e * d->width, d->width);
+    if (d->width == 0) {
+        const uint8_t *v = d->values.data + d->offsets[e];
+        return floe__pq_hash_bytes(v + 4, floe__get_le32(v));
     }
+    return floe__pq_hash_bytes(d->values.data + (size_t)e * d->width, d->width);
+}
+
+static inline size_t fib4(const floe__pq_dict *d, uint32_t x)
+{
+    return (size_t)(((uint64_t)x * FIB) >> d->shift);
+}
+
+static inline size_t fib8(const floe__pq_dict *d, uint64_t x)
+{
+    return (size_t)((x * FIB) >> d->shift);
 }
 
 /* Double the table (or create it) and re-insert every entry. */
 static int grow(floe__pq_dict *d, floe_error *err)
 {
-    size_t old_n = d->slots ? d->mask + 1 : 0;
+    size_t old_n = has_table(d) ? d->mask + 1 : 0;
     size_t n = old_n ? old_n * 2 : MIN_SLOTS;
-    uint32_t *slots = floe__calloc(n, sizeof *slots);
-    uint32_t *hashes = d->width == 0 ? floe__calloc(n, sizeof *hashes) : NULL;
-    if (!slots || (d->width == 0 && !hashes)) {
-        floe__free(slots);
-        floe__free(hashes);
+    void *t = floe__calloc(n, d->width == 4   ? sizeof *d->slots4
+                              : d->width == 8 ? sizeof *d->slots8
+                              : d->width == 0 ? sizeof *d->bslots
+                                              : sizeof *d->slots);
+    if (!t)
         return FLOE_OOM(err);
-    }
-    size_t mask = n - 1;
-    for (size_t s = 0; s < old_n; s++) {
-        uint32_t e = d->slots[s];
-        if (!e)
-            continue;
-        size_t t;
-        if (d->width == 0) {
-            /* the slot index and the stored bits together are the hash */
-            t = (size_t)floe__pq_hash_bytes(d->values.data + d->offsets[e - 1] + 4,
-                                            floe__get_le32(d->values.data + d->offsets[e - 1]));
-        } else {
-            t = (size_t)entry_hash(d, e - 1);
+    d->mask = n - 1;
+    d->shift = 64 - (unsigned)floe__bit_width(n - 1);
+    if (d->width == 4) {
+        uint64_t *nw = t, *old = d->slots4;
+        for (size_t s = 0; s < old_n; s++) {
+            if (!old[s])
+                continue;
+            size_t i = fib4(d, (uint32_t)(old[s] >> 32));
+            while (nw[i])
+                i = (i + 1) & d->mask;
+            nw[i] = old[s];
         }
-        t &= mask;
-        while (slots[t])
-            t = (t + 1) & mask;
-        slots[t] = e;
-        if (hashes)
-            hashes[t] = d->hashes[s];
+        floe__free(old);
+        d->slots4 = nw;
+    } else if (d->width == 8) {
+        floe__pq_slot8 *nw = t, *old = d->slots8;
+        for (size_t s = 0; s < old_n; s++) {
+            if (!old[s].entry)
+                continue;
+            size_t i = fib8(d, old[s].value);
+            while (nw[i].entry)
+                i = (i + 1) & d->mask;
+            nw[i] = old[s];
+        }
+        floe__free(old);
+        d->slots8 = nw;
+    } else if (d->width == 0) {
+        floe__pq_bslot *nw = t, *old = d->bslots;
+        for (size_t s = 0; s < old_n; s++) {
+            if (!old[s].entry)
+                continue;
+            size_t i = (size_t)entry_hash(d, (uint32_t)old[s].entry - 1) & d->mask;
+            while (nw[i].entry)
+                i = (i + 1) & d->mask;
+            nw[i] = old[s];
+        }
+        floe__free(old);
+        d->bslots = nw;
+    } else {
+        uint32_t *nw = t, *old = d->slots;
+        for (size_t s = 0; s < old_n; s++) {
+            if (!old[s])
+                continue;
+            size_t i = (size_t)entry_hash(d, old[s] - 1) & d->mask;
+            while (nw[i])
+                i = (i + 1) & d->mask;
+            nw[i] = old[s];
+        }
+        floe__free(old);
+        d->slots = nw;
     }
-    floe__free(d->slots);
-    floe__free(d->hashes);
-    d->slots = slots;
-    d->hashes = hashes;
-    d->mask = mask;
     return FLOE_OK;
 }
 
 static inline bool must_grow(const floe__pq_dict *d)
 {
-    return !d->slots || ((size_t)d->n + 1) * 2 > d->mask + 1;
+    return ((size_t)d->n + 1) * 2 > d->mask + 1;
 }
 
-/* Fixed widths 4 and 8: the value is loaded as an integer. */
-#define ENCODE_INT(NAME, T, W, LOAD, HASH)                                     \
-    static int NAME(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit, \
-                    uint32_t *idx, size_t *done, floe_error *err)              \
-    {                                                                          \
-        T last = 0;                                                            \
-        uint32_t last_idx = UINT32_MAX;                                        \
-        for (size_t i = 0; i < n; i++) {                                       \
-            T x = LOAD(vals + i * W);                                          \
-            if (x == last && last_idx != UINT32_MAX) {                         \
-                idx[i] = last_idx;                                             \
-                continue;                                                      \
-            }                                                                  \
-            if (!d->slots)                                                     \
-                FLOE_FORWARD(grow(d, err));                                    \
-            size_t s = (size_t)HASH(x) & d->mask;                              \
-            for (;;) {                                                         \
-                uint32_t e = d->slots[s];                                      \
-                if (e == 0)                                                    \
-                    break;                                                     \
-                if (LOAD(d->values.data + (size_t)(e - 1) * W) == x) {         \
-                    last_idx = e - 1;                                          \
-                    goto found;                                                \
-                }                                                              \
-                s = (s + 1) & d->mask;                                         \
-            }                                                                  \
-            if (d->values.len + W > limit) {                                   \
-                *done = i;                                                     \
-                return FLOE_OK;                                                \
-            }                                                                  \
-            if (must_grow(d)) {                                                \
-                FLOE_FORWARD(grow(d, err));                                    \
-                s = (size_t)HASH(x) & d->mask;                                 \
-                while (d->slots[s])                                            \
-                    s = (s + 1) & d->mask;                                     \
-            }                                                                  \
-            FLOE_FORWARD(floe__buf_append(&d->values, vals + i * W, W, err));  \
-            d->slots[s] = ++d->n;                                              \
-            last_idx = d->n - 1;                                               \
-        found:                                                                 \
-            last = x;                                                          \
-            idx[i] = last_idx;                                                 \
-        }                                                                      \
-        *done = n;                                                             \
-        return FLOE_OK;                                                        \
+/* Width 4: slots hold value << 32 | entry + 1. */
+static int encode_w4(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
+                     uint32_t *idx, size_t *done, floe_error *err)
+{
+    if (!d->slots4)
+        FLOE_FORWARD(grow(d, err));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x = floe__get_le32(vals + 4 * i);
+        size_t s = fib4(d, x);
+        uint64_t slot;
+        while ((slot = d->slots4[s]) != 0 && (uint32_t)(slot >> 32) != x)
+            s = (s + 1) & d->mask;
+        if (slot == 0) {
+            if (d->values.len + 4 > limit) {
+                *done = i;
+                return FLOE_OK;
+            }
+            if (must_grow(d)) {
+                FLOE_FORWARD(grow(d, err));
+                s = fib4(d, x);
+                while (d->slots4[s])
+                    s = (s + 1) & d->mask;
+            }
+            FLOE_FORWARD(floe__buf_append(&d->values, vals + 4 * i, 4, err));
+            slot = (uint64_t)x << 32 | ++d->n;
+            d->slots4[s] = slot;
+        }
+        idx[i] = (uint32_t)slot - 1;
     }
-ENCODE_INT(encode_w4, uint32_t, 4, floe__get_le32, hash4)
-ENCODE_INT(encode_w8, uint64_t, 8, floe__get_le64, hash8)
+    *done = n;
+    return FLOE_OK;
+}
+
+/* Width 8: slots hold the value and entry + 1. */
+static int encode_w8(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
+                     uint32_t *idx, size_t *done, floe_error *err)
+{
+    if (!d->slots8)
+        FLOE_FORWARD(grow(d, err));
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = floe__get_le64(vals + 8 * i);
+        size_t s = fib8(d, x);
+        floe__pq_slot8 *sl;
+        while ((sl = &d->slots8[s])->entry && sl->value != x)
+            s = (s + 1) & d->mask;
+        if (!sl->entry) {
+            if (d->values.len + 8 > limit) {
+                *done = i;
+                return FLOE_OK;
+            }
+            if (must_grow(d)) {
+                FLOE_FORWARD(grow(d, err));
+                s = fib8(d, x);
+                while (d->slots8[s].entry)
+                    s = (s + 1) & d->mask;
+                sl = &d->slots8[s];
+            }
+            FLOE_FORWARD(floe__buf_append(&d->values, vals + 8 * i, 8, err));
+            sl->value = x;
+            sl->entry = ++d->n;
+        }
+        idx[i] = (uint32_t)sl->entry - 1;
+    }
+    *done = n;
+    return FLOE_OK;
+}
 
 /* Other fixed widths (FLBA): compared with memcmp. */
 static int encode_wn(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
                      uint32_t *idx, size_t *done, floe_error *err)
 {
     size_t w = d->width;
+    if (!d->slots)
+        FLOE_FORWARD(grow(d, err));
     for (size_t i = 0; i < n; i++) {
         const uint8_t *x = vals + i * w;
-        if (i > 0 && memcmp(x, x - w, w) == 0) {
-            idx[i] = idx[i - 1];
-            continue;
-        }
-        if (!d->slots)
-            FLOE_FORWARD(grow(d, err));
         uint64_t h = floe__pq_hash_bytes(x, w);
         size_t s = (size_t)h & d->mask;
         uint32_t e;
@@ -235,34 +326,26 @@ static int add_offset(floe__pq_dict *d, uint32_t off, floe_error *err)
 static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
                         uint32_t *idx, size_t *done, floe_error *err)
 {
+    if (!d->bslots)
+        FLOE_FORWARD(grow(d, err));
     const uint8_t *p = vals;
-    const uint8_t *last = NULL;
-    uint32_t last_len = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t len = floe__get_le32(p);
         const uint8_t *x = p + 4;
         p = x + len;
-        if (last && len == last_len && memcmp(x, last, len) == 0) {
-            idx[i] = idx[i - 1];
-            continue;
-        }
-        last = x;
-        last_len = len;
-        if (!d->slots)
-            FLOE_FORWARD(grow(d, err));
-        uint64_t h = floe__pq_hash_bytes(x, len);
-        uint32_t tag = (uint32_t)(h >> 32);
+        uint64_t k0, k1;
+        uint64_t h = key_hash(x, len, &k0, &k1);
+        uint64_t meta = (uint64_t)len << 32 | (uint32_t)(h >> 32);
         size_t s = (size_t)h & d->mask;
-        uint32_t e;
-        while ((e = d->slots[s]) != 0) {
-            if (d->hashes[s] == tag) {
-                const uint8_t *ev = d->values.data + d->offsets[e - 1];
-                if (floe__get_le32(ev) == len && memcmp(ev + 4, x, len) == 0)
-                    break;
-            }
+        floe__pq_bslot *sl;
+        while ((sl = &d->bslots[s])->entry) {
+            if (sl->k0 == k0 && sl->meta == meta && sl->k1 == k1 &&
+                (len <= 16 ||
+                 memcmp(d->values.data + d->offsets[sl->entry - 1] + 20, x + 16, len - 16) == 0))
+                break;
             s = (s + 1) & d->mask;
         }
-        if (e == 0) {
+        if (!sl->entry) {
             if (d->values.len + 4 + (size_t)len > limit) {
                 *done = i;
                 return FLOE_OK;
@@ -270,15 +353,18 @@ static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t 
             if (must_grow(d)) {
                 FLOE_FORWARD(grow(d, err));
                 s = (size_t)h & d->mask;
-                while (d->slots[s])
+                while (d->bslots[s].entry)
                     s = (s + 1) & d->mask;
+                sl = &d->bslots[s];
             }
             FLOE_FORWARD(add_offset(d, (uint32_t)d->values.len, err));
             FLOE_FORWARD(floe__buf_append(&d->values, x - 4, 4 + (size_t)len, err));
-            d->hashes[s] = tag;
-            e = d->slots[s] = ++d->n;
+            sl->k0 = k0;
+            sl->k1 = k1;
+            sl->meta = meta;
+            sl->entry = ++d->n;
         }
-        idx[i] = e - 1;
+        idx[i] = (uint32_t)sl->entry - 1;
     }
     *done = n;
     return FLOE_OK;

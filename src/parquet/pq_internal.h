@@ -93,12 +93,28 @@ size_t floe__rle_encode_u32(const uint32_t *v, size_t n, int bw, uint8_t *out);
 size_t floe__pack_bools(const uint8_t *v, size_t n, uint8_t *out);
 
 /* ---- dict.c: dictionary of one column chunk --------------------------------- */
+typedef struct floe__pq_slot8 {
+    uint64_t value;
+    uint64_t entry;       /* entry index + 1, 0 = empty */
+} floe__pq_slot8;
+
+/* A byte-array slot: the value's first 16 bytes (all of a value of at most
+ * 16 bytes, packed), its length and 32 bits of its hash. */
+typedef struct floe__pq_bslot {
+    uint64_t k0, k1;
+    uint64_t meta;        /* length << 32 | hash bits */
+    uint64_t entry;       /* entry index + 1, 0 = empty */
+} floe__pq_bslot;
+
 typedef struct floe__pq_dict {
     uint32_t width;       /* fixed value width in bytes; 0 = byte arrays (u32 length + bytes) */
     uint32_t n;           /* entries */
-    uint32_t *slots;      /* open addressing, linear probing: entry index + 1, 0 = empty */
-    uint32_t *hashes;     /* byte arrays: the 32-bit hash of the entry in each slot */
-    size_t mask;          /* number of slots - 1 (a power of two minus one) */
+    size_t mask;          /* number of slots - 1 (slots are a power of two) */
+    unsigned shift;       /* 64 - log2(number of slots): multiplicative hashing */
+    uint64_t *slots4;     /* width 4: value << 32 | (entry index + 1); 0 = empty */
+    floe__pq_slot8 *slots8; /* width 8 */
+    floe__pq_bslot *bslots; /* byte arrays */
+    uint32_t *slots;      /* other widths: entry index + 1, 0 = empty */
     floe__buf values;     /* the entries PLAIN-encoded: the dictionary page */
     uint32_t *offsets;    /* byte arrays: where entry i starts in values */
     size_t offsets_cap;
@@ -235,7 +251,8 @@ typedef struct floe__pq_col {
     /* the page being filled */
     floe__buf vals;                 /* PLAIN values (booleans: one byte each) */
     floe__buf defs, reps;           /* one byte per level entry, when max > 0 */
-    size_t n_levels, n_vals;
+    size_t n_levels, n_vals;        /* flat writers: only valid after floe__pq_col_sync */
+    uint64_t page_row0;             /* flat writers: w->rows when the page started */
 
     /* the column chunk being filled */
     floe__buf pages;                /* encoded pages: header + compressed body */
@@ -282,6 +299,8 @@ struct floe__pq_writer {
     size_t n_nodes;
     floe__pq_node *nodes;
     bool flat;                      /* every top-level field is primitive */
+    size_t headroom;                /* flat: row bytes accepted before the next check */
+    uint64_t rows_left;             /* flat: rows accepted before the next check */
     floe__pq_snap *snap;            /* per column, for nested rows */
     size_t page_limit;
 
@@ -306,6 +325,15 @@ struct floe__pq_writer {
     uint64_t *rg_rows_list;
 };
 
+/* Data pages end at opts.page_size bytes of buffered values and levels, or
+ * at PQ_PAGE_MAX_VALUES level entries (parquet-java and Arrow cap rows per
+ * page the same way), which also keeps a page's working set in cache. */
+#define PQ_PAGE_MAX_VALUES 20000
+static inline bool floe__pq_page_full(const floe__pq_writer *w, const floe__pq_col *c)
+{
+    return c->vals.len + c->n_levels >= w->page_limit || c->n_levels >= PQ_PAGE_MAX_VALUES;
+}
+
 /* schema.c */
 int floe__pq_plan(floe__pq_writer *w, floe_error *err);
 void floe__pq_plan_free(floe__pq_writer *w);
@@ -313,9 +341,13 @@ void floe__pq_plan_free(floe__pq_writer *w);
 void floe__pq_schema_thrift(const floe__pq_writer *w, floe__tc *t);
 
 /* shred.c */
+/* Append one row.  Flat writers: the caller guarantees every column has
+ * room for `len` more value bytes and one more level (see writer.c). */
 int floe__pq_shred(floe__pq_writer *w, const uint8_t *row, size_t len, floe_error *err);
 
 /* column.c */
+/* Flat writers keep no per-value counters: derive n_levels and n_vals. */
+void floe__pq_col_sync(const floe__pq_writer *w, floe__pq_col *c);
 /* Encode the column's buffered page (if any) into its chunk. */
 int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err);
 /* Start a new column chunk (dictionary and statistics emptied). */

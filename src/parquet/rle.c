@@ -38,22 +38,27 @@ static inline uint8_t *put_value(uint8_t *o, uint32_t v, int bw)
     return o;
 }
 
-/* Pack 8 values of bw bits (values < 2^bw) into bw bytes. */
+/* Pack 8 values of bw bits (values < 2^bw) into bw bytes.  Always inlined
+ * and called with a constant bw (see PACK_GROUPS); the eight steps are
+ * written out so that, with bw known, every shift and flush is resolved at
+ * compile time. */
+#define PACK_STEP(k)                                                           \
+    acc |= (uint64_t)v[k] << bits;                                             \
+    bits += bw;                                                                \
+    if (bits >= 32) {                                                          \
+        floe__put_le32(o, (uint32_t)acc);                                      \
+        o += 4;                                                                \
+        acc >>= 32;                                                            \
+        bits -= 32;                                                            \
+    }
 #define PACK8(T)                                                               \
-    static inline uint8_t *pack8_##T(const T *v, int bw, uint8_t *o)           \
+    static inline __attribute__((always_inline)) uint8_t *pack8_##T(           \
+        const T *v, int bw, uint8_t *o)                                        \
     {                                                                          \
         uint64_t acc = 0;                                                      \
         int bits = 0;                                                          \
-        for (int i = 0; i < 8; i++) {                                          \
-            acc |= (uint64_t)v[i] << bits;                                     \
-            bits += bw;                                                        \
-            if (bits >= 32) {                                                  \
-                floe__put_le32(o, (uint32_t)acc);                              \
-                o += 4;                                                        \
-                acc >>= 32;                                                    \
-                bits -= 32;                                                    \
-            }                                                                  \
-        }                                                                      \
+        PACK_STEP(0) PACK_STEP(1) PACK_STEP(2) PACK_STEP(3)                    \
+        PACK_STEP(4) PACK_STEP(5) PACK_STEP(6) PACK_STEP(7)                    \
         for (; bits > 0; bits -= 8) {                                          \
             *o++ = (uint8_t)acc;                                               \
             acc >>= 8;                                                         \
@@ -62,6 +67,41 @@ static inline uint8_t *put_value(uint8_t *o, uint32_t v, int bw)
     }
 PACK8(uint8_t)
 PACK8(uint32_t)
+
+/* `groups` groups of 8 values, with bw a compile-time constant per case. */
+#define PACK_CASE(T, B)                                                        \
+    case B:                                                                    \
+        for (size_t g = 0; g < groups; g++)                                    \
+            o = pack8_##T(v + 8 * g, B, o);                                    \
+        return o;
+#define PACK_GROUPS(T)                                                         \
+    static uint8_t *pack_groups_##T(const T *v, size_t groups, int bw, uint8_t *o) \
+    {                                                                          \
+        switch (bw) {                                                          \
+            PACK_CASE(T, 1) PACK_CASE(T, 2) PACK_CASE(T, 3) PACK_CASE(T, 4)    \
+            PACK_CASE(T, 5) PACK_CASE(T, 6) PACK_CASE(T, 7) PACK_CASE(T, 8)    \
+        }                                                                      \
+        for (size_t g = 0; g < groups; g++)                                    \
+            o = pack8_##T(v + 8 * g, bw, o);                                   \
+        return o;                                                              \
+    }
+PACK_GROUPS(uint8_t)
+
+static uint8_t *pack_groups_uint32_t(const uint32_t *v, size_t groups, int bw, uint8_t *o)
+{
+    switch (bw) {
+        PACK_CASE(uint32_t, 1) PACK_CASE(uint32_t, 2) PACK_CASE(uint32_t, 3)
+        PACK_CASE(uint32_t, 4) PACK_CASE(uint32_t, 5) PACK_CASE(uint32_t, 6)
+        PACK_CASE(uint32_t, 7) PACK_CASE(uint32_t, 8) PACK_CASE(uint32_t, 9)
+        PACK_CASE(uint32_t, 10) PACK_CASE(uint32_t, 11) PACK_CASE(uint32_t, 12)
+        PACK_CASE(uint32_t, 13) PACK_CASE(uint32_t, 14) PACK_CASE(uint32_t, 15)
+        PACK_CASE(uint32_t, 16) PACK_CASE(uint32_t, 17) PACK_CASE(uint32_t, 18)
+        PACK_CASE(uint32_t, 19) PACK_CASE(uint32_t, 20)
+    }
+    for (size_t g = 0; g < groups; g++)
+        o = pack8_uint32_t(v + 8 * g, bw, o);
+    return o;
+}
 
 /* One bit-packed run of `count` values (a multiple of 8 except at the end,
  * where the last group is padded with zeros). */
@@ -73,8 +113,7 @@ PACK8(uint32_t)
         size_t groups = (count + 7) / 8;                                       \
         o = put_varint(o, (uint64_t)groups << 1 | 1);                          \
         size_t full = count / 8;                                               \
-        for (size_t g = 0; g < full; g++)                                      \
-            o = pack8_##T(v + 8 * g, bw, o);                                   \
+        o = pack_groups_##T(v, full, bw, o);                                   \
         if (count % 8) {                                                       \
             T last[8] = {0};                                                   \
             memcpy(last, v + 8 * full, (count % 8) * sizeof(T));               \
@@ -107,12 +146,34 @@ static inline size_t run_end_uint32_t(const uint32_t *v, size_t i, size_t n)
     return j;
 }
 
+/* Whether any of the pairs (v[k], v[k+1]), k = 0..7, are equal: without
+ * one, no run of 2 or more starts in v[0..7] (branch-free, 9 values read). */
+static inline bool any_pair_uint32_t(const uint32_t *v)
+{
+    unsigned eq = 0;
+    for (int k = 0; k < 8; k++)
+        eq |= v[k] == v[k + 1];
+    return eq != 0;
+}
+
+static inline bool any_pair_uint8_t(const uint8_t *v)
+{
+    uint64_t a = floe__get_le64(v), b = floe__get_le64(v + 1), x = a ^ b;
+    /* a zero byte in x means an equal pair */
+    return ((x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL) != 0;
+}
+
 #define RLE_ENCODE(T)                                                          \
     size_t floe__rle_encode_##T(const T *v, size_t n, int bw, uint8_t *out)    \
     {                                                                          \
         uint8_t *o = out;                                                      \
         size_t lit = 0, i = 0;                                                 \
         while (i < n) {                                                        \
+            /* skip blocks that hold no equal neighbours: all literals */      \
+            while (i + 9 <= n && !any_pair_##T(v + i))                         \
+                i += 8;                                                        \
+            if (i >= n)                                                        \
+                break;                                                         \
             size_t j = run_end_##T(v, i, n);                                   \
             size_t run = j - i;                                                \
             if (run < 8) {                                                     \

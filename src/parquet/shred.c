@@ -120,7 +120,7 @@ static inline int put_level(floe__pq_writer *w, floe__pq_col *c, uint8_t rep, ui
         c->defs.data[c->defs.len++] = def;
     }
     c->n_levels++;
-    if (c->vals.len + c->n_levels >= w->page_limit)
+    if (floe__pq_page_full(w, c))
         w->page_full = true;
     return FLOE_OK;
 }
@@ -134,18 +134,26 @@ static void unwind_flat(floe__pq_writer *w, const uint8_t *row, const uint8_t *e
     for (size_t i = 0; i < k; i++) {
         floe__pq_col *c = &w->cols[i];
         uint8_t tag = *p++;
-        c->n_levels--;
         if (c->max_def)
             c->defs.len--;
         if (tag == FLOE_SLOT_PRESENT) {
             size_t n = row_value_size(c, p, end);
             c->vals.len -= c->op == PQ_OP_BYTES ? n : c->width;
-            c->n_vals--;
             p += n;
         }
     }
 }
 
+static inline bool fits64(const uint8_t *p)
+{
+    uint64_t lo = floe__get_le64(p), hi = floe__get_le64(p + 8);
+    return hi == (uint64_t)((int64_t)lo >> 63);
+}
+
+/* The flat path: one level entry per column per row, no counters (see
+ * floe__pq_col_sync) and no capacity checks: writer.c reserved room for
+ * `len` bytes in every column (a column never stores more bytes for a row
+ * than the row has), so only the row's own bounds are checked. */
 static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_error *err)
 {
     const uint8_t *p = row, *end = row + len;
@@ -153,38 +161,76 @@ static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_e
     int rc = FLOE_OK;
     for (i = 0; i < n; i++) {
         floe__pq_col *c = &w->cols[i];
-        if (p == end) {
-            rc = bad_row(c, "row is truncated", err);
-            break;
-        }
+        if (p == end)
+            goto truncated;
         uint8_t tag = *p++;
-        if (c->max_def) {
-            rc = floe__buf_reserve(&c->defs, 1, err);
-            if (rc)
-                break;
-        }
         if (tag == FLOE_SLOT_PRESENT) {
-            rc = put_value(c, &p, end, err);
-            if (rc)
+            size_t have = (size_t)(end - p);
+            uint8_t *o = c->vals.data + c->vals.len;
+            switch (c->op) {
+            case PQ_OP_FIX8:
+                if (have < 8)
+                    goto truncated;
+                memcpy(o, p, 8);
+                c->vals.len += 8;
+                p += 8;
                 break;
+            case PQ_OP_FIX4:
+                if (have < 4)
+                    goto truncated;
+                memcpy(o, p, 4);
+                c->vals.len += 4;
+                p += 4;
+                break;
+            case PQ_OP_DEC64:
+                if (have < 16)
+                    goto truncated;
+                if (!fits64(p)) {
+                    rc = bad_row(c, "decimal does not fit its precision", err);
+                    goto fail;
+                }
+                memcpy(o, p, 8);
+                c->vals.len += 8;
+                p += 16;
+                break;
+            case PQ_OP_BYTES: {
+                if (have < 4)
+                    goto truncated;
+                size_t sz = 4 + (size_t)floe__get_le32(p);
+                if (have < sz)
+                    goto truncated;
+                if (sz <= 16 && have >= 16) {
+                    memcpy(o, p, 16);     /* room: len >= 16 was reserved */
+                } else {
+                    memcpy(o, p, sz);
+                }
+                c->vals.len += sz;
+                p += sz;
+                break;
+            }
+            default:
+                if ((rc = put_value(c, &p, end, err)) != FLOE_OK)
+                    goto fail;
+                break;
+            }
         } else if (tag != FLOE_SLOT_NULL || !c->max_def) {
             rc = bad_row(c, tag == FLOE_SLOT_NULL ? "null in a required field" : "bad slot tag",
                          err);
-            break;
+            goto fail;
         }
         if (c->max_def)
             c->defs.data[c->defs.len++] = tag;
-        c->n_levels++;
-        if (c->vals.len + c->n_levels >= w->page_limit)
-            w->page_full = true;
     }
-    if (rc == FLOE_OK && p != end) {
-        rc = floe__err_set(err, FLOE_EINPUT, "row: %zu bytes after the last field",
-                           (size_t)(end - p));
-        i = n;
-    }
-    if (rc)
-        unwind_flat(w, row, end, i);
+    if (p == end)
+        return FLOE_OK;
+    rc = floe__err_set(err, FLOE_EINPUT, "row: %zu bytes after the last field",
+                       (size_t)(end - p));
+    unwind_flat(w, row, end, n);
+    return rc;
+truncated:
+    rc = bad_row(&w->cols[i], "row is truncated", err);
+fail:
+    unwind_flat(w, row, end, i);
     return rc;
 }
 
