@@ -11,11 +11,15 @@ $FLOE_BUILD/bench/...) with codec none, loaded into DuckDB and polars
 untimed, then each peer writes it with one thread:
     DuckDB: SET threads=1; COPY lineitem TO ... (FORMAT parquet, COMPRESSION c)
     polars: POLARS_MAX_THREADS=1, DataFrame.write_parquet(..., compression=c)
-floe's own numbers come from running bench_parquet with each codec.  Times are
-wall clock and process CPU time (CPU is what to compare on a busy machine);
-each writer runs $BENCH_REPEAT times (default 3) and the fastest run counts.
+floe's numbers come from bench_parquet (which times only the writing).
+
+Times are wall clock and process CPU time; CPU is what to compare on a busy
+machine.  The writers take turns for $BENCH_ROUNDS rounds (default 5) so
+they see the same conditions; the best (least CPU) and median runs are
+reported.
 """
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -29,38 +33,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("FLOE_BUILD", "build")
 BENCH = os.path.join(ROOT, BUILD, "bench", "bench_parquet")
 OUT = os.environ.get("BENCH_DIR", "/tmp")
-REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 
 
 def timed(fn):
-    """(wall, cpu) of the run with the least CPU time."""
-    best = None
-    for _ in range(REPEAT):
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        run = (time.perf_counter() - w0, time.process_time() - c0)
-        if best is None or run[1] < best[1]:
-            best = run
-    return best
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w0, time.process_time() - c0
 
 
-def report(name, codec, rows, wall, cpu, path):
-    size = os.path.getsize(path)
-    print(f"{name:7s} {codec:7s} wall {wall:7.3f} s ({rows / wall:10.0f} rows/s)  "
-          f"cpu {cpu:7.3f} s ({rows / cpu:10.0f} rows/s)  {size / 1e6:8.1f} MB", flush=True)
-    return rows / cpu, size
-
-
-def floe(codec, rows):
-    path = os.path.join(OUT, f"bench_floe_{codec}.parquet")
-    res = subprocess.run([BENCH, str(rows), codec, path, str(REPEAT)], capture_output=True,
-                         text=True, check=True)
-    # one line per run: "floe zstd: N rows, wall W s (...), cpu C s (...), ..."
-    runs = [(float(line.split("wall ")[1].split(" s")[0]),
-             float(line.split("cpu ")[1].split(" s")[0]))
-            for line in res.stdout.strip().splitlines()]
-    wall, cpu = min(runs, key=lambda r: r[1])
-    return report("floe", codec, rows, wall, cpu, path)
+def run_floe(codec, rows, path):
+    res = subprocess.run([BENCH, str(rows), codec, path], capture_output=True, text=True,
+                         check=True)
+    # "floe zstd: N rows, wall W s (...), cpu C s (...), ..."
+    line = res.stdout.strip().splitlines()[-1]
+    return (float(line.split("wall ")[1].split(" s")[0]),
+            float(line.split("cpu ")[1].split(" s")[0]))
 
 
 def main():
@@ -75,22 +63,39 @@ def main():
     df = pl.read_parquet(src)
     assert df.height == rows
 
-    results = {}
+    def path(tool, codec):
+        return os.path.join(OUT, f"bench_{tool}_{codec}.parquet")
+
+    writers = {
+        "floe": lambda c: run_floe(c, rows, path("floe", c)),
+        "duckdb": lambda c: timed(lambda: con.execute(
+            f"COPY lineitem TO '{path('duckdb', c)}' (FORMAT parquet, COMPRESSION {c})")),
+        "polars": lambda c: timed(lambda: df.write_parquet(path("polars", c), compression=c)),
+    }
+    runs = {(t, c): [] for t in writers for c in codecs}
+    order = list(writers)
+    for r in range(ROUNDS):
+        for codec in codecs:
+            for tool in order[r % 3:] + order[:r % 3]:
+                runs[(tool, codec)].append(writers[tool](codec))
+
+    best = {}
     for codec in codecs:
-        results[("floe", codec)] = floe(codec, rows)
-        path = os.path.join(OUT, f"bench_duckdb_{codec}.parquet")
-        wall, cpu = timed(lambda: con.execute(
-            f"COPY lineitem TO '{path}' (FORMAT parquet, COMPRESSION {codec})"))
-        results[("duckdb", codec)] = report("duckdb", codec, rows, wall, cpu, path)
-        path = os.path.join(OUT, f"bench_polars_{codec}.parquet")
-        wall, cpu = timed(lambda: df.write_parquet(path, compression=codec))
-        results[("polars", codec)] = report("polars", codec, rows, wall, cpu, path)
+        for tool in writers:
+            rs = runs[(tool, codec)]
+            wall, cpu = min(rs, key=lambda x: x[1])
+            med = statistics.median(x[1] for x in rs)
+            size = os.path.getsize(path(tool, codec))
+            best[(tool, codec)] = (rows / cpu, rows / med, size)
+            print(f"{tool:7s} {codec:7s} best cpu {cpu:6.3f} s ({rows / cpu:9.0f} rows/s, "
+                  f"wall {wall:6.3f} s)  median cpu {med:6.3f} s  {size / 1e6:7.1f} MB",
+                  flush=True)
     for codec in codecs:
-        f_rate, f_size = results[("floe", codec)]
+        f_best, f_med, f_size = best[("floe", codec)]
         for peer in ("duckdb", "polars"):
-            p_rate, p_size = results[(peer, codec)]
-            print(f"{codec}: floe / {peer} = {f_rate / p_rate:.2f}x rows/s (cpu), "
-                  f"size {f_size / p_size:.2f}x")
+            p_best, p_med, p_size = best[(peer, codec)]
+            print(f"{codec}: floe / {peer}: {f_best / p_best:.2f}x rows/s (best), "
+                  f"{f_med / p_med:.2f}x (median), size {f_size / p_size:.2f}x")
 
 
 if __name__ == "__main__":

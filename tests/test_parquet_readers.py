@@ -188,3 +188,19 @@ def test_required_columns_and_no_dictionary(tmp_path, reader):
     for j in range(4):
         assert not md.row_group(0).column(j).has_dictionary_page
     assert_rows_equal(READERS[reader](path), expected_rows(schema, rows), reader)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("codec", ["zstd", "snappy"])
+def test_incompressible_pages_stored(tmp_path, reader, codec):
+    """Random dictionary indices do not compress: after two such pages floe
+    stores pages in the codec's raw form; every reader must still decode
+    them."""
+    rnd = random.Random(5)
+    schema = "k int!, v int, s string"
+    rows = [[i, rnd.randrange(4000) if i % 17 else None, f"s{rnd.randrange(3000)}"]
+            for i in range(300000)]
+    path, _ = write_case(tmp_path, "stored", schema, rows, compression=codec)
+    col = pq.ParquetFile(path).metadata.row_group(0).column(1)
+    assert col.has_dictionary_page and "RLE_DICTIONARY" in col.encodings
+    assert_rows_equal(READERS[reader](path), expected_rows(schema, rows), reader)

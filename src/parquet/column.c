@@ -58,6 +58,8 @@ void floe__pq_col_begin_chunk(floe__pq_writer *w, floe__pq_col *c)
     floe__pq_stats_reset(&c->stats);
     c->dict_state = (w->opts.dictionary && c->ptype != PQ_T_BOOLEAN) ? PQ_DICT_ON : PQ_DICT_OFF;
     c->dict_checked = false;
+    c->flat_pages = 0;
+    c->store_next = 0;
     c->n_dict_pages = c->n_plain_pages = 0;
     c->chunk_levels = c->chunk_uncompressed = c->raw_encoded = 0;
 }
@@ -229,13 +231,37 @@ static int plain_values(floe__pq_writer *w, floe__pq_col *c, bool *direct, floe_
     return FLOE_OK;
 }
 
+/* Compress a page body into w->cpage.  Pages the codec does not shrink by
+ * 1/32 (bit-packed dictionary indices of a column with many distinct
+ * values, typically) come in runs: after two of them the next pages are
+ * stored in the codec's format without searching for matches, 8, 16 ... up
+ * to 64 pages between attempts; any page that compresses ends the run. */
+static int compress_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
+                         floe_error *err)
+{
+    floe__buf_reset(&w->cpage);
+    if (!floe__pq_can_store(&w->codec))
+        return floe__pq_compress(&w->codec, body, len, &w->cpage, err);
+    if (c->store_next > 0) {
+        c->store_next--;
+        return floe__pq_store(&w->codec, body, len, &w->cpage, err);
+    }
+    FLOE_FORWARD(floe__pq_compress(&w->codec, body, len, &w->cpage, err));
+    if (w->cpage.len < len - len / 32) {
+        c->flat_pages = 0;
+    } else if (++c->flat_pages >= 2) {
+        unsigned shift = c->flat_pages - 2 < 3 ? c->flat_pages - 2u : 3u;
+        c->store_next = (uint16_t)(8u << shift);
+    }
+    return FLOE_OK;
+}
+
 /* Compress the page body [body, body+len) and append header + compressed
  * body to the chunk. */
 static int append_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
                        int encoding, floe_error *err)
 {
-    floe__buf_reset(&w->cpage);
-    FLOE_FORWARD(floe__pq_compress(&w->codec, body, len, &w->cpage, err));
+    FLOE_FORWARD(compress_page(w, c, body, len, err));
     FLOE_RETURN_IF(c->n_levels > INT32_MAX, err, FLOE_ELIMIT, "page of %zu values is too large",
                    c->n_levels);
     FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, len, w->cpage.len, (uint32_t)c->n_levels,

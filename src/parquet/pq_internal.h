@@ -146,6 +146,11 @@ int floe__pq_codec_id(int compression);        /* the Parquet CompressionCodec *
 /* Append the compressed form of [src, src+n) to dst. */
 int floe__pq_compress(floe__pq_codec *c, const uint8_t *src, size_t n, floe__buf *dst,
                       floe_error *err);
+/* Append [src, src+n) stored uncompressed in the codec's format (zstd raw
+ * blocks, snappy literals); other codecs compress as usual. */
+int floe__pq_store(floe__pq_codec *c, const uint8_t *src, size_t n, floe__buf *dst,
+                   floe_error *err);
+bool floe__pq_can_store(const floe__pq_codec *c);
 
 /* ---- stats.c ---------------------------------------------------------------- */
 /* How a column's values compare (Parquet's TypeDefinedOrder). */
@@ -242,6 +247,7 @@ typedef struct floe__pq_col {
     int32_t type_len;               /* FLBA width */
     uint32_t width;                 /* PLAIN value width, 0 for byte arrays */
     floe__pq_op op;
+    uint8_t fast;                   /* flat shredding case (shred.c) */
     floe__pq_order order;
     uint8_t max_def, max_rep;
     bool in_repeated;               /* under a list or map */
@@ -258,6 +264,8 @@ typedef struct floe__pq_col {
     floe__buf pages;                /* encoded pages: header + compressed body */
     int dict_state;
     bool dict_checked;              /* the "stops paying" test was made */
+    uint8_t flat_pages;             /* pages in a row the codec could not shrink */
+    uint16_t store_next;            /* pages to store uncompressed before trying again */
     uint32_t n_dict_pages, n_plain_pages;
     uint64_t chunk_levels, chunk_uncompressed;
     uint64_t raw_encoded;           /* buffered bytes the chunk's pages came from */
@@ -341,6 +349,8 @@ void floe__pq_plan_free(floe__pq_writer *w);
 void floe__pq_schema_thrift(const floe__pq_writer *w, floe__tc *t);
 
 /* shred.c */
+/* The column's case in the flat shredding loop (set once by schema.c). */
+uint8_t floe__pq_fast_case(const floe__pq_col *c);
 /* Append one row.  Flat writers: the caller guarantees every column has
  * room for `len` more value bytes and one more level (see writer.c). */
 int floe__pq_shred(floe__pq_writer *w, const uint8_t *row, size_t len, floe_error *err);

@@ -9,12 +9,11 @@
  *   packed-run  := varint(groups << 1 | 1)       groups x 8 values, bw bits each,
  *                                                LSB first
  *
- * The encoder works on a whole array at once: it scans for runs of equal
- * values; a run of 8 or more becomes an RLE run, everything between runs is
- * gathered into one bit-packed run.  Bit-packed runs hold whole groups of 8,
- * so before an RLE run the pending literals are topped up to a multiple of 8
- * with values taken from the run (when the run stays >= 8); only the very
- * last group may be padded with zeros (readers stop at the value count).
+ * The encoder works on a whole array at once, in groups of 8 values: a
+ * group of 8 equal values starts an RLE run (extended while the value
+ * repeats), everything between runs is gathered into one bit-packed run of
+ * whole groups; only the very last group may be padded with zeros (readers
+ * stop at the value count).
  */
 #include "parquet/pq_internal.h"
 
@@ -124,11 +123,23 @@ static uint8_t *pack_groups_uint32_t(const uint32_t *v, size_t groups, int bw, u
 EMIT_PACKED(uint8_t)
 EMIT_PACKED(uint32_t)
 
-/* End of the run of values equal to v[i]. */
-static inline size_t run_end_uint8_t(const uint8_t *v, size_t i, size_t n)
+/* Whether the 8 values at v are all equal. */
+static inline bool all8_uint8_t(const uint8_t *v)
 {
-    uint8_t x = v[i];
-    size_t j = i + 1;
+    return floe__get_le64(v) == 0x0101010101010101ULL * v[0];
+}
+
+static inline bool all8_uint32_t(const uint32_t *v)
+{
+    unsigned ne = 0;
+    for (int k = 1; k < 8; k++)
+        ne |= v[k] != v[0];
+    return ne == 0;
+}
+
+/* End of the run of values equal to v[i], from j on. */
+static inline size_t run_end_uint8_t(const uint8_t *v, size_t j, size_t n, uint8_t x)
+{
     uint64_t pat = 0x0101010101010101ULL * x;
     while (j + 8 <= n && floe__get_le64(v + j) == pat)
         j += 8;
@@ -137,64 +148,33 @@ static inline size_t run_end_uint8_t(const uint8_t *v, size_t i, size_t n)
     return j;
 }
 
-static inline size_t run_end_uint32_t(const uint32_t *v, size_t i, size_t n)
+static inline size_t run_end_uint32_t(const uint32_t *v, size_t j, size_t n, uint32_t x)
 {
-    uint32_t x = v[i];
-    size_t j = i + 1;
     while (j < n && v[j] == x)
         j++;
     return j;
 }
 
-/* Whether any of the pairs (v[k], v[k+1]), k = 0..7, are equal: without
- * one, no run of 2 or more starts in v[0..7] (branch-free, 9 values read). */
-static inline bool any_pair_uint32_t(const uint32_t *v)
-{
-    unsigned eq = 0;
-    for (int k = 0; k < 8; k++)
-        eq |= v[k] == v[k + 1];
-    return eq != 0;
-}
-
-static inline bool any_pair_uint8_t(const uint8_t *v)
-{
-    uint64_t a = floe__get_le64(v), b = floe__get_le64(v + 1), x = a ^ b;
-    /* a zero byte in x means an equal pair */
-    return ((x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL) != 0;
-}
-
+/* The values are walked in groups of 8 counted from the start of the
+ * pending literals, so literals always form whole groups.  A group whose 8
+ * values are equal starts an RLE run, extended as far as the value repeats;
+ * every run of 15 or more equal values contains such a group, shorter runs
+ * may stay in the literals (which is valid, only slightly less compact). */
 #define RLE_ENCODE(T)                                                          \
     size_t floe__rle_encode_##T(const T *v, size_t n, int bw, uint8_t *out)    \
     {                                                                          \
         uint8_t *o = out;                                                      \
         size_t lit = 0, i = 0;                                                 \
-        while (i < n) {                                                        \
-            /* skip blocks that hold no equal neighbours: all literals */      \
-            while (i + 9 <= n && !any_pair_##T(v + i))                         \
+        while (i + 8 <= n) {                                                   \
+            if (!all8_##T(v + i)) {                                            \
                 i += 8;                                                        \
-            if (i >= n)                                                        \
-                break;                                                         \
-            size_t j = run_end_##T(v, i, n);                                   \
-            size_t run = j - i;                                                \
-            if (run < 8) {                                                     \
-                i = j;                                                         \
                 continue;                                                      \
             }                                                                  \
-            size_t pend = (i - lit) % 8;                                       \
-            if (pend) {                                                        \
-                size_t fill = 8 - pend;                                        \
-                if (run - fill < 8) {                                          \
-                    i = j;                                                     \
-                    continue;                                                  \
-                }                                                              \
-                i += fill;                                                     \
-                run -= fill;                                                   \
-            }                                                                  \
+            size_t j = run_end_##T(v, i + 8, n, v[i]);                         \
             o = emit_packed_##T(v + lit, i - lit, bw, o);                      \
-            o = put_varint(o, (uint64_t)run << 1);                             \
+            o = put_varint(o, (uint64_t)(j - i) << 1);                         \
             o = put_value(o, v[i], bw);                                        \
-            i = j;                                                             \
-            lit = j;                                                           \
+            i = lit = j;                                                       \
         }                                                                      \
         o = emit_packed_##T(v + lit, n - lit, bw, o);                          \
         return (size_t)(o - out);                                              \

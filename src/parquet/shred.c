@@ -150,87 +150,111 @@ static inline bool fits64(const uint8_t *p)
     return hi == (uint64_t)((int64_t)lo >> 63);
 }
 
+/* Flat shredding cases: the common kinds, required or optional. */
+enum { FAST_OTHER = 0, FAST_FIX8, FAST_FIX4, FAST_DEC64, FAST_BYTES };
+#define FAST_OPT 8
+
+uint8_t floe__pq_fast_case(const floe__pq_col *c)
+{
+    uint8_t k = c->op == PQ_OP_FIX8    ? FAST_FIX8
+                : c->op == PQ_OP_FIX4  ? FAST_FIX4
+                : c->op == PQ_OP_DEC64 ? FAST_DEC64
+                : c->op == PQ_OP_BYTES ? FAST_BYTES
+                                       : FAST_OTHER;
+    return (uint8_t)(k | (c->max_def ? FAST_OPT : 0));
+}
+
+/* One field of a flat row, any kind: the general case. */
+static int flat_field(floe__pq_col *c, uint8_t tag, const uint8_t **pp, const uint8_t *end,
+                      floe_error *err)
+{
+    if (tag == FLOE_SLOT_PRESENT)
+        FLOE_FORWARD(put_value(c, pp, end, err));
+    else if (tag != FLOE_SLOT_NULL || !c->max_def)
+        return bad_row(c, tag == FLOE_SLOT_NULL ? "null in a required field" : "bad slot tag",
+                       err);
+    if (c->max_def)
+        c->defs.data[c->defs.len++] = tag;
+    return FLOE_OK;
+}
+
 /* The flat path: one level entry per column per row, no counters (see
  * floe__pq_col_sync) and no capacity checks: writer.c reserved room for
  * `len` bytes in every column (a column never stores more bytes for a row
- * than the row has), so only the row's own bounds are checked. */
+ * than the row has), so only the row's own bounds are checked.  The common
+ * cases copy with constant sizes; anything unusual (nulls, other kinds,
+ * errors) goes through flat_field. */
 static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_error *err)
 {
     const uint8_t *p = row, *end = row + len;
-    size_t n = w->n_cols, i;
+    floe__pq_col *c = w->cols, *last = w->cols + w->n_cols;
     int rc = FLOE_OK;
-    for (i = 0; i < n; i++) {
-        floe__pq_col *c = &w->cols[i];
-        if (p == end)
+    for (; c < last; c++) {
+        if (p >= end)
             goto truncated;
         uint8_t tag = *p++;
-        if (tag == FLOE_SLOT_PRESENT) {
-            size_t have = (size_t)(end - p);
-            uint8_t *o = c->vals.data + c->vals.len;
-            switch (c->op) {
-            case PQ_OP_FIX8:
-                if (have < 8)
-                    goto truncated;
-                memcpy(o, p, 8);
-                c->vals.len += 8;
-                p += 8;
+        size_t have = (size_t)(end - p);
+        uint8_t *o = c->vals.data + c->vals.len;
+        switch (c->fast) {
+        case FAST_FIX8:
+        case FAST_FIX8 | FAST_OPT:
+            if (tag != FLOE_SLOT_PRESENT || have < 8)
                 break;
-            case PQ_OP_FIX4:
-                if (have < 4)
-                    goto truncated;
-                memcpy(o, p, 4);
-                c->vals.len += 4;
-                p += 4;
+            memcpy(o, p, 8);
+            c->vals.len += 8;
+            p += 8;
+            goto next;
+        case FAST_FIX4:
+        case FAST_FIX4 | FAST_OPT:
+            if (tag != FLOE_SLOT_PRESENT || have < 4)
                 break;
-            case PQ_OP_DEC64:
-                if (have < 16)
-                    goto truncated;
-                if (!fits64(p)) {
-                    rc = bad_row(c, "decimal does not fit its precision", err);
-                    goto fail;
-                }
-                memcpy(o, p, 8);
-                c->vals.len += 8;
-                p += 16;
+            memcpy(o, p, 4);
+            c->vals.len += 4;
+            p += 4;
+            goto next;
+        case FAST_DEC64:
+        case FAST_DEC64 | FAST_OPT:
+            if (tag != FLOE_SLOT_PRESENT || have < 16 || !fits64(p))
                 break;
-            case PQ_OP_BYTES: {
-                if (have < 4)
-                    goto truncated;
-                size_t sz = 4 + (size_t)floe__get_le32(p);
-                if (have < sz)
-                    goto truncated;
-                if (sz <= 16 && have >= 16) {
-                    memcpy(o, p, 16);     /* room: len >= 16 was reserved */
-                } else {
-                    memcpy(o, p, sz);
-                }
-                c->vals.len += sz;
-                p += sz;
+            memcpy(o, p, 8);
+            c->vals.len += 8;
+            p += 16;
+            goto next;
+        case FAST_BYTES:
+        case FAST_BYTES | FAST_OPT: {
+            if (tag != FLOE_SLOT_PRESENT || have < 4)
                 break;
-            }
-            default:
-                if ((rc = put_value(c, &p, end, err)) != FLOE_OK)
-                    goto fail;
+            size_t sz = 4 + (size_t)floe__get_le32(p);
+            if (have < sz)
                 break;
-            }
-        } else if (tag != FLOE_SLOT_NULL || !c->max_def) {
-            rc = bad_row(c, tag == FLOE_SLOT_NULL ? "null in a required field" : "bad slot tag",
-                         err);
-            goto fail;
+            if (sz <= 16 && have >= 16)
+                memcpy(o, p, 16);     /* room: len >= 16 bytes were reserved */
+            else
+                memcpy(o, p, sz);
+            c->vals.len += sz;
+            p += sz;
+            goto next;
         }
-        if (c->max_def)
-            c->defs.data[c->defs.len++] = tag;
+        default:
+            break;
+        }
+        if ((rc = flat_field(c, tag, &p, end, err)) != FLOE_OK)
+            goto fail;
+        continue;
+    next:
+        if (c->fast & FAST_OPT)
+            c->defs.data[c->defs.len++] = FLOE_SLOT_PRESENT;
     }
     if (p == end)
         return FLOE_OK;
     rc = floe__err_set(err, FLOE_EINPUT, "row: %zu bytes after the last field",
                        (size_t)(end - p));
-    unwind_flat(w, row, end, n);
+    unwind_flat(w, row, end, w->n_cols);
     return rc;
 truncated:
-    rc = bad_row(&w->cols[i], "row is truncated", err);
+    rc = bad_row(c, "row is truncated", err);
 fail:
-    unwind_flat(w, row, end, i);
+    unwind_flat(w, row, end, (size_t)(c - w->cols));
     return rc;
 }
 

@@ -3,6 +3,9 @@
  * hand-computed bytes: Thrift compact protocol, RLE / bit-packed hybrid,
  * boolean packing, dictionaries.
  */
+#include <snappy-c.h>
+#include <zstd.h>
+
 #include "test_parquet_util.h"
 #include "unit.h"
 
@@ -360,6 +363,40 @@ TEST(dict_bytes_and_fixed)
     floe__pq_dict_free(&d);
 }
 
+/* Stored (uncompressed) pages are valid zstd and snappy data. */
+TEST(stored_pages_decode)
+{
+    static const size_t sizes[] = {0, 1, 59, 60, 255, 256, 257, 65535, 65536 + 255, 65536 + 256,
+                                   65536 + 257, 131072, 131073, 300000};
+    uint8_t *src = malloc(300000), *back = malloc(300001);
+    for (size_t i = 0; i < 300000; i++)
+        src[i] = (uint8_t)(i * 2654435761u >> 13);
+    floe__pq_codec z, sn;
+    CHECK_EQ_INT(floe__pq_codec_init(&z, FLOE_COMPRESSION_ZSTD, 0, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_codec_init(&sn, FLOE_COMPRESSION_SNAPPY, 0, NULL), FLOE_OK);
+    CHECK(floe__pq_can_store(&z) && floe__pq_can_store(&sn));
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        floe__buf b;
+        floe__buf_init(&b, 0);
+        CHECK_EQ_INT(floe__pq_store(&z, src, n, &b, NULL), FLOE_OK);
+        CHECK_EQ_INT(ZSTD_getFrameContentSize(b.data, b.len), n);
+        size_t got = ZSTD_decompress(back, 300001, b.data, b.len);
+        CHECK(!ZSTD_isError(got) && got == n && memcmp(back, src, n) == 0);
+        floe__buf_reset(&b);
+        CHECK_EQ_INT(floe__pq_store(&sn, src, n, &b, NULL), FLOE_OK);
+        size_t out = 300001;
+        CHECK(snappy_validate_compressed_buffer((const char *)b.data, b.len) == SNAPPY_OK);
+        CHECK(snappy_uncompress((const char *)b.data, b.len, (char *)back, &out) == SNAPPY_OK);
+        CHECK(out == n && memcmp(back, src, n) == 0);
+        floe__buf_free(&b);
+    }
+    floe__pq_codec_free(&z);
+    floe__pq_codec_free(&sn);
+    free(src);
+    free(back);
+}
+
 int main(void)
 {
     RUN(thrift_known_bytes);
@@ -370,5 +407,6 @@ int main(void)
     RUN(dict_ints);
     RUN(dict_grows_and_keeps_indices);
     RUN(dict_bytes_and_fixed);
+    RUN(stored_pages_decode);
     return UNIT_DONE();
 }
