@@ -151,7 +151,7 @@ static int map_values(floe__pq_writer *w, floe__pq_col *c, bool *ok, floe_error 
     *ok = false;
     if (!c->dict_checked && n >= 2 * PQ_DICT_PROBE) {
         uint32_t before = c->dict.n;
-        FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data, PQ_DICT_PROBE,
+        FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data, c->vals.len, PQ_DICT_PROBE,
                                           w->opts.dictionary_limit, w->idx, &done, err));
         if (done == PQ_DICT_PROBE && (c->dict.n - before) * 10 > PQ_DICT_PROBE * 9) {
             c->dict_checked = true;
@@ -165,7 +165,8 @@ static int map_values(floe__pq_writer *w, floe__pq_col *c, bool *ok, floe_error 
         }
         first = PQ_DICT_PROBE;
     }
-    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data + value_offset(c, first), n - first,
+    size_t off = value_offset(c, first);
+    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data + off, c->vals.len - off, n - first,
                                       w->opts.dictionary_limit, w->idx + first, &done, err));
     if (done < n - first) {
         /* overflow: this page and the rest of the chunk go PLAIN */

@@ -7,6 +7,8 @@
  * so a probe touches one cache line:
  *  - 4- and 8-byte values: the value and its entry index + 1 (0 = empty),
  *    hashed multiplicatively (Fibonacci hashing: the top bits of x * 2^64/phi);
+ *    8-byte values use 8-byte slots (32-bit key) until one needs more than
+ *    32 bits, which halves the table for the usual ids, amounts and counts;
  *  - byte arrays: the first 16 bytes (a value of at most 16 bytes packed
  *    whole, so short strings never touch the entry bytes), length and 32
  *    hash bits;
@@ -65,47 +67,62 @@ static inline uint64_t mix64(uint64_t h)
     return h;
 }
 
-/* The bytes of a value of 1..8 bytes as one integer; injective for a given
- * length (the two loads overlap, covering every byte). */
-static inline uint64_t pack_short(const uint8_t *p, size_t n)
+static const uint64_t LOW[9] = {
+    0, 0xffULL, 0xffffULL, 0xffffffULL, 0xffffffffULL, 0xffffffffffULL, 0xffffffffffffULL,
+    0xffffffffffffffULL, ~0ULL,
+};
+
+/* Bytes [0, k) of p, k <= 8, little-endian and zero-padded. */
+static inline uint64_t load_part(const uint8_t *p, size_t k)
 {
-    if (n >= 4)
-        return (uint64_t)floe__get_le32(p) << 32 | floe__get_le32(p + n - 4);
-    if (n > 0)
-        return (uint64_t)p[0] << 16 | (uint64_t)p[n >> 1] << 8 | p[n - 1];
-    return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < k; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
 }
 
 static uint64_t hash_long(const uint8_t *p, size_t n)
 {
     const uint64_t k2 = 0xbf58476d1ce4e5b9ULL;
     uint64_t h = (uint64_t)n * k2 ^ FIB;
-    while (n > 8) {
+    while (n >= 8) {
         uint64_t w = floe__get_le64(p);
         h = (h ^ (w * FIB)) * k2;
         h ^= h >> 29;
         p += 8;
         n -= 8;
     }
-    return mix64((h ^ (pack_short(p, n) * FIB)) * k2);
+    return mix64((h ^ (load_part(p, n) * FIB)) * k2);
 }
 
-/* The hash of a byte string and its first 16 bytes as two integers (for a
- * string of at most 16 bytes the pair and the length identify it). */
-static inline __attribute__((always_inline)) uint64_t key_hash(const uint8_t *x, size_t n, uint64_t *k0, uint64_t *k1)
+/* A byte string's first 16 bytes as two little-endian integers, zero-padded
+ * (with the length they identify a string of at most 16 bytes), and its
+ * hash.  key_hash_fast may read up to 16 bytes past x (the caller knows
+ * they are there); key_hash reads only the string. */
+static inline uint64_t short_hash(uint64_t k0, uint64_t k1, size_t n)
 {
-    if (n <= 8) {
-        *k0 = pack_short(x, n);
-        *k1 = 0;
-        return mix64((*k0 ^ n) * FIB);
+    return mix64((k0 * FIB) ^ (k1 * 0xbf58476d1ce4e5b9ULL) ^ n);
+}
+
+static inline __attribute__((always_inline)) uint64_t key_hash_fast(const uint8_t *x, size_t n,
+                                                                    uint64_t *k0, uint64_t *k1)
+{
+    size_t a = n < 8 ? n : 8, b = n > 16 ? 8 : n > 8 ? n - 8 : 0;
+    *k0 = floe__get_le64(x) & LOW[a];
+    *k1 = floe__get_le64(x + 8) & LOW[b];
+    return n <= 16 ? short_hash(*k0, *k1, n) : hash_long(x, n);
+}
+
+static uint64_t key_hash(const uint8_t *x, size_t n, uint64_t *k0, uint64_t *k1)
+{
+    if (n > 16) {
+        *k0 = floe__get_le64(x);
+        *k1 = floe__get_le64(x + 8);
+        return hash_long(x, n);
     }
-    *k0 = floe__get_le64(x);
-    if (n <= 16) {
-        *k1 = pack_short(x + 8, n - 8);
-        return mix64((*k0 * FIB) ^ ((*k1 ^ n) * 0xbf58476d1ce4e5b9ULL));
-    }
-    *k1 = floe__get_le64(x + 8);
-    return hash_long(x, n);
+    *k0 = load_part(x, n < 8 ? n : 8);
+    *k1 = n > 8 ? load_part(x + 8, n - 8) : 0;
+    return short_hash(*k0, *k1, n);
 }
 
 uint64_t floe__pq_hash_bytes(const uint8_t *p, size_t n)
@@ -139,7 +156,8 @@ static int grow(floe__pq_dict *d, floe_error *err)
 {
     size_t old_n = has_table(d) ? d->mask + 1 : 0;
     size_t n = old_n ? old_n * 2 : MIN_SLOTS;
-    void *t = floe__calloc(n, d->width == 4   ? sizeof *d->slots4
+    bool narrow = d->width == 4 || (d->width == 8 && !d->wide);
+    void *t = floe__calloc(n, narrow            ? sizeof *d->slots4
                               : d->width == 8 ? sizeof *d->slots8
                               : d->width == 0 ? sizeof *d->bslots
                                               : sizeof *d->slots);
@@ -147,7 +165,7 @@ static int grow(floe__pq_dict *d, floe_error *err)
         return FLOE_OOM(err);
     d->mask = n - 1;
     d->shift = 64 - (unsigned)floe__bit_width(n - 1);
-    if (d->width == 4) {
+    if (narrow) {
         uint64_t *nw = t, *old = d->slots4;
         for (size_t s = 0; s < old_n; s++) {
             if (!old[s])
@@ -204,21 +222,27 @@ static inline bool must_grow(const floe__pq_dict *d)
     return ((size_t)d->n + 1) * 2 > d->mask + 1;
 }
 
-/* Width 4: slots hold value << 32 | entry + 1. */
-static int encode_w4(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
-                     uint32_t *idx, size_t *done, floe_error *err)
+/* Narrow slots (value << 32 | entry + 1) for values of width W (4, or 8
+ * while they fit in 32 bits).  Returns at the first 8-byte value that does
+ * not fit (*i tells where), with the table still narrow. */
+static int encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w,
+                         size_t limit, uint32_t *idx, size_t *i, size_t *done, floe_error *err)
 {
     if (!d->slots4)
         FLOE_FORWARD(grow(d, err));
-    for (size_t i = 0; i < n; i++) {
-        uint32_t x = floe__get_le32(vals + 4 * i);
+    for (; *i < n; ++*i) {
+        const uint8_t *v = vals + w * *i;
+        uint64_t x64 = w == 8 ? floe__get_le64(v) : floe__get_le32(v);
+        if (x64 >> 32)
+            return FLOE_OK;
+        uint32_t x = (uint32_t)x64;
         size_t s = fib4(d, x);
         uint64_t slot;
         while ((slot = d->slots4[s]) != 0 && (uint32_t)(slot >> 32) != x)
             s = (s + 1) & d->mask;
         if (slot == 0) {
-            if (d->values.len + 4 > limit) {
-                *done = i;
+            if (d->values.len + w > limit) {
+                *done = *i;
                 return FLOE_OK;
             }
             if (must_grow(d)) {
@@ -227,23 +251,65 @@ static int encode_w4(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t lim
                 while (d->slots4[s])
                     s = (s + 1) & d->mask;
             }
-            FLOE_FORWARD(floe__buf_append(&d->values, vals + 4 * i, 4, err));
+            FLOE_FORWARD(floe__buf_append(&d->values, v, w, err));
             slot = (uint64_t)x << 32 | ++d->n;
             d->slots4[s] = slot;
         }
-        idx[i] = (uint32_t)slot - 1;
+        idx[*i] = (uint32_t)slot - 1;
     }
     *done = n;
     return FLOE_OK;
 }
 
-/* Width 8: slots hold the value and entry + 1. */
+static int encode_w4(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
+                     uint32_t *idx, size_t *done, floe_error *err)
+{
+    size_t i = 0;
+    return encode_narrow(d, vals, n, 4, limit, idx, &i, done, err);
+}
+
+/* Switch a width-8 dictionary to wide slots. */
+static int widen(floe__pq_dict *d, floe_error *err)
+{
+    size_t n = d->slots4 ? d->mask + 1 : MIN_SLOTS;
+    floe__pq_slot8 *t = floe__calloc(n, sizeof *t);
+    if (!t)
+        return FLOE_OOM(err);
+    d->mask = n - 1;
+    d->shift = 64 - (unsigned)floe__bit_width(n - 1);
+    for (size_t s = 0; d->slots4 && s < n; s++) {
+        uint64_t x = d->slots4[s];
+        if (!x)
+            continue;
+        size_t i = fib8(d, x >> 32);
+        while (t[i].entry)
+            i = (i + 1) & d->mask;
+        t[i].value = x >> 32;
+        t[i].entry = (uint32_t)x;
+    }
+    floe__free(d->slots4);
+    d->slots4 = NULL;
+    d->slots8 = t;
+    d->wide = true;
+    return FLOE_OK;
+}
+
+/* Width 8: narrow while the values fit in 32 bits, then slots of value and
+ * entry + 1. */
 static int encode_w8(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
                      uint32_t *idx, size_t *done, floe_error *err)
 {
+    size_t i = 0;
+    if (!d->wide) {
+        *done = SIZE_MAX;
+        FLOE_FORWARD(encode_narrow(d, vals, n, 8, limit, idx, &i, done, err));
+        if (*done != SIZE_MAX)
+            return FLOE_OK;
+        FLOE_FORWARD(widen(d, err));
+    }
     if (!d->slots8)
         FLOE_FORWARD(grow(d, err));
-    for (size_t i = 0; i < n; i++) {
+    for (; i < n; i++) {
         uint64_t x = floe__get_le64(vals + 8 * i);
         size_t s = fib8(d, x);
         floe__pq_slot8 *sl;
@@ -322,19 +388,20 @@ static int add_offset(floe__pq_dict *d, uint32_t off, floe_error *err)
     return FLOE_OK;
 }
 
-/* Byte arrays: vals is u32 length + bytes per value. */
-static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
-                        uint32_t *idx, size_t *done, floe_error *err)
+/* Byte arrays: vals is u32 length + bytes per value, vals_len bytes. */
+static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t vals_len, size_t n,
+                        size_t limit, uint32_t *idx, size_t *done, floe_error *err)
 {
     if (!d->bslots)
         FLOE_FORWARD(grow(d, err));
     const uint8_t *p = vals;
+    const uint8_t *fast_end = vals_len >= 16 ? vals + vals_len - 16 : vals;
     for (size_t i = 0; i < n; i++) {
         uint32_t len = floe__get_le32(p);
         const uint8_t *x = p + 4;
         p = x + len;
         uint64_t k0, k1;
-        uint64_t h = key_hash(x, len, &k0, &k1);
+        uint64_t h = x <= fast_end ? key_hash_fast(x, len, &k0, &k1) : key_hash(x, len, &k0, &k1);
         uint64_t meta = (uint64_t)len << 32 | (uint32_t)(h >> 32);
         size_t s = (size_t)h & d->mask;
         floe__pq_bslot *sl;
@@ -370,14 +437,14 @@ static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t 
     return FLOE_OK;
 }
 
-int floe__pq_dict_encode(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
-                         uint32_t *idx, size_t *done, floe_error *err)
+int floe__pq_dict_encode(floe__pq_dict *d, const uint8_t *vals, size_t vals_len, size_t n,
+                         size_t limit, uint32_t *idx, size_t *done, floe_error *err)
 {
     /* Offsets into the dictionary page are 32-bit. */
     if (limit > UINT32_MAX)
         limit = UINT32_MAX;
     switch (d->width) {
-    case 0: return encode_bytes(d, vals, n, limit, idx, done, err);
+    case 0: return encode_bytes(d, vals, vals_len, n, limit, idx, done, err);
     case 4: return encode_w4(d, vals, n, limit, idx, done, err);
     case 8: return encode_w8(d, vals, n, limit, idx, done, err);
     default: return encode_wn(d, vals, n, limit, idx, done, err);

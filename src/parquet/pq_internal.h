@@ -111,8 +111,10 @@ typedef struct floe__pq_dict {
     uint32_t n;           /* entries */
     size_t mask;          /* number of slots - 1 (slots are a power of two) */
     unsigned shift;       /* 64 - log2(number of slots): multiplicative hashing */
-    uint64_t *slots4;     /* width 4: value << 32 | (entry index + 1); 0 = empty */
-    floe__pq_slot8 *slots8; /* width 8 */
+    bool wide;            /* width 8: a value >= 2^32 was seen, slots8 in use */
+    uint64_t *slots4;     /* width 4, and width 8 until a value needs more than
+                             32 bits: value << 32 | (entry index + 1); 0 = empty */
+    floe__pq_slot8 *slots8; /* width 8 once wide */
     floe__pq_bslot *bslots; /* byte arrays */
     uint32_t *slots;      /* other widths: entry index + 1, 0 = empty */
     floe__buf values;     /* the entries PLAIN-encoded: the dictionary page */
@@ -123,12 +125,13 @@ typedef struct floe__pq_dict {
 void floe__pq_dict_init(floe__pq_dict *d, uint32_t width);
 void floe__pq_dict_free(floe__pq_dict *d);
 void floe__pq_dict_reset(floe__pq_dict *d);    /* empty; keeps memory */
-/* Map the n PLAIN values at `vals` (fixed width, or u32 length + bytes) to
- * dictionary indices in idx[], inserting new values.  Stops before the first
- * value whose insertion would make the dictionary page exceed `limit` bytes;
- * *done says how many values were mapped (n when all fit). */
-int floe__pq_dict_encode(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
-                         uint32_t *idx, size_t *done, floe_error *err);
+/* Map the n PLAIN values at `vals` (fixed width, or u32 length + bytes;
+ * vals_len bytes in all) to dictionary indices in idx[], inserting new
+ * values.  Stops before the first value whose insertion would make the
+ * dictionary page exceed `limit` bytes; *done says how many values were
+ * mapped (n when all fit). */
+int floe__pq_dict_encode(floe__pq_dict *d, const uint8_t *vals, size_t vals_len, size_t n,
+                         size_t limit, uint32_t *idx, size_t *done, floe_error *err);
 /* 64-bit hash of a byte string (also used by tests). */
 uint64_t floe__pq_hash_bytes(const uint8_t *p, size_t n);
 

@@ -238,8 +238,10 @@ static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_e
         default:
             break;
         }
-        if ((rc = flat_field(c, tag, &p, end, err)) != FLOE_OK)
+        const uint8_t *q = p;     /* keeps p out of memory in the fast cases */
+        if ((rc = flat_field(c, tag, &q, end, err)) != FLOE_OK)
             goto fail;
+        p = q;
         continue;
     next:
         if (c->fast & FAST_OPT)

@@ -249,7 +249,7 @@ TEST(dict_ints)
     int32_t vals[] = {5, 7, 5, 5, 9, -1, 7};
     uint32_t idx[7];
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)vals, 7, 1 << 20, idx, &done, NULL),
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)vals, sizeof vals, 7, 1 << 20, idx, &done, NULL),
                  FLOE_OK);
     CHECK_EQ_INT(done, 7);
     static const uint32_t want[] = {0, 1, 0, 0, 2, 3, 1};
@@ -262,16 +262,33 @@ TEST(dict_ints)
 
     /* a limit of 5 entries (20 bytes): the 6th new value stops the page */
     int32_t more[] = {9, 100, 101, 5};
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, 4, 20, idx, &done, NULL),
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, sizeof more, 4, 20, idx, &done, NULL),
                  FLOE_OK);
     CHECK_EQ_INT(done, 2);
     CHECK_EQ_INT(idx[0], 2);
     CHECK_EQ_INT(idx[1], 4);
     CHECK_EQ_INT(d.values.len, 20);
 
+    floe__pq_dict_free(&d);
+
+    /* 8-byte values: narrow slots until a value needs 64 bits */
+    floe__pq_dict_init(&d, 8);
+    int64_t wv[] = {1, 2, 1, (int64_t)1 << 40, 2, (int64_t)1 << 40, -1, 1};
+    uint32_t wi[8];
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)wv, sizeof wv, 3, 1 << 20, wi, &done,
+                                      NULL), FLOE_OK);
+    CHECK(!d.wide);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)(wv + 3), 5 * 8, 5, 1 << 20, wi + 3,
+                                      &done, NULL), FLOE_OK);
+    CHECK(d.wide);
+    static const uint32_t wwant[] = {0, 1, 0, 2, 1, 2, 3, 0};
+    CHECK_MEM(wi, wwant, sizeof wwant);
+    floe__pq_dict_free(&d);
+    floe__pq_dict_init(&d, 4);
+
     floe__pq_dict_reset(&d);
     CHECK_EQ_INT(d.n, 0);
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, 1, 1 << 20, idx, &done, NULL),
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, 4, 1, 1 << 20, idx, &done, NULL),
                  FLOE_OK);
     CHECK_EQ_INT(idx[0], 0);
     floe__pq_dict_free(&d);
@@ -289,7 +306,7 @@ TEST(dict_grows_and_keeps_indices)
     }
     uint32_t *idx = malloc(N * 2 * sizeof *idx);
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)v, N * 2, SIZE_MAX, idx, &done, NULL),
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)v, N * 2 * 8, N * 2, SIZE_MAX, idx, &done, NULL),
                  FLOE_OK);
     CHECK_EQ_INT(done, N * 2);
     CHECK_EQ_INT(d.n, N);
@@ -315,7 +332,7 @@ TEST(dict_bytes_and_fixed)
     floe__pq_dict_init(&d, 0);
     uint32_t idx[9];
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, 9, 1 << 20, idx, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, b.len, 9, 1 << 20, idx, &done, NULL), FLOE_OK);
     static const uint32_t want[] = {0, 1, 2, 0, 3, 1, 4, 3, 0};
     CHECK_MEM(idx, want, sizeof want);
     /* the dictionary page: PLAIN byte arrays in first-seen order */
@@ -325,14 +342,14 @@ TEST(dict_bytes_and_fixed)
     CHECK_MEM(d.values.data, page, sizeof page);
     /* a limit smaller than one value: nothing fits */
     floe__pq_dict_reset(&d);
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, 9, 4, idx, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, b.len, 9, 4, idx, &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, 0);
     floe__pq_dict_free(&d);
 
     /* 3-byte fixed values */
     floe__pq_dict_init(&d, 3);
     const uint8_t fx[] = {1, 2, 3, 1, 2, 4, 1, 2, 3, 1, 2, 3};
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, fx, 4, 1 << 20, idx, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, fx, sizeof fx, 4, 1 << 20, idx, &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, 4);
     CHECK_EQ_INT(idx[0], 0);
     CHECK_EQ_INT(idx[1], 1);
@@ -352,7 +369,7 @@ TEST(dict_bytes_and_fixed)
         rb_raw(&s, w, n);
     }
     uint32_t *ix = malloc(50000 * sizeof *ix);
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, s.d, 50000, SIZE_MAX, ix, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, s.d, s.len, 50000, SIZE_MAX, ix, &done, NULL), FLOE_OK);
     CHECK_EQ_INT(d.n, 20000);
     int bad = 0;
     for (int i = 0; i < 50000; i++)
