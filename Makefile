@@ -2,7 +2,8 @@
 # `make MODE=asan` builds with AddressSanitizer + UBSan into build-asan/.
 # Every .c file under src/ (except src/cli) goes into libfloe; every
 # tests/unit/test_*.c becomes one unit-test program; every fuzz/fuzz_*.c one
-# corpus-replay program (and a libFuzzer target when clang is present).
+# corpus-replay program; `make libfuzzer` builds them as libFuzzer targets
+# with clang (apt-get install clang) for real fuzzing sessions.
 
 MODE   ?= release
 ifeq ($(MODE),asan)
@@ -39,7 +40,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/libfloe.a
 BIN := $(BUILD)/floe
 
-.PHONY: all unit fuzz bench clean check-src
+.PHONY: all unit fuzz bench clean check-src libfuzzer
 all: $(LIB) $(BIN) $(UNIT_BIN) $(FUZZ_BIN) $(BENCH_BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -68,6 +69,14 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 # Run every unit-test program; each prints its own summary line.
 unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do $$t || fail=1; done; exit $$fail
+
+# Coverage-guided fuzzing: build/libfuzzer/fuzz_x CORPUS_DIR [-max_total_time=N]
+LIBFUZZER_BIN := $(FUZZ_SRC:fuzz/%.c=build/libfuzzer/%)
+libfuzzer: $(LIBFUZZER_BIN)
+build/libfuzzer/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o $@ $< $(LIB_SRC) $(LDLIBS)
 
 check-src:
 	@scripts/check-src.sh

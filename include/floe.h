@@ -182,6 +182,299 @@ int floe_parquet_writer_close(floe_parquet_writer *w, uint64_t *file_size, floe_
 /* Discard the file and free w.  Accepts NULL. */
 void floe_parquet_writer_abort(floe_parquet_writer *w);
 
+
+/* ------------------------------------------------------------------------
+ * Catalogs.  A catalog registers tables and swaps a table's metadata
+ * atomically on commit.  The embedded catalog is a SQLite database shared
+ * with pyiceberg's SqlCatalog and Iceberg's JdbcCatalog (open the same file
+ * with the same catalog name).  Tables opened from a catalog use it: a
+ * catalog and its tables must be used from one thread at a time (open one
+ * catalog per thread for parallel work).
+ * ---------------------------------------------------------------------- */
+typedef struct floe_catalog floe_catalog;
+
+/* Open a catalog.
+ *   uri        "sqlite:PATH" (relative to the working directory, or
+ *              absolute) or "sqlite:///PATH" as SQLAlchemy and pyiceberg
+ *              write it ("sqlite:////abs/catalog.db" is absolute).  NULL:
+ *              "sqlite:warehouse/catalog.db".  The database and its
+ *              directory are created when missing.  An "http://" or
+ *              "https://" URI (a REST catalog) is FLOE_EUNSUPPORTED for now.
+ *   warehouse  where new tables go, "<warehouse>/<namespace>/<table>": a
+ *              "file://" URI or a local path (made absolute).  NULL:
+ *              "file://" + the absolute path of ./warehouse.
+ *   name       the catalog name (readers must use the same); NULL: "floe".
+ * Errors: FLOE_EINVAL (malformed URI), FLOE_EUNSUPPORTED, FLOE_ECATALOG
+ * (the database cannot be opened or set up).  *out is the caller's. */
+int floe_catalog_open(const char *uri, const char *warehouse, const char *name,
+                      floe_catalog **out, floe_error *err);
+/* Close the catalog.  Free its tables first.  Accepts NULL. */
+void floe_catalog_free(floe_catalog *catalog);
+
+/* ------------------------------------------------------------------------
+ * Tables.  A floe_table is a handle on one Iceberg table: its metadata as
+ * last loaded, its schema, and where its data files go.  Tables are named
+ * "NS.NAME": the namespace (its levels joined by '.') and the table name
+ * after the last '.'.
+ * ---------------------------------------------------------------------- */
+typedef struct floe_table floe_table;
+
+/* Open table `ident`.
+ *   declared   NULL: the table must exist (FLOE_ENOTFOUND otherwise) and
+ *              its own schema is used.  Not NULL: the table is created
+ *              (unpartitioned, with this schema, in a namespace created
+ *              when missing) if it does not exist; if it exists its schema
+ *              must be compatible with `declared` (same column names,
+ *              order, nesting, nullability and types; field ids are not
+ *              compared; a fixed[16] or uuid column may stand for a
+ *              declared uuid) or the call fails with FLOE_EINCOMPATIBLE
+ *              naming the first difference and both schemas.  Input rows
+ *              are then read by the declared types.
+ *   properties NULL, or key/value pairs ending with NULL ({"k1", "v1",
+ *              "k2", "v2", NULL}): table properties for a table created
+ *              here (e.g. "write.data.path"); ignored when it exists.
+ * The catalog must outlive the table; `declared` need not.  *out is the
+ * caller's. */
+int floe_table_open(floe_catalog *catalog, const char *ident, const floe_schema *declared,
+                    const char *const *properties, floe_table **out, floe_error *err);
+/* Accepts NULL.  Writers and commits of the table must be freed first. */
+void floe_table_free(floe_table *table);
+/* Reload the table's metadata from the catalog (its schema stays as it was
+ * when opened).  Snapshot information read before is invalidated. */
+int floe_table_refresh(floe_table *table, floe_error *err);
+/* The schema rows for this table must be made with (floe_row_new): the
+ * table's field ids, read by the declared types when a declaration was
+ * given.  Owned by the table. */
+const floe_schema *floe_table_schema(const floe_table *table);
+/* The current snapshot id, -1 when the table has no snapshot. */
+int64_t floe_table_current_snapshot_id(const floe_table *table);
+/* The metadata file the table was last loaded from, and where its data
+ * files go.  Owned by the table; valid until it is refreshed, committed
+ * to or freed. */
+const char *floe_table_metadata_location(const floe_table *table);
+const char *floe_table_data_location(const floe_table *table);
+
+/* A snapshot of the table.  Strings are owned by the table and valid until
+ * it is refreshed, committed to or freed. */
+typedef struct floe_snapshot_info {
+    int64_t snapshot_id;
+    int64_t parent_id;               /* -1: none */
+    int64_t sequence_number;
+    int64_t timestamp_ms;            /* commit time, ms since the epoch */
+    const char *operation;           /* "append", "overwrite", ...; "" when unknown */
+    const char *manifest_list;       /* "" for a v1 snapshot without one */
+    size_t property_count;           /* summary properties, operation included */
+} floe_snapshot_info;
+
+/* Snapshots in the order the metadata lists them (commit order). */
+size_t floe_table_snapshot_count(const floe_table *table);
+/* Snapshot i (0 <= i < count); FLOE_EINVAL when out of range. */
+int floe_table_snapshot(const floe_table *table, size_t i, floe_snapshot_info *out,
+                        floe_error *err);
+/* Summary property `key` of snapshot i ("floe.frontier", "total-records",
+ * ...), or NULL when absent. */
+const char *floe_table_snapshot_property(const floe_table *table, size_t i, const char *key);
+/* Summary property j of snapshot i (0 <= j < property_count), in stored
+ * order; FLOE_EINVAL when out of range. */
+int floe_table_snapshot_property_at(const floe_table *table, size_t i, size_t j,
+                                    const char **key, const char **value, floe_error *err);
+
+/* ------------------------------------------------------------------------
+ * Writing files.  Writers put rows into Parquet files under the table's
+ * data location, rolling over to a new file at a target size.  Files become
+ * part of the table only when a commit adds them; until then they are
+ * invisible to readers, and aborting a writer (or freeing an uncommitted
+ * commit) removes them.  A writer uses its table: free writers before the
+ * table, and use them from the table's thread.
+ * ---------------------------------------------------------------------- */
+typedef struct floe_write_options {
+    floe_parquet_options parquet;    /* start from floe_parquet_options_init */
+    uint64_t target_file_size;       /* roll over at this estimated size; default 512 MiB */
+    const char *prefix;              /* file name prefix; NULL: "data" / "delete" */
+} floe_write_options;
+
+/* Fill `o` with the defaults (later versions append fields). */
+void floe_write_options_init(floe_write_options *o);
+
+typedef struct floe_file_writer floe_file_writer;
+
+/* Data files, rows of floe_table_schema(table).  opts may be NULL.
+ * FLOE_EUNSUPPORTED for a table floe cannot write (partitioned, or not
+ * format version 2). */
+int floe_data_writer_new(floe_table *table, const floe_write_options *opts,
+                         floe_file_writer **out, floe_error *err);
+/* Equality delete files on the top-level columns `columns` (primitive
+ * columns of the table): each row written deletes every row of earlier
+ * snapshots whose key columns equal it.  Rows are of
+ * floe_file_writer_schema(w).  FLOE_EINVAL for an unknown or nested
+ * column. */
+int floe_equality_delete_writer_new(floe_table *table, const char *const *columns,
+                                    size_t n_columns, const floe_write_options *opts,
+                                    floe_file_writer **out, floe_error *err);
+/* The schema of the rows the writer takes; owned by the writer (for data
+ * writers, the table's schema). */
+const floe_schema *floe_file_writer_schema(const floe_file_writer *w);
+/* Write one row, which must have been made for floe_file_writer_schema(w)
+ * (FLOE_EINVAL otherwise).  *path and *pos (either may be NULL) receive the
+ * data file and 0-based row position the row went to, for position deletes;
+ * the path is owned by the writer and valid until it is handed to a commit
+ * or aborted.  A failure other than FLOE_EINPUT/FLOE_EINVAL breaks the
+ * writer (abort it). */
+int floe_file_writer_write(floe_file_writer *w, const floe_row *row, const char **path,
+                           uint64_t *pos, floe_error *err);
+uint64_t floe_file_writer_rows(const floe_file_writer *w);
+/* Discard the writer and remove its files.  Accepts NULL. */
+void floe_file_writer_abort(floe_file_writer *w);
+
+typedef struct floe_position_delete_writer floe_position_delete_writer;
+
+/* Position deletes: each (data file path, row position) deletes one row of
+ * a data file (of an earlier snapshot, or of this commit).  Kept in memory
+ * and written sorted when added to a commit. */
+int floe_position_delete_writer_new(floe_table *table, const floe_write_options *opts,
+                                    floe_position_delete_writer **out, floe_error *err);
+int floe_position_delete_add(floe_position_delete_writer *w, const char *data_file,
+                             uint64_t pos, floe_error *err);
+uint64_t floe_position_delete_count(const floe_position_delete_writer *w);
+/* Discard the writer.  Accepts NULL. */
+void floe_position_delete_writer_abort(floe_position_delete_writer *w);
+
+/* ------------------------------------------------------------------------
+ * Commits.  A floe_commit gathers the files of one snapshot and its summary
+ * properties, then commits them at once: readers see all of it or none.
+ * ---------------------------------------------------------------------- */
+typedef struct floe_commit floe_commit;
+
+/* A new, empty commit for `table` (which must outlive it). */
+int floe_commit_new(floe_table *table, floe_commit **out, floe_error *err);
+/* Finish writer `w` and add its files.  The commit takes `w` and frees it
+ * whether or not this succeeds (on failure its files are removed). */
+int floe_commit_add_files(floe_commit *c, floe_file_writer *w, floe_error *err);
+/* The same for position deletes (written now, sorted by path then
+ * position). */
+int floe_commit_add_position_deletes(floe_commit *c, floe_position_delete_writer *w,
+                                     floe_error *err);
+/* Set a summary property of the snapshot (copied), e.g. "floe.frontier".
+ * The standard ones ("operation", "added-*", "total-*",
+ * "changed-partition-count") are computed and may not be set
+ * (FLOE_EINVAL). */
+int floe_commit_set_property(floe_commit *c, const char *key, const char *value,
+                             floe_error *err);
+/* Files added so far. */
+size_t floe_commit_file_count(const floe_commit *c);
+/* Commit the files as one snapshot on top of snapshot `base_snapshot_id`
+ * (-1: the table has no snapshot yet): main must still point at it, so a
+ * concurrent change is a conflict, never a silent duplicate.  The operation
+ * is "append" (only data files) or "overwrite" (delete files too); an empty
+ * commit is allowed (it records properties).  Results:
+ *   FLOE_OK            committed; *snapshot_id (may be NULL) is the new
+ *                      snapshot and the table handle shows it.
+ *   FLOE_ECONFLICT     the table moved (or the handle is stale): nothing
+ *                      changed.  floe_table_refresh, decide, and submit again
+ *                      with the new base (the files stay in the commit).
+ *   FLOE_EUNKNOWN_OUTCOME  it may or may not have landed: refresh and look
+ *                      (e.g. for your summary property) before retrying.
+ *   other codes        nothing was committed.
+ * After FLOE_OK the commit is spent (only floe_commit_free is allowed). */
+int floe_commit_submit(floe_commit *c, int64_t base_snapshot_id, int64_t *snapshot_id,
+                       floe_error *err);
+/* Free the commit.  Files of a commit that never reached the catalog, or
+ * that got only conflicts, are removed; committed files (and those of an
+ * unknown outcome) are kept.  Accepts NULL. */
+void floe_commit_free(floe_commit *c);
+/* ------------------------------------------------------------------------
+ * The sink: a changelog into an Iceberg table, exactly once (SPEC.md 1-7).
+ *
+ * Feed it updates (row, time, diff) and frontiers; it groups them into one
+ * Iceberg snapshot per commit interval, writes data and delete files
+ * (upsert) or plain rows with _diff/_timestamp (append), and commits each
+ * snapshot with its frontier in the snapshot summary, so a restart resumes
+ * where it stopped, a lost commit response is recognised, and an older sink
+ * version is fenced.  A floe_sink is used from one thread; floe_sink_stats
+ * and floe_sink_metrics may be called from any thread at any time.
+ * ---------------------------------------------------------------------- */
+typedef struct floe_sink floe_sink;
+
+typedef enum floe_sink_mode {
+    FLOE_SINK_MODE_AUTO = 0,        /* upsert when a key is given, append otherwise */
+    FLOE_SINK_MODE_UPSERT = 1,      /* without a key: the whole row is the key */
+    FLOE_SINK_MODE_APPEND = 2,
+} floe_sink_mode;
+
+/* Options; start from floe_sink_options_init().  Strings are copied by
+ * floe_sink_open. */
+typedef struct floe_sink_options {
+    const char *table;              /* "NS.NAME" (required) */
+    const char *schema;             /* column list (SPEC 3); NULL: the existing table's */
+    const char *key;                /* key columns "a,b"; NULL: none */
+    floe_sink_mode mode;
+    const char *catalog;            /* NULL: "sqlite:warehouse/catalog.db" */
+    const char *catalog_name;       /* NULL: "floe" */
+    const char *warehouse;          /* NULL: "./warehouse" (as a file:// URI) */
+    uint64_t commit_interval;       /* in the input's time units; default 10000 */
+    uint64_t as_of;                 /* default 0 */
+    const char *sink_id;            /* NULL: the table name "NS.NAME" */
+    uint64_t sink_version;          /* default 1 */
+    floe_compression compression;   /* default ZSTD */
+    int compression_level;          /* 0: the codec's default */
+    uint64_t target_file_size;      /* data file roll-over size; default 512 MiB */
+    size_t memory_limit;            /* updates held in memory before spilling; 512 MiB */
+    const char *spill_dir;          /* NULL: $TMPDIR or /tmp */
+    /* Called with each warning (e.g. a primary-key violation); may be NULL. */
+    void (*on_warning)(void *ctx, const char *message);
+    void *warning_ctx;
+    /* Called after each commit with the new frontier ("[t]" or "[]") and
+     * snapshot id: the moment to acknowledge the input upstream. */
+    void (*on_commit)(void *ctx, const char *frontier, int64_t snapshot_id);
+    void *commit_ctx;
+} floe_sink_options;
+
+void floe_sink_options_init(floe_sink_options *opts);
+
+/* Open the catalog, load or create the table (checking a declared schema
+ * against an existing table), read where the table says the sink stands
+ * and whether this sink version is fenced (FLOE_EFENCED). */
+int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *err);
+void floe_sink_free(floe_sink *sink);
+
+/* The frontier the table records, "[t]" / "[]", or NULL for a fresh table.
+ * Input below it is skipped (it is committed already). */
+const char *floe_sink_resume_frontier(const floe_sink *sink);
+/* 1 when the table already records the empty frontier: nothing to do. */
+int floe_sink_complete(const floe_sink *sink);
+
+/* One NDJSON change record (SPEC 2): an update or a progress record.
+ * Errors (FLOE_EINPUT) say why; the caller adds the line number. */
+int floe_sink_push_json(floe_sink *sink, const char *line, size_t len, floe_error *err);
+/* One update.  `row` must be of floe_sink_row_schema(sink). */
+int floe_sink_push(floe_sink *sink, const floe_row *row, uint64_t time, int64_t diff,
+                   floe_error *err);
+/* The schema input rows are parsed with (owned by the sink). */
+const floe_schema *floe_sink_row_schema(const floe_sink *sink);
+/* The input frontier moves to `time`: every update still to come has a time
+ * >= it.  Closed batches are written and committed before this returns. */
+int floe_sink_advance(floe_sink *sink, uint64_t time, floe_error *err);
+/* The input is complete: commit everything; the table then records "[]". */
+int floe_sink_finish(floe_sink *sink, floe_error *err);
+
+typedef struct floe_sink_stats {
+    uint64_t updates_in, bytes_in;          /* pushed */
+    uint64_t updates_stashed;               /* waiting for the frontier */
+    uint64_t snapshots_committed, lost_responses, commit_conflicts, commit_failures;
+    uint64_t data_files, delete_files;      /* committed */
+    uint64_t rows_committed, bytes_committed;
+    uint64_t pk_violations;
+    uint64_t commit_seconds_total_us, close_seconds_total_us;  /* microseconds, summed */
+    uint64_t batches_sealed;
+    int input_frontier_empty;               /* input closed */
+    uint64_t input_frontier;
+    int has_committed_frontier, committed_frontier_empty;
+    uint64_t committed_frontier;
+} floe_sink_stats;
+void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out);
+/* The Prometheus text exposition of the sink's metrics (caller frees). */
+int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err);
+
 #ifdef __cplusplus
 }
 #endif

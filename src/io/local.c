@@ -5,6 +5,8 @@
  * and close() fsyncs the file, renames it into place and fsyncs the
  * directory, so a crash leaves either the complete object or none (a stray
  * temporary file at worst, never a partial object under the final name).
+ * The local FileIO (floe__fileio_local_new) wraps these for "file://" URIs
+ * and plain paths.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +29,12 @@ typedef struct local_output {
 
 const char *floe__local_path(const char *uri)
 {
+    if (floe__str_starts(uri, "file://localhost/"))
+        return uri + strlen("file://localhost");
     if (floe__str_starts(uri, "file://"))
         return uri + strlen("file://");
+    if (floe__str_starts(uri, "file:/"))
+        return uri + strlen("file:");
     return uri;
 }
 
@@ -55,6 +61,11 @@ static int mkdirs(const char *dir, floe_error *err)
                            strerror(errno));
     floe__free(copy);
     return rc;
+}
+
+int floe__local_mkdirs(const char *dir, floe_error *err)
+{
+    return mkdirs(floe__local_path(dir), err);
 }
 
 static int write_fully(int fd, const uint8_t *p, size_t n, const char *path, floe_error *err)
@@ -217,4 +228,87 @@ int floe__local_read_all(const char *uri, floe__buf *dst, floe_error *err)
     }
     close(fd);
     return rc;
+}
+
+/* ---- the local FileIO ------------------------------------------------------- */
+
+/* A URI with a scheme other than file: is not ours. */
+static int check_local(const char *uri, floe_error *err)
+{
+    size_t i = 0;
+    while ((uri[i] >= 'a' && uri[i] <= 'z') || (uri[i] >= 'A' && uri[i] <= 'Z') ||
+           (i > 0 && ((uri[i] >= '0' && uri[i] <= '9') || uri[i] == '+' || uri[i] == '-' ||
+                      uri[i] == '.')))
+        i++;
+    if (i > 1 && uri[i] == ':' && uri[i + 1] == '/' && strncmp(uri, "file", i) != 0)
+        return floe__err_set(err, FLOE_EUNSUPPORTED,
+                             "%.*s: URIs are not supported by local storage (%s)", (int)i, uri,
+                             uri);
+    if (!*uri)
+        return floe__err_set(err, FLOE_EINVAL, "empty storage location");
+    return FLOE_OK;
+}
+
+static int lio_open_output(floe__fileio *io, const char *uri, floe__output **out,
+                           floe_error *err)
+{
+    (void)io;
+    FLOE_FORWARD(check_local(uri, err));
+    return floe__local_output_open(uri, out, err);
+}
+
+static int lio_read_all(floe__fileio *io, const char *uri, floe__buf *dst, floe_error *err)
+{
+    (void)io;
+    FLOE_FORWARD(check_local(uri, err));
+    return floe__local_read_all(uri, dst, err);
+}
+
+static int lio_exists(floe__fileio *io, const char *uri, bool *exists, floe_error *err)
+{
+    (void)io;
+    FLOE_FORWARD(check_local(uri, err));
+    struct stat st;
+    const char *path = floe__local_path(uri);
+    if (stat(path, &st) == 0) {
+        *exists = true;
+        return FLOE_OK;
+    }
+    if (errno == ENOENT || errno == ENOTDIR) {
+        *exists = false;
+        return FLOE_OK;
+    }
+    return floe__err_set(err, FLOE_EIO, "stat %s: %s", path, strerror(errno));
+}
+
+static int lio_remove(floe__fileio *io, const char *uri, floe_error *err)
+{
+    (void)io;
+    FLOE_FORWARD(check_local(uri, err));
+    const char *path = floe__local_path(uri);
+    if (unlink(path) == 0)
+        return FLOE_OK;
+    return floe__err_set(err, errno == ENOENT ? FLOE_ENOTFOUND : FLOE_EIO, "remove %s: %s", path,
+                         strerror(errno));
+}
+
+static void lio_free(floe__fileio *io) { floe__free(io); }
+
+static const floe__fileio_ops LOCAL_OPS = {
+    .name = "local",
+    .open_output = lio_open_output,
+    .read_all = lio_read_all,
+    .exists = lio_exists,
+    .remove = lio_remove,
+    .free = lio_free,
+};
+
+int floe__fileio_local_new(floe__fileio **out, floe_error *err)
+{
+    floe__fileio *io = floe__calloc(1, sizeof *io);
+    if (!io)
+        return FLOE_OOM(err);
+    io->ops = &LOCAL_OPS;
+    *out = io;
+    return FLOE_OK;
 }

@@ -138,4 +138,69 @@ static inline size_t floe__kind_width(const floe__field *f)
     }
 }
 
+/* ---- type tree operations (type.c) ---------------------------------------
+ * Trees are at most FLOE__SCHEMA_MAX_DEPTH levels deep (a top-level column is
+ * level 1; each struct field, list element or map key/value one more).  Every
+ * builder enforces it, so the recursive walks below are bounded.  Code that
+ * builds trees by hand must stay within it too. */
+#define FLOE__SCHEMA_MAX_DEPTH 64
+
+struct json_t;   /* jansson's value type */
+
+/* Frees f's name and children (recursively) and zeroes *f; f itself is the
+ * caller's.  Accepts NULL. */
+void floe__field_clear(floe__field *f);
+/* Deep copy of src into *dst (whose old contents are overwritten, not freed).
+ * On failure *dst is left zeroed. */
+int floe__field_copy(floe__field *dst, const floe__field *src, floe_error *err);
+/* A schema with an empty root struct (no columns yet, schema id 0). */
+int floe__schema_new(floe__schema **out, floe_error *err);
+int floe__schema_copy(const floe__schema *s, floe__schema **out, floe_error *err);
+/* Number the fields depth-first, pre-order, from 1 (root keeps id 0) and set
+ * highest_id. */
+void floe__schema_assign_ids(floe__schema *s);
+/* The field with Iceberg id `id`, or NULL. */
+const floe__field *floe__schema_find_id(const floe__schema *s, int32_t id);
+/* "int", "decimal", "list", ... (no parameters). */
+const char *floe__kind_name(floe__kind k);
+/* The type of f as text, for messages, snprintf-style: writes at most cap
+ * bytes (NUL-terminated, "..." when cut) and returns the full length.
+ * declared = false: the Iceberg type ("decimal(12,2)", "fixed[16]",
+ * "list<string>", "map<string, int>", "struct<a: int>").  declared = true:
+ * the declared type ("numeric(12,2)", "uint8", "text[]", "map[text=>integer]",
+ * "record(a integer not null)", "range<date>"), or the Iceberg type for
+ * fields with decl FLOE_D_NONE. */
+size_t floe__type_name(const floe__field *f, bool declared, char *buf, size_t cap);
+/* The Iceberg JSON schema (Appendix C of the Iceberg spec) as a jansson
+ * object (caller decrefs). */
+int floe__schema_to_jansson(const floe__schema *s, struct json_t **out, floe_error *err);
+/* Builds a schema from Iceberg schema JSON: every field gets decl
+ * FLOE_D_NONE, ids are taken as given (they must be positive and distinct),
+ * highest_id is their maximum.  Malformed: FLOE_EFORMAT; a type floe cannot
+ * store (timestamp_ns, variant, ...): FLOE_EUNSUPPORTED. */
+int floe__schema_from_jansson(const struct json_t *j, floe__schema **out, floe_error *err);
+int floe__schema_from_json(const char *text, size_t len, floe__schema **out, floe_error *err);
+
+/* ---- rows (datum.c) --------------------------------------------------------
+ * Walkers over the row format above.  They never read outside [p, end). */
+
+/* The end of the slot of field f starting at p, or NULL when the bytes are
+ * truncated or malformed (bad tag).  Checks structure only, not values. */
+const uint8_t *floe__datum_skip(const floe__field *f, const uint8_t *p, const uint8_t *end);
+/* Checks that [p, p+n) is exactly one well-formed row of s: tags are 0/1,
+ * required fields and map keys are present, booleans are 0/1, strings are
+ * UTF-8, NaNs are canonical, decimals fit their precision.  FLOE_EINPUT
+ * naming the field and reason otherwise. */
+int floe__datum_validate(const floe__schema *s, const uint8_t *p, size_t n, floe_error *err);
+/* Appends the row [p, p+n) as JSON text to out, in the encodings of SPEC.md
+ * section 2 (canonical forms; see datum.c).  The row must be well formed
+ * (FLOE_EINPUT otherwise). */
+int floe__datum_to_json(const floe__schema *s, const uint8_t *p, size_t n, floe__buf *out,
+                        floe_error *err);
+
+/* ---- calendar arithmetic (datum.c) ----------------------------------------
+ * Proleptic Gregorian; days are counted from 1970-01-01. */
+int64_t floe__days_from_civil(int64_t y, unsigned m, unsigned d);
+void floe__civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+
 #endif /* FLOE_SCHEMA_INTERNAL_H */

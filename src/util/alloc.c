@@ -1,17 +1,16 @@
 /*
  * alloc.c - the one place libfloe gets memory from.
  *
- * Every allocation in the library goes through floe__malloc and friends.  In
- * a build with -DFLOE_FAULT_INJECTION a thread-local countdown makes one
- * chosen allocation fail, so tests can walk every out-of-memory path (the
- * habit of SQLite's and curl's test suites).  Release builds compile the
- * hook to nothing and hold no state at all.
+ * Every allocation in the library goes through floe__malloc and friends.  A
+ * thread-local countdown (floe__alloc_fail_after) makes one chosen allocation
+ * fail, so tests can walk every out-of-memory path (the habit of SQLite's and
+ * curl's test suites).  It is the library's only mutable static state, it is
+ * per thread, and it is inert (-1) unless a test arms it.
  */
 #include <stdlib.h>
 
 #include "util/util_internal.h"
 
-#ifdef FLOE_FAULT_INJECTION
 static _Thread_local long fail_countdown = -1;
 
 void floe__alloc_fail_after(long n) { fail_countdown = n; }
@@ -27,10 +26,6 @@ static bool should_fail(void)
     fail_countdown--;
     return false;
 }
-#else
-void floe__alloc_fail_after(long n) { (void)n; }
-static inline bool should_fail(void) { return false; }
-#endif
 
 void *floe__malloc(size_t n)
 {

@@ -42,6 +42,8 @@ int floe__buf_grow(floe__buf *b, size_t extra, floe_error *err)
 
 int floe__buf_append(floe__buf *b, const void *p, size_t n, floe_error *err)
 {
+    if (n == 0)
+        return FLOE_OK;
     FLOE_FORWARD(floe__buf_reserve(b, n, err));
     if (n)
         floe__buf_put_unchecked(b, p, n);

@@ -81,9 +81,17 @@ const char *floe_error_message(const floe_error *err)
     e->joined = floe__malloc(n);
     if (!e->joined)
         return e->frames[0];
+    e->joined[0] = '\0';
     char *p = e->joined;
-    for (size_t i = 0; i < e->depth; i++)
-        p += sprintf(p, "%s%s", i ? ": " : "", e->frames[i]);
+    for (size_t i = 0; i < e->depth; i++) {
+        if (i) {
+            memcpy(p, ": ", 2);
+            p += 2;
+        }
+        size_t len = strlen(e->frames[i]);
+        memcpy(p, e->frames[i], len + 1);
+        p += len;
+    }
     return e->joined;
 }
 

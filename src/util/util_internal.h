@@ -17,9 +17,9 @@
 #include "floe.h"
 
 /* ---- allocation (alloc.c) ------------------------------------------------
- * All library memory goes through these.  A build with -DFLOE_FAULT_INJECTION
- * can make the n-th allocation of the calling thread fail, so tests can
- * check every out-of-memory path (see floe__alloc_fail_after). */
+ * All library memory goes through these.  floe__alloc_fail_after() makes the
+ * n-th allocation of the calling thread fail, so tests can check every
+ * out-of-memory path. */
 void *floe__malloc(size_t n);
 void *floe__calloc(size_t count, size_t size);
 void *floe__realloc(void *p, size_t n);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what building and testing floe needs: Debian packages (compiler,
+# libraries, valgrind) and the Python readers the tests check floe against.
+# Safe to run again: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES="build-essential pkg-config libzstd-dev libsnappy-dev zlib1g-dev \
+libsqlite3-dev libjansson-dev libcurl4-openssl-dev valgrind python3 python3-pip"
+command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
+command -v javac >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES default-jdk-headless"
+
+missing=""
+for p in $APT_PACKAGES; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "install-deps: apt packages:$missing"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+log=$(mktemp)
+pip_install() { python3 -m pip install -q --disable-pip-version-check "$@" -r tests/requirements.txt >"$log" 2>&1; }
+# Debian's own python refuses system-wide installs unless told otherwise.
+if ! pip_install && ! { grep -q externally-managed "$log" && pip_install --break-system-packages; }; then
+    cat "$log" >&2
+    exit 1
+fi
+rm -f "$log"
+# The Java reader (Iceberg's JdbcCatalog + IcebergGenerics) used by the tests.
+if [ ! -f tests/java/target/classes/floe/Reader.class ] ||
+   [ -n "$(find tests/java/src tests/java/pom.xml -newer tests/java/target/classes/floe/Reader.class)" ]; then
+    (cd tests/java && mvn -q -B package -DskipTests)
+fi
+echo "install-deps: done"

@@ -1,0 +1,156 @@
+/*
+ * catalog_internal.h - the catalog interface: where tables are registered
+ * and how a commit swaps a table's current metadata atomically.
+ *
+ * A catalog is a vtable object; implementations: sql (SQLite, shared with
+ * pyiceberg's SqlCatalog and Java's JdbcCatalog), later rest.  Tables are
+ * named by a namespace (its levels joined with '.') and a name.
+ *
+ * Commits use the REST shapes of requirements and updates (see
+ * iceberg/metadata_internal.h): the sql catalog checks and applies them
+ * itself, a REST catalog sends them to its server.
+ *
+ * Error codes common to every implementation:
+ *   FLOE_ENOTFOUND  the table (or namespace) does not exist
+ *   FLOE_EEXISTS    it exists already (create)
+ *   FLOE_ECONFLICT  a requirement failed or another commit won the race:
+ *                   nothing changed; reload and retry
+ *   FLOE_EUNKNOWN_OUTCOME  the commit may or may not have landed
+ *   FLOE_ECATALOG   the catalog itself failed (database error, bad reply)
+ */
+#ifndef FLOE_CATALOG_INTERNAL_H
+#define FLOE_CATALOG_INTERNAL_H
+
+#include "iceberg/iceberg_internal.h"
+#include "io/io_internal.h"
+
+/* A table as a catalog hands it out: its metadata and the metadata file it
+ * was read from (or written to).  Owned by the caller. */
+typedef struct floe__loaded_table {
+    floe__metadata *metadata;
+    char *metadata_location;
+} floe__loaded_table;
+
+void floe__loaded_table_free(floe__loaded_table *t);   /* accepts NULL */
+
+typedef struct floe__catalog floe__catalog;
+
+typedef struct floe__catalog_ops {
+    const char *name;   /* "sql", "rest" */
+    /* Create a namespace with properties (object of strings, may be NULL).
+     * FLOE_EEXISTS when it exists. */
+    int (*create_namespace)(floe__catalog *c, const char *ns, const json_t *properties,
+                            floe_error *err);
+    int (*namespace_exists)(floe__catalog *c, const char *ns, bool *exists, floe_error *err);
+    /* The namespaces directly below `parent` (NULL or "": the top level), as
+     * a new JSON array of dot-joined strings (caller json_decref). */
+    int (*list_namespaces)(floe__catalog *c, const char *parent, json_t **out, floe_error *err);
+    /* The names of the tables in `ns`, as a new JSON array of strings.
+     * FLOE_ENOTFOUND when the namespace does not exist. */
+    int (*list_tables)(floe__catalog *c, const char *ns, json_t **out, floe_error *err);
+    /* FLOE_ENOTFOUND when the table does not exist. */
+    int (*load_table)(floe__catalog *c, const char *ns, const char *name,
+                      floe__loaded_table **out, floe_error *err);
+    /* Create a table; def->location NULL means the catalog's default
+     * location.  FLOE_EEXISTS when it exists, FLOE_ENOTFOUND when the
+     * namespace does not. */
+    int (*create_table)(floe__catalog *c, const char *ns, const char *name,
+                        const floe__table_def *def, floe__loaded_table **out, floe_error *err);
+    /* Check `requirements` against the current metadata, apply `updates`
+     * (JSON arrays, REST shapes) and swap the table to the result.  With an
+     * assert-create requirement a missing table is created.  On success *out
+     * is the new state; on FLOE_ECONFLICT nothing changed. */
+    int (*commit_table)(floe__catalog *c, const char *ns, const char *name,
+                        const json_t *requirements, const json_t *updates,
+                        floe__loaded_table **out, floe_error *err);
+    /* Unregister the table (its files stay).  FLOE_ENOTFOUND when absent. */
+    int (*drop_table)(floe__catalog *c, const char *ns, const char *name, floe_error *err);
+    void (*free)(floe__catalog *c);
+} floe__catalog_ops;
+
+struct floe__catalog {
+    const floe__catalog_ops *ops;
+};
+
+static inline int floe__catalog_create_namespace(floe__catalog *c, const char *ns,
+                                                 const json_t *properties, floe_error *err)
+{
+    return c->ops->create_namespace(c, ns, properties, err);
+}
+static inline int floe__catalog_namespace_exists(floe__catalog *c, const char *ns, bool *exists,
+                                                 floe_error *err)
+{
+    return c->ops->namespace_exists(c, ns, exists, err);
+}
+static inline int floe__catalog_list_namespaces(floe__catalog *c, const char *parent,
+                                                json_t **out, floe_error *err)
+{
+    return c->ops->list_namespaces(c, parent, out, err);
+}
+static inline int floe__catalog_list_tables(floe__catalog *c, const char *ns, json_t **out,
+                                            floe_error *err)
+{
+    return c->ops->list_tables(c, ns, out, err);
+}
+static inline int floe__catalog_load_table(floe__catalog *c, const char *ns, const char *name,
+                                           floe__loaded_table **out, floe_error *err)
+{
+    return c->ops->load_table(c, ns, name, out, err);
+}
+static inline int floe__catalog_create_table(floe__catalog *c, const char *ns, const char *name,
+                                             const floe__table_def *def,
+                                             floe__loaded_table **out, floe_error *err)
+{
+    return c->ops->create_table(c, ns, name, def, out, err);
+}
+static inline int floe__catalog_commit_table(floe__catalog *c, const char *ns, const char *name,
+                                             const json_t *requirements, const json_t *updates,
+                                             floe__loaded_table **out, floe_error *err)
+{
+    return c->ops->commit_table(c, ns, name, requirements, updates, out, err);
+}
+static inline int floe__catalog_drop_table(floe__catalog *c, const char *ns, const char *name,
+                                           floe_error *err)
+{
+    return c->ops->drop_table(c, ns, name, err);
+}
+/* Accepts NULL. */
+static inline void floe__catalog_free(floe__catalog *c)
+{
+    if (c)
+        c->ops->free(c);
+}
+
+/* Read and parse the metadata file at `location` through `io`
+ * (catalog.c).  *out is the caller's. */
+int floe__catalog_read_metadata(floe__fileio *io, const char *location, floe__metadata **out,
+                                floe_error *err);
+/* Serialize `md` and write it as the whole object `location` (atomic). */
+int floe__catalog_write_metadata(floe__fileio *io, const char *location,
+                                 const floe__metadata *md, floe_error *err);
+
+/* ---- the SQLite catalog (sql.c) -------------------------------------------------
+ * uri: "sqlite:PATH" or, as pyiceberg (SQLAlchemy) writes it,
+ * "sqlite:///PATH" (so "sqlite:////abs/path" is absolute, like SQLAlchemy).
+ * catalog_name: the catalog_name column value (NULL: "floe"); readers must
+ * use the same.  warehouse: a URI, e.g. "file:///abs/warehouse"; new tables
+ * go to <warehouse>/<namespace>/<name> unless the namespace has a
+ * "location" property (then <location>/<name>), as pyiceberg lays them out.
+ * io is borrowed: it must outlive the catalog.  The catalog tables are
+ * created when missing, in the shape both pyiceberg and JdbcCatalog use. */
+/* Defaults of SPEC.md section 10. */
+#define FLOE_DEFAULT_CATALOG_URI "sqlite:warehouse/catalog.db"
+#define FLOE_DEFAULT_CATALOG_NAME "floe"
+#define FLOE_DEFAULT_WAREHOUSE "warehouse"
+
+/* Open the catalog a URI names: "sqlite:PATH" (also "sqlite:///ABS" and
+ * "jdbc:sqlite:PATH") or, later, "http(s)://" for REST.  NULL arguments take
+ * the defaults above; a warehouse given as a path becomes an absolute
+ * file:// URI.  `io` is borrowed and must outlive the catalog. */
+int floe__catalog_open(const char *uri, const char *name, const char *warehouse,
+                       floe__fileio *io, floe__catalog **out, floe_error *err);
+
+int floe__catalog_sql_open(const char *uri, const char *catalog_name, const char *warehouse,
+                           floe__fileio *io, floe__catalog **out, floe_error *err);
+
+#endif /* FLOE_CATALOG_INTERNAL_H */

@@ -1,0 +1,53 @@
+/*
+ * main.c - the floe program: dispatches to one command per file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli_internal.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command COMMANDS[] = {
+    {"append", cmd_append, "append NDJSON rows to an Iceberg table as one snapshot"},
+    {"inspect", cmd_inspect, "show a table's snapshots, summaries and floe frontier"},
+    {"sink", cmd_sink, "stream an NDJSON changelog into an Iceberg table, exactly once"},
+    {"to-parquet", cmd_to_parquet, "write NDJSON rows to one Parquet file with Iceberg field ids"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "floe %s - stream a changelog into Apache Iceberg tables, exactly once\n\n"
+               "usage: floe COMMAND [OPTIONS]   (floe COMMAND --help for its options)\n\n"
+               "commands:\n", FLOE_VERSION_STRING);
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        fprintf(f, "  %-12s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(f, "  %-12s %s\n", "version", "print the version");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+        printf("floe %s\n", FLOE_VERSION_STRING);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (strcmp(name, COMMANDS[i].name) == 0)
+            return COMMANDS[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "floe: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,388 @@
+/*
+ * commit.c - one snapshot adding a set of content files (SPEC.md section 7,
+ * step 3): manifests, the manifest list, the summary, and the catalog
+ * commit that swaps the table to it.
+ *
+ * How a commit is built (against t->loaded, the metadata the caller last
+ * loaded):
+ *   1. main must still be at the caller's base snapshot (else
+ *      FLOE_ECONFLICT at once: the caller reloads and decides).
+ *   2. A fresh positive snapshot id; sequence number = the table's
+ *      last-sequence-number + 1.
+ *   3. A data manifest for the data files and a delete manifest for the
+ *      delete files (none for an empty commit), entries ADDED with
+ *      inherited sequence numbers.
+ *   4. The manifest list: the new manifests first, then every manifest of
+ *      the parent snapshot exactly as the parent's list describes it.
+ *   5. The summary: operation (append, or overwrite when delete files are
+ *      added), added-* counts (when not zero, as Java and pyiceberg write
+ *      them), changed-partition-count, the total-* counts carried from the
+ *      parent's summary (a total the parent lacks is left out, as Java
+ *      does), then the caller's properties.
+ *   6. Requirements assert-table-uuid and assert-ref-snapshot-id(main =
+ *      base, or absent), updates add-snapshot and set-snapshot-ref(main).
+ * Failure classes: FLOE_ECONFLICT (nothing changed: the manifests and list
+ * are removed); FLOE_EUNKNOWN_OUTCOME (may have landed: everything is
+ * kept, since the new metadata may reference it); any other code after the
+ * catalog was asked keeps the files too (an orphan file is harmless, a
+ * missing manifest is not); failures before the catalog call remove what
+ * was written.
+ */
+#include <stdio.h>
+
+#include "iceberg/manifest_internal.h"
+
+/* Summary keys floe computes; callers may not set them. */
+static const char *const STANDARD_KEYS[] = {
+    "operation", "added-data-files", "added-records", "added-files-size",
+    "added-delete-files", "added-position-delete-files", "added-equality-delete-files",
+    "added-position-deletes", "added-equality-deletes", "changed-partition-count",
+    "total-records", "total-files-size", "total-data-files", "total-delete-files",
+    "total-position-deletes", "total-equality-deletes",
+};
+#define N_STANDARD (sizeof STANDARD_KEYS / sizeof STANDARD_KEYS[0])
+
+typedef struct counts {
+    uint64_t data_files, records, files_size, delete_files, pos_files, eq_files, pos_deletes,
+        eq_deletes;
+} counts;
+
+/* Everything one attempt writes, for cleanup. */
+typedef struct attempt {
+    floe__table *t;
+    const floe__commit_request *req;
+    const floe__metadata *md;
+    int64_t parent;                  /* -1: none */
+    int64_t snapshot_id;
+    int64_t seq;
+    char uuid[37];
+    char *dir;                       /* metadata directory */
+    char *list_path;
+    floe__manifest_list list;        /* new manifests first, then carried ones */
+    size_t n_new;                    /* how many of list.items this attempt wrote */
+    bool list_written;
+    json_t *summary;
+} attempt;
+
+static void attempt_cleanup(attempt *a, bool remove_files)
+{
+    if (remove_files) {
+        for (size_t i = 0; i < a->n_new; i++)
+            floe__fileio_remove(a->t->io, a->list.items[i].path, NULL);
+        if (a->list_written)
+            floe__fileio_remove(a->t->io, a->list_path, NULL);
+    }
+    floe__manifest_list_clear(&a->list);
+    floe__free(a->dir);
+    floe__free(a->list_path);
+    json_decref(a->summary);
+}
+
+/* ---- checks ------------------------------------------------------------------------ */
+
+bool floe__summary_key_reserved(const char *key)
+{
+    for (size_t i = 0; i < N_STANDARD; i++)
+        if (strcmp(key, STANDARD_KEYS[i]) == 0)
+            return true;
+    return false;
+}
+
+static int check_summary(const json_t *summary, floe_error *err)
+{
+    if (!summary)
+        return FLOE_OK;
+    FLOE_RETURN_IF(!json_is_object(summary), err, FLOE_EINVAL,
+                   "commit summary properties must be a JSON object");
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)summary, key, v) {
+        FLOE_RETURN_IF(!json_is_string(v), err, FLOE_EINVAL,
+                       "commit summary property \"%s\" is not a string", key);
+        FLOE_RETURN_IF(floe__summary_key_reserved(key), err, FLOE_EINVAL,
+                       "commit summary property \"%s\" is computed by floe", key);
+    }
+    return FLOE_OK;
+}
+
+static int count_files(const floe__commit_request *req, counts *c, floe_error *err)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < req->n_files; i++) {
+        const floe__content_file *f = &req->files[i];
+        FLOE_RETURN_IF(!f->path, err, FLOE_EINVAL, "commit: file %zu has no path", i);
+        uint64_t rows = f->metrics.record_count;
+        c->files_size += f->metrics.file_size;
+        switch (f->content) {
+        case FLOE_CONTENT_DATA:
+            c->data_files++;
+            c->records += rows;
+            break;
+        case FLOE_CONTENT_POSITION_DELETES:
+            c->delete_files++;
+            c->pos_files++;
+            c->pos_deletes += rows;
+            break;
+        case FLOE_CONTENT_EQUALITY_DELETES:
+            c->delete_files++;
+            c->eq_files++;
+            c->eq_deletes += rows;
+            break;
+        default:
+            return floe__err_set(err, FLOE_EINVAL, "commit: file %s has unknown content %d",
+                                 f->path, (int)f->content);
+        }
+    }
+    return FLOE_OK;
+}
+
+/* ---- ids ------------------------------------------------------------------------------- */
+
+static int new_snapshot_id(const floe__metadata *md, int64_t *out, floe_error *err)
+{
+    for (int tries = 0; tries < 16; tries++) {
+        uint8_t u[16];
+        FLOE_FORWARD(floe__uuid_random(u, err));
+        uint64_t v = floe__get_le64(u) ^ floe__get_le64(u + 8);
+        int64_t id = (int64_t)(v & (uint64_t)INT64_MAX);
+        if (id > 0 && !floe__metadata_snapshot_by_id(md, id)) {
+            *out = id;
+            return FLOE_OK;
+        }
+    }
+    return floe__err_set(err, FLOE_EINTERNAL, "could not pick an unused snapshot id");
+}
+
+/* ---- manifests ----------------------------------------------------------------------------- */
+
+static int write_manifest(attempt *a, bool deletes, floe_error *err)
+{
+    bool any = false;
+    for (size_t i = 0; i < a->req->n_files; i++)
+        any = any || ((a->req->files[i].content != FLOE_CONTENT_DATA) == deletes);
+    if (!any)
+        return FLOE_OK;
+    const json_t *schema = floe__metadata_schema_by_id(a->md, a->t->schema_id);
+    floe__manifest_meta m = {
+        .schema = schema ? schema : floe__metadata_current_schema(a->md),
+        .spec = floe__metadata_default_spec(a->md),
+        .deletes = deletes,
+        .snapshot_id = a->snapshot_id,
+        .sequence_number = a->seq,
+    };
+    char name[64];
+    snprintf(name, sizeof name, "%s-m%d.avro", a->uuid, deletes ? 1 : 0);
+    char *path = floe__path_join(a->dir, name);
+    if (!path)
+        return FLOE_OOM(err);
+    floe__manifest_file *e = floe__manifest_list_push(&a->list);
+    int rc = e ? floe__manifest_write(a->t->io, path, &m, a->req->files, a->req->n_files, e, err)
+               : FLOE_OOM(err);
+    floe__free(path);
+    if (rc != FLOE_OK) {
+        if (e)
+            a->list.n--;                 /* the pushed entry was left zeroed */
+        return rc;
+    }
+    a->n_new++;
+    return FLOE_OK;
+}
+
+/* Append every manifest of the parent snapshot, as its list has them. */
+static int carry_parent(attempt *a, floe_error *err)
+{
+    if (a->parent < 0)
+        return FLOE_OK;
+    const floe__snapshot *s = floe__metadata_snapshot_by_id(a->md, a->parent);
+    FLOE_RETURN_IF(!s, err, FLOE_EFORMAT, "the current snapshot %lld is missing from the "
+                   "table metadata", (long long)a->parent);
+    FLOE_RETURN_IF(!s->manifest_list, err, FLOE_EUNSUPPORTED,
+                   "snapshot %lld has no manifest list (a v1 snapshot with inline manifests)",
+                   (long long)a->parent);
+    floe__buf data;
+    floe__buf_init(&data, FLOE_MANIFEST_MAX_BYTES);
+    int rc = floe__fileio_read_all(a->t->io, s->manifest_list, &data, err);
+    if (rc == FLOE_OK)
+        rc = floe__manifest_list_parse(data.data, data.len, &a->list, err);
+    floe__buf_free(&data);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "carrying the manifests of snapshot %lld forward (%s)",
+                              (long long)a->parent, s->manifest_list);
+    return FLOE_OK;
+}
+
+static int write_list(attempt *a, floe_error *err)
+{
+    char name[96];
+    snprintf(name, sizeof name, "snap-%lld-1-%s.avro", (long long)a->snapshot_id, a->uuid);
+    a->list_path = floe__path_join(a->dir, name);
+    if (!a->list_path)
+        return FLOE_OOM(err);
+    FLOE_FORWARD(floe__manifest_list_write(a->t->io, a->list_path, &a->list, a->snapshot_id,
+                                           a->parent, a->seq, NULL, err));
+    a->list_written = true;
+    return FLOE_OK;
+}
+
+/* ---- summary --------------------------------------------------------------------------------- */
+
+static int put_str(json_t *o, const char *key, const char *v, floe_error *err)
+{
+    return json_object_set_new(o, key, json_string(v)) == 0 ? FLOE_OK : FLOE_OOM(err);
+}
+
+static int put_count(json_t *o, const char *key, uint64_t v, bool always, floe_error *err)
+{
+    if (!always && v == 0)
+        return FLOE_OK;
+    char s[24];
+    snprintf(s, sizeof s, "%llu", (unsigned long long)v);
+    return put_str(o, key, s, err);
+}
+
+/* A parent total as a non-negative integer; false when absent or not one. */
+static bool parent_total(const floe__snapshot *p, const char *key, uint64_t *out)
+{
+    const char *s = p ? floe__snapshot_summary_get(p, key) : NULL;
+    if (!p) {
+        *out = 0;
+        return true;
+    }
+    if (!s || !*s)
+        return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static int put_total(json_t *o, const floe__snapshot *parent, const char *key, uint64_t added,
+                     floe_error *err)
+{
+    uint64_t prev;
+    if (!parent_total(parent, key, &prev))
+        return FLOE_OK;
+    return put_count(o, key, prev + added, true, err);
+}
+
+static int build_summary(attempt *a, const counts *c, floe_error *err)
+{
+    json_t *o = a->summary = json_object();
+    if (!o)
+        return FLOE_OOM(err);
+    const floe__snapshot *p = a->parent < 0 ? NULL : floe__metadata_snapshot_by_id(a->md,
+                                                                                a->parent);
+    FLOE_FORWARD(put_str(o, "operation", c->delete_files ? "overwrite" : "append", err));
+    FLOE_FORWARD(put_count(o, "added-data-files", c->data_files, false, err));
+    FLOE_FORWARD(put_count(o, "added-records", c->records, false, err));
+    FLOE_FORWARD(put_count(o, "added-files-size", c->files_size, false, err));
+    FLOE_FORWARD(put_count(o, "added-delete-files", c->delete_files, false, err));
+    FLOE_FORWARD(put_count(o, "added-position-delete-files", c->pos_files, false, err));
+    FLOE_FORWARD(put_count(o, "added-equality-delete-files", c->eq_files, false, err));
+    FLOE_FORWARD(put_count(o, "added-position-deletes", c->pos_deletes, false, err));
+    FLOE_FORWARD(put_count(o, "added-equality-deletes", c->eq_deletes, false, err));
+    FLOE_FORWARD(put_count(o, "changed-partition-count",
+                           c->data_files + c->delete_files ? 1 : 0, true, err));
+    FLOE_FORWARD(put_total(o, p, "total-records", c->records, err));
+    FLOE_FORWARD(put_total(o, p, "total-files-size", c->files_size, err));
+    FLOE_FORWARD(put_total(o, p, "total-data-files", c->data_files, err));
+    FLOE_FORWARD(put_total(o, p, "total-delete-files", c->delete_files, err));
+    FLOE_FORWARD(put_total(o, p, "total-position-deletes", c->pos_deletes, err));
+    FLOE_FORWARD(put_total(o, p, "total-equality-deletes", c->eq_deletes, err));
+    if (a->req->summary && json_object_update(o, (json_t *)a->req->summary) != 0)
+        return FLOE_OOM(err);
+    return FLOE_OK;
+}
+
+/* ---- the catalog commit ---------------------------------------------------------------------- */
+
+static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err)
+{
+    int64_t now = floe__now_ms(), last = floe__metadata_last_updated_ms(a->md);
+    json_t *snap = json_pack("{s:I, s:I, s:I, s:s, s:O, s:i}", "snapshot-id",
+                             (json_int_t)a->snapshot_id, "sequence-number", (json_int_t)a->seq,
+                             "timestamp-ms", (json_int_t)(now > last ? now : last),
+                             "manifest-list", a->list_path, "summary", a->summary,
+                             "schema-id", (int)a->t->schema_id);
+    if (snap && a->parent >= 0 &&
+        json_object_set_new(snap, "parent-snapshot-id", json_integer(a->parent)) != 0) {
+        json_decref(snap);
+        snap = NULL;
+    }
+    if (!snap)
+        return FLOE_OOM(err);
+    *ups = json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot", "snapshot",
+                     snap, "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
+                     "snapshot-id", (json_int_t)a->snapshot_id);
+    const char *uuid = floe__metadata_table_uuid(a->md);
+    *reqs = json_pack("[{s:s, s:s}, {s:s, s:s, s:o}]", "type", "assert-table-uuid", "uuid",
+                      uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref", "main",
+                      "snapshot-id", a->parent < 0 ? json_null() : json_integer(a->parent));
+    if (!*ups || !*reqs) {
+        json_decref(*ups);
+        json_decref(*reqs);
+        return FLOE_OOM(err);
+    }
+    return FLOE_OK;
+}
+
+/* Build and write everything up to the catalog call. */
+static int prepare(attempt *a, floe_error *err)
+{
+    counts c;
+    FLOE_FORWARD(count_files(a->req, &c, err));
+    FLOE_FORWARD(new_snapshot_id(a->md, &a->snapshot_id, err));
+    a->seq = floe__metadata_last_sequence_number(a->md) + 1;
+    uint8_t u[16];
+    FLOE_FORWARD(floe__uuid_random(u, err));
+    floe__uuid_format(u, a->uuid);
+    FLOE_FORWARD(floe__metadata_metadata_location_dir(a->md, &a->dir, err));
+    FLOE_FORWARD(write_manifest(a, false, err));
+    FLOE_FORWARD(write_manifest(a, true, err));
+    FLOE_FORWARD(carry_parent(a, err));
+    FLOE_FORWARD(write_list(a, err));
+    return build_summary(a, &c, err);
+}
+
+int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t *snapshot_id,
+                       floe_error *err)
+{
+    FLOE_RETURN_IF(!t || !req || (req->n_files && !req->files), err, FLOE_EINVAL,
+                   "commit: NULL argument");
+    FLOE_FORWARD(floe__table_check_writable(t, err));
+    FLOE_FORWARD(check_summary(req->summary, err));
+    attempt a = {.t = t, .req = req, .md = t->loaded->metadata};
+    a.parent = floe__metadata_current_snapshot_id(a.md);
+    int64_t base = req->base_snapshot_id < 0 ? -1 : req->base_snapshot_id;
+    FLOE_RETURN_IF(a.parent != base, err, FLOE_ECONFLICT,
+                   "table %s.%s: main is at snapshot %lld, the commit expects %lld (reload "
+                   "the table)", t->ns, t->name, (long long)a.parent, (long long)base);
+    int rc = prepare(&a, err);
+    if (rc != FLOE_OK) {
+        attempt_cleanup(&a, true);
+        return floe__err_wrap(err, rc, "committing to %s.%s", t->ns, t->name);
+    }
+    json_t *reqs = NULL, *ups = NULL;
+    rc = build_change(&a, &reqs, &ups, err);
+    if (rc != FLOE_OK) {
+        attempt_cleanup(&a, true);
+        return rc;
+    }
+    floe__loaded_table *next = NULL;
+    rc = floe__catalog_commit_table(t->catalog, t->ns, t->name, reqs, ups, &next, err);
+    json_decref(reqs);
+    json_decref(ups);
+    attempt_cleanup(&a, rc == FLOE_ECONFLICT);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "committing snapshot %lld to %s.%s",
+                              (long long)a.snapshot_id, t->ns, t->name);
+    floe__loaded_table_free(t->loaded);
+    t->loaded = next;
+    if (snapshot_id)
+        *snapshot_id = a.snapshot_id;
+    return FLOE_OK;
+}

@@ -1,0 +1,635 @@
+/*
+ * sink.c - the public sink (floe_sink_*): wires the parts together.
+ *
+ *   push     -> input checks, as-of / resume handling, key extraction -> stash
+ *   advance  -> minter (new batch descriptions) -> writer
+ *               stash (closed interval, consolidated) -> writer
+ *               writer (sealed batches, oldest first) -> committer
+ *   finish   -> advance to the empty frontier
+ *
+ * Setup resolves the table (created with the declared schema, plus _diff and
+ * _timestamp in append mode), the key (declared columns, or the whole row)
+ * and the resume point, and fences an older sink version at once.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sink/sink_internal.h"
+#include "source/source_internal.h"
+
+#define PUBLISH_EVERY 4096
+
+struct floe_sink {
+    char *ns, *name, *sink_id;
+    bool own_catalog;                /* false when given by floe__sink_open_with */
+    uint64_t version, as_of;
+    bool upsert, synthetic, complete;
+    floe__fileio *io;
+    floe__catalog *catalog;
+    floe__table *table;
+    floe__schema *input_owned;       /* append mode: the table schema without the extras */
+    const floe__schema *input;       /* rows are parsed with this */
+    floe__schema *eq_schema_owned;
+    const floe__schema *eq_schema;
+    int32_t *eq_ids;
+    size_t n_eq;
+    size_t *key_cols;                /* top-level indexes of the key columns, in key order */
+    size_t n_key;
+    floe__progress progress;
+    char resume_text[32];
+    floe__minter *minter;
+    floe__stash *stash;
+    floe__writer *writer;
+    floe__committer *committer;
+    floe__writer_config wcfg;
+    floe__committer_config ccfg;
+    floe__frontier input_frontier;
+    floe__buf row, key;
+    const uint8_t **spans;           /* scratch: start of each top-level slot */
+    floe_sink_options opts;
+    uint64_t updates_in, bytes_in, since_publish;
+    uint64_t close_ns_total, batches_sealed;
+    pthread_mutex_t lock;            /* guards `published` */
+    floe_sink_stats published;
+};
+
+void floe_sink_options_init(floe_sink_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->commit_interval = 10000;
+    o->sink_version = 1;
+    o->compression = FLOE_COMPRESSION_ZSTD;
+}
+
+/* ---- stats ------------------------------------------------------------------------------ */
+
+static void publish(floe_sink *s)
+{
+    floe_sink_stats st = {0};
+    st.updates_in = s->updates_in;
+    st.bytes_in = s->bytes_in;
+    if (s->stash) {
+        floe__stash_stats ss;
+        floe__stash_get_stats(s->stash, &ss);
+        st.updates_stashed = ss.rows;
+    }
+    if (s->writer) {
+        floe__writer_stats ws;
+        floe__writer_get_stats(s->writer, &ws);
+        st.pk_violations = ws.pk_violations;
+    }
+    if (s->committer) {
+        floe__committer_stats cs;
+        floe__committer_get_stats(s->committer, &cs);
+        st.snapshots_committed = cs.snapshots;
+        st.lost_responses = cs.lost_responses;
+        st.commit_conflicts = cs.conflicts;
+        st.commit_failures = cs.failures;
+        st.data_files = cs.data_files;
+        st.delete_files = cs.delete_files;
+        st.rows_committed = cs.rows;
+        st.bytes_committed = cs.bytes;
+        st.commit_seconds_total_us = cs.commit_ns_total / 1000;
+        st.has_committed_frontier = cs.has_frontier;
+        st.committed_frontier_empty = cs.frontier.empty;
+        st.committed_frontier = cs.frontier.t;
+    }
+    if (!st.has_committed_frontier && s->progress.has) {
+        st.has_committed_frontier = 1;
+        st.committed_frontier_empty = s->progress.frontier.empty;
+        st.committed_frontier = s->progress.frontier.t;
+    }
+    st.close_seconds_total_us = s->close_ns_total / 1000;
+    st.batches_sealed = s->batches_sealed;
+    st.input_frontier_empty = s->input_frontier.empty;
+    st.input_frontier = s->input_frontier.t;
+    pthread_mutex_lock(&s->lock);
+    s->published = st;
+    pthread_mutex_unlock(&s->lock);
+    s->since_publish = 0;
+}
+
+void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out)
+{
+    floe_sink *s = (floe_sink *)sink;     /* the lock is the only thing touched */
+    pthread_mutex_lock(&s->lock);
+    *out = s->published;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+static int split_ident(floe_sink *s, const char *ident, floe_error *err)
+{
+    const char *dot = ident ? strrchr(ident, '.') : NULL;
+    FLOE_RETURN_IF(!dot || dot == ident || !dot[1], err, FLOE_EINVAL,
+                   "--table must be NS.NAME, got '%s'", ident ? ident : "");
+    s->ns = floe__strndup(ident, (size_t)(dot - ident));
+    s->name = floe__strdup(dot + 1);
+    return s->ns && s->name ? FLOE_OK : FLOE_OOM(err);
+}
+
+static bool equality_capable(const floe__field *f)
+{
+    return f->kind != FLOE_K_STRUCT && f->kind != FLOE_K_LIST && f->kind != FLOE_K_MAP &&
+           f->kind != FLOE_K_FLOAT && f->kind != FLOE_K_DOUBLE;
+}
+
+static int key_column_error(const floe__field *f, bool synthetic, floe_error *err)
+{
+    char type[128];
+    floe__type_name(f, false, type, sizeof type);
+    return floe__err_set(err, FLOE_EINVAL,
+                         "%s column \"%s\" (%s) cannot be compared in equality deletes (no "
+                         "float, double, record, list or map)%s",
+                         synthetic ? "upsert without --key keys by the whole row, but" : "key",
+                         f->name, type, synthetic ? "; declare --key" : "");
+}
+
+static int find_column(const floe__schema *sch, const char *name, size_t len, size_t *idx)
+{
+    for (size_t i = 0; i < sch->root.n_children; i++) {
+        const char *n = sch->root.children[i].name;
+        if (strlen(n) == len && memcmp(n, name, len) == 0) {
+            *idx = i;
+            return FLOE_OK;
+        }
+    }
+    return FLOE_ENOTFOUND;
+}
+
+/* The key columns (declared, or all of them) and the equality-delete schema. */
+static int setup_key(floe_sink *s, floe_error *err)
+{
+    const floe__schema *in = s->input;
+    size_t cap = in->root.n_children;
+    s->key_cols = floe__calloc(cap ? cap : 1, sizeof *s->key_cols);
+    const char **names = floe__calloc(cap ? cap : 1, sizeof *names);
+    char *copy = s->opts.key ? floe__strdup(s->opts.key) : NULL;
+    int rc = (!s->key_cols || !names || (s->opts.key && !copy)) ? FLOE_OOM(err) : FLOE_OK;
+    for (char *tok = copy, *save = NULL; rc == FLOE_OK && (tok = strtok_r(tok ? tok : NULL, ",", &save));
+         tok = NULL) {
+        while (*tok == ' ')
+            tok++;
+        size_t len = strlen(tok);
+        while (len && tok[len - 1] == ' ')
+            len--;
+        size_t idx;
+        if (find_column(in, tok, len, &idx) != FLOE_OK) {
+            rc = floe__err_set(err, FLOE_EINVAL, "--key column \"%.*s\" is not in the schema",
+                               (int)len, tok);
+        } else if (s->n_key == cap) {
+            rc = floe__err_set(err, FLOE_EINVAL, "--key names a column twice");
+        } else {
+            for (size_t k = 0; k < s->n_key; k++)
+                if (s->key_cols[k] == idx)
+                    rc = floe__err_set(err, FLOE_EINVAL, "--key names \"%.*s\" twice", (int)len, tok);
+            s->key_cols[s->n_key++] = idx;
+        }
+    }
+    s->synthetic = s->n_key == 0;
+    for (size_t i = 0; rc == FLOE_OK && i < (s->synthetic ? cap : s->n_key); i++) {
+        const floe__field *f = &in->root.children[s->synthetic ? i : s->key_cols[i]];
+        if (!equality_capable(f))
+            rc = key_column_error(f, s->synthetic, err);
+        names[i] = f->name;
+    }
+    size_t n = s->synthetic ? cap : s->n_key;
+    if (rc == FLOE_OK)
+        rc = floe__schema_project(in, names, n, &s->eq_schema_owned, err);
+    if (rc == FLOE_OK) {
+        s->eq_schema = s->eq_schema_owned;
+        s->n_eq = n;
+        s->eq_ids = floe__calloc(n ? n : 1, sizeof *s->eq_ids);
+        if (!s->eq_ids)
+            rc = FLOE_OOM(err);
+        for (size_t i = 0; rc == FLOE_OK && i < n; i++)
+            s->eq_ids[i] = s->eq_schema->root.children[i].id;
+    }
+    floe__free(names);
+    floe__free(copy);
+    return rc;
+}
+
+/* The declared schema to create or check the table with (+ append extras). */
+static int declared_schema(floe_sink *s, floe__schema **out, floe_error *err)
+{
+    *out = NULL;
+    if (!s->opts.schema)
+        return FLOE_OK;
+    char *text = s->upsert ? floe__strdup(s->opts.schema)
+                           : floe__sprintf("%s, _diff integer not null, _timestamp bigint not null",
+                                           s->opts.schema);
+    if (!text)
+        return FLOE_OOM(err);
+    int rc = floe_schema_parse(text, out, err);
+    floe__free(text);
+    return rc;
+}
+
+/* Append mode: the table ends with _diff int, _timestamp long; rows are
+ * parsed with the columns before them. */
+static int setup_append_input(floe_sink *s, floe_error *err)
+{
+    const floe__schema *t = s->table->schema;
+    size_t n = t->root.n_children;
+    if (n < 3 || strcmp(t->root.children[n - 2].name, "_diff") != 0 ||
+        strcmp(t->root.children[n - 1].name, "_timestamp") != 0 ||
+        t->root.children[n - 2].kind != FLOE_K_INT || t->root.children[n - 1].kind != FLOE_K_LONG)
+        return floe__err_set(err, FLOE_EINCOMPATIBLE,
+                             "append mode needs a table whose last columns are _diff int and "
+                             "_timestamp long; %s.%s has none", s->ns, s->name);
+    const char **names = floe__calloc(n, sizeof *names);
+    if (!names)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i + 2 < n; i++)
+        names[i] = t->root.children[i].name;
+    int rc = floe__schema_project(t, names, n - 2, &s->input_owned, err);
+    floe__free(names);
+    s->input = s->input_owned;
+    return rc;
+}
+
+static void on_warning(void *ctx, const char *msg)
+{
+    floe_sink *s = ctx;
+    if (s->opts.on_warning)
+        s->opts.on_warning(s->opts.warning_ctx, msg);
+}
+
+static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
+{
+    floe_sink *s = ctx;
+    publish(s);
+    if (s->opts.on_commit) {
+        char f[32];
+        floe__frontier_format(upper, f, sizeof f);
+        s->opts.on_commit(s->opts.commit_ctx, f, snapshot_id);
+    }
+}
+
+static int setup_parts(floe_sink *s, floe_error *err)
+{
+    const floe_sink_options *o = &s->opts;
+    s->wcfg.table = s->table;
+    s->wcfg.upsert = s->upsert;
+    s->wcfg.synthetic_key = s->synthetic;
+    s->wcfg.data_schema = s->table->schema;
+    s->wcfg.eq_schema = s->eq_schema;
+    s->wcfg.eq_ids = s->eq_ids;
+    s->wcfg.n_eq_ids = s->n_eq;
+    floe_parquet_options_init(&s->wcfg.file_opts.parquet);
+    s->wcfg.file_opts.parquet.compression = o->compression;
+    s->wcfg.file_opts.parquet.compression_level = o->compression_level;
+    s->wcfg.file_opts.target_file_size = o->target_file_size;
+    s->wcfg.warn = on_warning;
+    s->wcfg.warn_ctx = s;
+    s->ccfg.table = s->table;
+    s->ccfg.sink_id = s->sink_id;
+    s->ccfg.sink_version = s->version;
+    s->ccfg.on_commit = on_committed;
+    s->ccfg.on_commit_ctx = s;
+    FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_interval, s->progress.has,
+                                  s->progress.frontier, &s->minter, err));
+    FLOE_FORWARD(floe__stash_new(o->spill_dir, o->memory_limit, &s->stash, err));
+    FLOE_FORWARD(floe__writer_new(&s->wcfg, &s->writer, err));
+    return floe__committer_new(&s->ccfg, &s->committer, err);
+}
+
+static int read_resume(floe_sink *s, floe_error *err)
+{
+    FLOE_FORWARD(floe__read_progress(s->table->loaded->metadata, &s->progress, err));
+    if (!s->progress.has)
+        return FLOE_OK;
+    floe__frontier_format(s->progress.frontier, s->resume_text, sizeof s->resume_text);
+    if (s->progress.sink_version > s->version)
+        return floe__err_set(err, FLOE_EFENCED,
+                             "fenced: %s.%s was written by sink '%s' version %" PRIu64
+                             " (frontier %s); this sink is version %" PRIu64,
+                             s->ns, s->name, s->progress.sink_id, s->progress.sink_version,
+                             s->resume_text, s->version);
+    s->complete = s->progress.frontier.empty;
+    return FLOE_OK;
+}
+
+static int sink_setup(floe_sink *s, floe_error *err)
+{
+    const floe_sink_options *o = &s->opts;
+    FLOE_FORWARD(split_ident(s, o->table, err));
+    FLOE_RETURN_IF(o->commit_interval == 0, err, FLOE_EINVAL, "the commit interval must be positive");
+    s->upsert = o->mode == FLOE_SINK_MODE_UPSERT || (o->mode == FLOE_SINK_MODE_AUTO && o->key);
+    FLOE_RETURN_IF(!s->upsert && o->key, err, FLOE_EINVAL, "--key needs upsert mode");
+    s->sink_id = floe__strdup(o->sink_id ? o->sink_id : o->table);
+    if (!s->sink_id)
+        return FLOE_OOM(err);
+    if (s->own_catalog) {
+        FLOE_FORWARD(floe__fileio_local_new(&s->io, err));
+        FLOE_FORWARD(floe__catalog_open(o->catalog, o->catalog_name, o->warehouse, s->io,
+                                        &s->catalog, err));
+    }
+    floe__schema *declared = NULL;
+    FLOE_FORWARD_CTX(declared_schema(s, &declared, err), err, "--schema");
+    int rc = floe__table_open(s->catalog, s->io, s->ns, s->name, declared, NULL, &s->table, err);
+    floe_schema_free(declared);
+    FLOE_FORWARD(rc);
+    if (s->upsert)
+        s->input = s->table->schema;
+    else
+        FLOE_FORWARD(setup_append_input(s, err));
+    if (s->upsert)
+        FLOE_FORWARD(setup_key(s, err));
+    s->spans = floe__calloc(s->input->root.n_children + 1, sizeof *s->spans);
+    if (!s->spans)
+        return FLOE_OOM(err);
+    FLOE_FORWARD(read_resume(s, err));
+    FLOE_FORWARD(setup_parts(s, err));
+    publish(s);
+    return FLOE_OK;
+}
+
+int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *err)
+{
+    return floe__sink_open_with(opts, NULL, NULL, out, err);
+}
+
+int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
+                         floe__fileio *io, floe_sink **out, floe_error *err)
+{
+    FLOE_RETURN_IF(!opts || !out, err, FLOE_EINVAL, "floe_sink_open: NULL argument");
+    FLOE_RETURN_IF(!catalog != !io, err, FLOE_EINVAL, "give both a catalog and a FileIO, or neither");
+    floe_sink *s = floe__calloc(1, sizeof *s);
+    if (!s)
+        return FLOE_OOM(err);
+    s->own_catalog = !catalog;
+    s->catalog = catalog;
+    s->io = io;
+    pthread_mutex_init(&s->lock, NULL);
+    s->opts = *opts;
+    s->version = opts->sink_version ? opts->sink_version : 1;
+    s->as_of = opts->as_of;
+    s->input_frontier = floe__frontier_at(0);
+    floe__buf_init(&s->row, 0);
+    floe__buf_init(&s->key, 0);
+    int rc = sink_setup(s, err);
+    if (rc != FLOE_OK) {
+        floe_sink_free(s);
+        return rc;
+    }
+    *out = s;
+    return FLOE_OK;
+}
+
+void floe_sink_free(floe_sink *s)
+{
+    if (!s)
+        return;
+    floe__committer_free(s->committer);
+    floe__writer_free(s->writer);
+    floe__stash_free(s->stash);
+    floe__minter_free(s->minter);
+    floe__table_free(s->table);
+    if (s->own_catalog) {
+        floe__catalog_free(s->catalog);
+        floe__fileio_free(s->io);
+    }
+    floe_schema_free(s->input_owned);
+    floe_schema_free(s->eq_schema_owned);
+    floe__free(s->eq_ids);
+    floe__free(s->key_cols);
+    floe__free((void *)s->spans);
+    floe__buf_free(&s->row);
+    floe__buf_free(&s->key);
+    floe__free(s->ns);
+    floe__free(s->name);
+    floe__free(s->sink_id);
+    pthread_mutex_destroy(&s->lock);
+    floe__free(s);
+}
+
+const char *floe_sink_resume_frontier(const floe_sink *s)
+{
+    return s->progress.has ? s->resume_text : NULL;
+}
+
+int floe_sink_complete(const floe_sink *s) { return s->complete; }
+const floe_schema *floe_sink_row_schema(const floe_sink *s) { return s->input; }
+
+/* ---- input -------------------------------------------------------------------------------- */
+
+/* The key bytes of a row: its key columns' slots, in key order. */
+static int extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error *err)
+{
+    floe__buf_reset(&s->key);
+    if (!s->upsert || s->synthetic)
+        return FLOE_OK;
+    const floe__field *f = s->input->root.children;
+    const uint8_t *p = row, *end = row + len;
+    size_t n = s->input->root.n_children;
+    for (size_t i = 0; i < n; i++) {
+        s->spans[i] = p;
+        p = floe__datum_skip(&f[i], p, end);
+        FLOE_RETURN_IF(!p, err, FLOE_EINVAL, "row is not of the sink's schema");
+    }
+    s->spans[n] = p;
+    for (size_t k = 0; k < s->n_key; k++) {
+        size_t c = s->key_cols[k];
+        FLOE_FORWARD(floe__buf_append(&s->key, s->spans[c],
+                                      (size_t)(s->spans[c + 1] - s->spans[c]), err));
+    }
+    return FLOE_OK;
+}
+
+static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t time, int64_t diff,
+                      floe_error *err)
+{
+    char f[32];
+    if (s->input_frontier.empty || time < s->input_frontier.t) {
+        floe__frontier_format(s->input_frontier, f, sizeof f);
+        return floe__err_set(err, FLOE_EINPUT, "time %" PRIu64 " is behind the frontier %s",
+                             time, f);
+    }
+    s->updates_in++;
+    s->bytes_in += len;
+    if (++s->since_publish >= PUBLISH_EVERY)
+        publish(s);
+    if (s->complete || (s->progress.has && time < s->progress.frontier.t))
+        return FLOE_OK;                       /* committed before a restart */
+    if (time < s->as_of)
+        time = s->as_of;
+    FLOE_RETURN_IF(len > UINT32_MAX, err, FLOE_ELIMIT, "row of %zu bytes is too large", len);
+    FLOE_FORWARD(extract_key(s, row, len, err));
+    return floe__stash_push(s->stash, time, diff, s->key.data, (uint32_t)s->key.len, row,
+                            (uint32_t)len, err);
+}
+
+int floe_sink_push(floe_sink *s, const floe_row *row, uint64_t time, int64_t diff,
+                   floe_error *err)
+{
+    FLOE_RETURN_IF(row->schema != s->input, err, FLOE_EINVAL,
+                   "the row is not of floe_sink_row_schema()");
+    return push_bytes(s, row->data.data, row->data.len, time, diff, err);
+}
+
+/* ---- the frontier --------------------------------------------------------------------------- */
+
+static int take_batches(floe_sink *s, floe_error *err)
+{
+    floe__batch b;
+    while (floe__minter_next(s->minter, &b))
+        FLOE_FORWARD(floe__writer_add_batch(s->writer, &b, err));
+    return FLOE_OK;
+}
+
+static int write_closed(floe_sink *s, floe__frontier f, floe_error *err)
+{
+    FLOE_FORWARD(floe__stash_begin_close(s->stash, f, err));
+    int rc = FLOE_OK;
+    for (;;) {
+        floe__upd u;
+        bool got = false;
+        rc = floe__stash_next(s->stash, &u, &got, err);
+        if (rc != FLOE_OK || !got)
+            break;
+        rc = floe__writer_write(s->writer, &u, err);
+        if (rc != FLOE_OK)
+            break;
+    }
+    floe__stash_end_close(s->stash);
+    return rc;
+}
+
+static int seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
+{
+    for (;;) {
+        floe__sealed *sealed = NULL;
+        uint64_t t0 = floe__monotonic_ns();
+        FLOE_FORWARD(floe__writer_seal_next(s->writer, f, &sealed, err));
+        if (!sealed)
+            return FLOE_OK;
+        s->close_ns_total += floe__monotonic_ns() - t0;
+        s->batches_sealed++;
+        int rc = floe__committer_commit(s->committer, sealed, err);
+        floe__sealed_free(sealed);
+        FLOE_FORWARD(rc);
+    }
+}
+
+static int advance(floe_sink *s, floe__frontier f, floe_error *err)
+{
+    if (floe__frontier_cmp(f, s->input_frontier) < 0) {
+        char have[32], want[32];
+        floe__frontier_format(s->input_frontier, have, sizeof have);
+        floe__frontier_format(f, want, sizeof want);
+        return floe__err_set(err, FLOE_EINPUT, "the frontier moved backwards, from %s to %s",
+                             have, want);
+    }
+    s->input_frontier = f;
+    int rc = FLOE_OK;
+    if (!s->complete) {
+        rc = floe__minter_advance(s->minter, f, err);
+        if (rc == FLOE_OK)
+            rc = take_batches(s, err);
+        if (rc == FLOE_OK)
+            rc = write_closed(s, f, err);
+        if (rc == FLOE_OK)
+            rc = seal_and_commit(s, f, err);
+    }
+    publish(s);
+    return rc;
+}
+
+int floe_sink_advance(floe_sink *s, uint64_t time, floe_error *err)
+{
+    return advance(s, floe__frontier_at(time), err);
+}
+
+int floe_sink_finish(floe_sink *s, floe_error *err)
+{
+    return advance(s, floe__frontier_closed(), err);
+}
+
+int floe_sink_push_json(floe_sink *s, const char *line, size_t len, floe_error *err)
+{
+    floe__change ch;
+    floe__buf_reset(&s->row);
+    FLOE_FORWARD(floe__change_parse(s->input, line, len, &ch, &s->row, err));
+    if (ch.kind == FLOE__CHANGE_PROGRESS)
+        return ch.closed ? floe_sink_finish(s, err) : floe_sink_advance(s, ch.time, err);
+    return push_bytes(s, s->row.data, s->row.len, ch.time, ch.diff, err);
+}
+
+/* ---- metrics ----------------------------------------------------------------------------------- */
+
+/* A label value with \, " and newlines escaped (Prometheus text format). */
+static int escaped_label(floe__buf *b, const char *v, floe_error *err)
+{
+    for (; *v; v++) {
+        const char *e = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
+        FLOE_FORWARD(e ? floe__buf_append(b, e, 2, err) : floe__buf_putc(b, (uint8_t)*v, err));
+    }
+    return FLOE_OK;
+}
+
+static int sample(floe__buf *b, const char *name, const char *label, double v, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, "%s{sink=\"", name));
+    FLOE_FORWARD(escaped_label(b, label, err));
+    return floe__buf_printf(b, err, "\"} %.17g\n", v);
+}
+
+static int metric(floe__buf *b, const char *sink, const char *name, const char *type,
+                  const char *help, double value, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type));
+    return sample(b, name, sink, value, err);
+}
+
+/* A summary without quantiles: NAME_sum and NAME_count. */
+static int summary(floe__buf *b, const char *sink, const char *name, const char *help,
+                   double sum, double count, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s summary\n", name, help, name));
+    char n[96];
+    snprintf(n, sizeof n, "%s_sum", name);
+    FLOE_FORWARD(sample(b, n, sink, sum, err));
+    snprintf(n, sizeof n, "%s_count", name);
+    return sample(b, n, sink, count, err);
+}
+
+int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
+{
+    floe_sink_stats st;
+    floe_sink_stats_get(sink, &st);
+    floe__buf b;
+    floe__buf_init(&b, 0);
+    const char *id = sink->sink_id;        /* immutable after open */
+    struct { const char *name, *type, *help; double v; } m[] = {
+        {"floe_snapshots_committed_total", "counter", "Snapshots committed.", (double)st.snapshots_committed},
+        {"floe_data_files_written_total", "counter", "Data files committed.", (double)st.data_files},
+        {"floe_delete_files_written_total", "counter", "Delete files committed.", (double)st.delete_files},
+        {"floe_stashed_rows", "gauge", "Updates waiting for the frontier.", (double)st.updates_stashed},
+        {"floe_commit_failures_total", "counter", "Commit attempts that failed.", (double)st.commit_failures},
+        {"floe_commit_conflicts_total", "counter", "Commit attempts that hit a conflict.", (double)st.commit_conflicts},
+        {"floe_commit_lost_responses_total", "counter", "Commits found to have landed after an unknown outcome.", (double)st.lost_responses},
+        {"floe_messages_staged_total", "counter", "Updates received.", (double)st.updates_in},
+        {"floe_bytes_staged_total", "counter", "Row bytes received.", (double)st.bytes_in},
+        {"floe_messages_committed_total", "counter", "Data rows committed.", (double)st.rows_committed},
+        {"floe_bytes_committed_total", "counter", "File bytes committed.", (double)st.bytes_committed},
+        {"floe_primary_key_violations_total", "counter", "Keys inserted twice at one time.", (double)st.pk_violations},
+        {"floe_input_frontier", "gauge", "The input frontier (-1 once the input is closed).", st.input_frontier_empty ? -1.0 : (double)st.input_frontier},
+        {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input).", !st.has_committed_frontier ? 0.0 : st.committed_frontier_empty ? -1.0 : (double)st.committed_frontier},
+    };
+    int rc = summary(&b, id, "floe_commit_duration_seconds", "Time spent committing a batch.",
+                     st.commit_seconds_total_us / 1e6, (double)st.snapshots_committed, err);
+    if (rc == FLOE_OK)
+        rc = summary(&b, id, "floe_close_duration_seconds", "Time spent closing a batch's files.",
+                     st.close_seconds_total_us / 1e6, (double)st.batches_sealed, err);
+    for (size_t i = 0; rc == FLOE_OK && i < sizeof m / sizeof m[0]; i++)
+        rc = metric(&b, id, m[i].name, m[i].type, m[i].help, m[i].v, err);
+    if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
+        rc = FLOE_OOM(err);
+    floe__buf_free(&b);
+    return rc;
+}

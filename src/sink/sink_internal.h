@@ -1,0 +1,260 @@
+/*
+ * sink_internal.h - the exactly-once sink: frontiers, batch descriptions and
+ * the parts that turn a changelog into Iceberg snapshots (SPEC.md 5-7).
+ *
+ *   minter     decides the batch descriptions [lower, upper) (one snapshot each)
+ *   writer     turns consolidated updates into data and delete files per batch
+ *   committer  commits sealed batches in order, with fencing and retries
+ *
+ * Each part sees only the narrow types below, so more writers, other input
+ * adapters and other catalogs plug in without touching the others.
+ */
+#ifndef FLOE_SINK_INTERNAL_H
+#define FLOE_SINK_INTERNAL_H
+
+#include "iceberg/table_internal.h"
+#include "util/util_internal.h"
+
+/* ---- frontiers (frontier.c) ------------------------------------------------
+ * Either one time t ("every update still to come has time >= t") or empty
+ * ("the input is complete").  JSON: [t] or []. */
+typedef struct floe__frontier {
+    bool empty;
+    uint64_t t;              /* meaningful when !empty */
+} floe__frontier;
+
+static inline floe__frontier floe__frontier_at(uint64_t t)
+{
+    floe__frontier f = {false, t};
+    return f;
+}
+static inline floe__frontier floe__frontier_closed(void)
+{
+    floe__frontier f = {true, 0};
+    return f;
+}
+/* -1, 0, 1 as a is below, equal to, above b; the empty frontier is above all. */
+static inline int floe__frontier_cmp(floe__frontier a, floe__frontier b)
+{
+    if (a.empty || b.empty)
+        return a.empty == b.empty ? 0 : (a.empty ? 1 : -1);
+    return a.t < b.t ? -1 : a.t > b.t;
+}
+/* Whether time t lies below frontier f (t is closed once f passes it). */
+static inline bool floe__frontier_passed(floe__frontier f, uint64_t t)
+{
+    return f.empty || t < f.t;
+}
+/* "[t]" or "[]" into out (at least 24 bytes). */
+void floe__frontier_format(floe__frontier f, char *out, size_t n);
+/* Parses "[t]" / "[]" (whitespace allowed); FLOE_EFORMAT when malformed. */
+int floe__frontier_parse(const char *s, floe__frontier *out, floe_error *err);
+
+/* ---- batch descriptions and the minter (mint.c) ---------------------------- */
+typedef struct floe__batch {
+    floe__frontier lower;    /* never empty */
+    floe__frontier upper;    /* empty: runs to the end of input */
+    bool snapshot;           /* the initial snapshot batch [as_of, as_of+1) */
+    uint64_t seq;            /* 0, 1, 2, ... in mint order */
+} floe__batch;
+
+typedef struct floe__minter floe__minter;
+
+/* Start minting.  `resume` is the table's recorded frontier (`has_resume`
+ * false for a table without floe progress).  Errors: FLOE_ESTATE "input
+ * compacted past resume upper" when resume < as_of.  A table that records
+ * [] (complete) gives a minter that is done at once (floe__minter_done). */
+int floe__minter_new(uint64_t as_of, uint64_t commit_interval, bool has_resume,
+                     floe__frontier resume, floe__minter **out, floe_error *err);
+void floe__minter_free(floe__minter *m);
+
+/* Tell the minter the input frontier moved to `f` (non-decreasing; the
+ * empty frontier means the input closed).  New descriptions become available
+ * through floe__minter_next. */
+int floe__minter_advance(floe__minter *m, floe__frontier f, floe_error *err);
+/* The next minted description not yet handed out: 1 and *out set, or 0. */
+int floe__minter_next(floe__minter *m, floe__batch *out);
+/* Whether every time is covered by a handed-out batch (the final batch with
+ * an empty upper was minted, or the table was already complete). */
+bool floe__minter_done(const floe__minter *m);
+/* Where writing starts: times below it are already committed (or belong to
+ * the snapshot batch when fresh). */
+floe__frontier floe__minter_catchup_start(const floe__minter *m);
+
+/* ---- the stash: updates waiting for the frontier (stash.c) -------------------
+ * Holds updates (time, diff, key bytes, row bytes) until the frontier passes
+ * their time, then hands out each closed interval consolidated: sorted by
+ * (time, key, row), equal (time, key, row) summed, zero sums dropped.  Memory
+ * is bounded: past `memory_limit` bytes the held updates are sorted and
+ * spilled as a run to an anonymous temporary file; closing an interval
+ * merges the runs' closed prefixes with what is in memory. */
+typedef struct floe__upd {
+    uint64_t time;
+    int64_t diff;
+    const uint8_t *key;       /* key bytes (empty in append mode) */
+    const uint8_t *row;       /* row in the row format */
+    uint32_t key_len, row_len;
+} floe__upd;
+
+typedef struct floe__stash floe__stash;
+typedef struct floe__stash_stats {
+    uint64_t rows;            /* updates held (in memory and spilled) */
+    uint64_t bytes;           /* their key and row bytes */
+    uint64_t runs;            /* spilled runs not yet consumed */
+    uint64_t spilled_rows;    /* updates ever spilled */
+} floe__stash_stats;
+
+/* spill_dir NULL: $TMPDIR or /tmp.  memory_limit 0: 512 MiB. */
+int floe__stash_new(const char *spill_dir, size_t memory_limit, floe__stash **out,
+                    floe_error *err);
+void floe__stash_free(floe__stash *st);
+int floe__stash_push(floe__stash *st, uint64_t time, int64_t diff, const uint8_t *key,
+                     uint32_t key_len, const uint8_t *row, uint32_t row_len, floe_error *err);
+/* Start handing out the consolidated updates with time below `f` (all of
+ * them when f is empty).  Call floe__stash_next until it returns 0, then
+ * floe__stash_end_close.  No push may happen in between. */
+int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err);
+/* The next consolidated update: *got true and *u set (its pointers stay
+ * valid until the next call), or *got false at the end. */
+int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err);
+void floe__stash_end_close(floe__stash *st);
+void floe__stash_get_stats(const floe__stash *st, floe__stash_stats *out);
+
+/* ---- key memory (keymem.c) ----------------------------------------------------
+ * Per upsert batch: key -> where the batch inserted the key's live row
+ * (file index, position).  Open addressing over 24-byte slots; key bytes in
+ * one growing buffer.  About 40 bytes per key plus the key's own bytes. */
+typedef struct floe__keymem floe__keymem;
+typedef struct floe__keypos {
+    uint32_t file;            /* index into the batch's file table */
+    uint64_t pos;             /* row position in that file */
+} floe__keypos;
+
+int floe__keymem_new(floe__keymem **out, floe_error *err);
+void floe__keymem_free(floe__keymem *km);
+/* Remember (or overwrite) where key's live row is. */
+int floe__keymem_put(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos at,
+                     floe_error *err);
+/* Look a key up and forget it: true and *at set when it had a live row. */
+bool floe__keymem_take(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos *at);
+size_t floe__keymem_count(const floe__keymem *km);
+size_t floe__keymem_bytes(const floe__keymem *km);   /* memory held */
+
+/* ---- the writer (write.c) ---------------------------------------------------------
+ * Pairs consolidated updates with batch descriptions and turns them into
+ * data and delete files, one set per batch (SPEC.md section 6).  Upsert:
+ * per (key, time) the retractions become position deletes (key inserted
+ * earlier in this batch, from the key memory) or equality deletes, then the
+ * insertions are appended and remembered.  The snapshot batch only inserts
+ * and keeps no key memory.  Append: every update becomes |diff| rows with
+ * _diff = +1/-1 and _timestamp = its time. */
+typedef struct floe__writer floe__writer;
+
+typedef void (*floe__warn_fn)(void *ctx, const char *message);
+
+typedef struct floe__writer_config {
+    floe__table *table;
+    bool upsert;
+    bool synthetic_key;                 /* upsert keyed by the whole row */
+    const floe__schema *data_schema;    /* data file rows (append: + _diff, _timestamp) */
+    const floe__schema *eq_schema;      /* upsert: the key columns, in key order */
+    const int32_t *eq_ids;
+    size_t n_eq_ids;
+    floe__file_writer_options file_opts;
+    floe__warn_fn warn;                 /* primary-key violations etc.; may be NULL */
+    void *warn_ctx;
+} floe__writer_config;
+
+/* A batch whose files are complete, ready to commit. */
+typedef struct floe__sealed {
+    floe__batch desc;
+    floe__content_list files;
+    uint64_t rows_written;              /* data rows */
+    uint64_t position_deletes, equality_deletes;
+} floe__sealed;
+void floe__sealed_free(floe__sealed *s);   /* frees files and s; accepts NULL */
+
+typedef struct floe__writer_stats {
+    uint64_t data_files, delete_files;  /* sealed so far */
+    uint64_t rows_written, position_deletes, equality_deletes;
+    uint64_t pk_violations;
+    uint64_t keys_remembered;           /* in the key memory of open batches */
+    uint64_t keymem_bytes;
+} floe__writer_stats;
+
+/* cfg (and what it points to) must outlive the writer. */
+int floe__writer_new(const floe__writer_config *cfg, floe__writer **out, floe_error *err);
+/* Aborts the files of every unsealed batch. */
+void floe__writer_free(floe__writer *w);
+/* Descriptions in mint order; each lower must equal the previous upper. */
+int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *err);
+/* One consolidated update; updates come in (time, key, row) order and their
+ * times must lie in a known batch. */
+int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err);
+/* Seal (close the files of) the next batch whose upper <= f, oldest first:
+ * *out is it (caller frees), or NULL when no batch can be sealed yet. */
+int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out,
+                           floe_error *err);
+void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out);
+
+/* ---- the committer (commit.c) -------------------------------------------------------
+ * SPEC.md sections 5.1 and 7: where the table says we are, and committing
+ * sealed batches in order, one snapshot each, with fencing, lost-response
+ * detection and the retry classes. */
+#define FLOE_PROP_FRONTIER "floe.frontier"
+#define FLOE_PROP_SINK_ID "floe.sink-id"
+#define FLOE_PROP_SINK_VERSION "floe.sink-version"
+
+typedef struct floe__progress {
+    bool has;                 /* false: no snapshot carries floe properties */
+    floe__frontier frontier;
+    char sink_id[256];
+    uint64_t sink_version;
+    int64_t snapshot_id;
+} floe__progress;
+
+/* SPEC 5.1: walk the snapshots newest first (by sequence number); the first
+ * with floe's properties gives the progress; `replace` snapshots are
+ * skipped; any other snapshot without them is FLOE_ESTATE. */
+int floe__read_progress(const floe__metadata *md, floe__progress *out, floe_error *err);
+
+typedef struct floe__committer floe__committer;
+typedef void (*floe__committed_fn)(void *ctx, floe__frontier upper, int64_t snapshot_id);
+
+typedef struct floe__committer_config {
+    floe__table *table;
+    const char *sink_id;
+    uint64_t sink_version;
+    int max_tries;                      /* 0: 5 */
+    unsigned backoff_ms;                /* first retry delay; 0: 50 ms, doubling, max 2 s */
+    floe__committed_fn on_commit;       /* after each commit (SPEC 7.5); may be NULL */
+    void *on_commit_ctx;
+} floe__committer_config;
+
+typedef struct floe__committer_stats {
+    uint64_t snapshots;                 /* batches committed (incl. recognised lost responses) */
+    uint64_t lost_responses;            /* commits found to have landed on a reload */
+    uint64_t conflicts, failures;       /* attempts that ended in a conflict / another failure */
+    uint64_t commit_ns_total, commit_ns_last;
+    uint64_t data_files, delete_files, rows, bytes;   /* committed */
+    floe__frontier frontier;            /* last committed upper */
+    bool has_frontier;
+} floe__committer_stats;
+
+int floe__committer_new(const floe__committer_config *cfg, floe__committer **out,
+                        floe_error *err);
+void floe__committer_free(floe__committer *c);
+/* Commit one sealed batch (after every older one).  Fatal errors:
+ * FLOE_EFENCED, FLOE_ESTATE (schema/spec changed, range written by another
+ * writer, unknown snapshots), or the last failure after max_tries. */
+int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err);
+void floe__committer_get_stats(const floe__committer *c, floe__committer_stats *out);
+
+/* ---- the sink (sink.c) ------------------------------------------------------------------
+ * floe_sink_open with a catalog and FileIO of the caller's (borrowed; they
+ * must outlive the sink): how tests put a fault-injecting catalog under a
+ * real sink. */
+int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
+                         floe__fileio *io, floe_sink **out, floe_error *err);
+
+#endif /* FLOE_SINK_INTERNAL_H */

@@ -1,0 +1,137 @@
+/*
+ * changes.c - one line of the NDJSON change stream (SPEC.md section 2):
+ *
+ *   {"time": 5, "diff": 1, "row": {...}}     an update
+ *   {"progress": 7}                          the frontier moves to [7]
+ *   {"progress": [7]} / {"progress": []}     the same in frontier form; []
+ *                                            closes the input
+ *
+ * Members may come in any order; unknown members, missing ones and values of
+ * the wrong type are errors naming the member.  The row is parsed in place
+ * into the row format by floe__json_parse_row.
+ */
+#include "source/source_internal.h"
+
+enum { HAVE_TIME = 1, HAVE_DIFF = 2, HAVE_ROW = 4, HAVE_PROGRESS = 8 };
+
+static int bad(floe_error *err, const char *start, const char *at, const char *why)
+{
+    return floe__err_set(err, FLOE_EINPUT, "%s (byte %zu)", why, (size_t)(at - start));
+}
+
+static int parse_progress(const char *start, const char *p, const char *end, const char **endp,
+                          floe__change *out, floe_error *err)
+{
+    bool bracket = p < end && *p == '[';
+    if (bracket) {
+        p = floe__json_ws(p + 1, end);
+        if (p < end && *p == ']') {
+            out->closed = true;
+            *endp = p + 1;
+            return FLOE_OK;
+        }
+    }
+    const char *q = floe__json_u64(p, end, &out->time);
+    if (!q)
+        return bad(err, start, p, "\"progress\" must be a time (an integer 0..2^64-1), [time] or []");
+    if (bracket) {
+        q = floe__json_ws(q, end);
+        if (q >= end || *q != ']')
+            return bad(err, start, q, "\"progress\" array must hold one time");
+        q++;
+    }
+    *endp = q;
+    return FLOE_OK;
+}
+
+static int parse_member(const floe__schema *s, const char *start, const floe__json_str *key,
+                        const char *p, const char *end, const char **endp, int *seen,
+                        floe__change *out, floe__buf *row, floe_error *err)
+{
+    int flag = floe__json_str_eq(key, "time")       ? HAVE_TIME
+               : floe__json_str_eq(key, "diff")     ? HAVE_DIFF
+               : floe__json_str_eq(key, "row")      ? HAVE_ROW
+               : floe__json_str_eq(key, "progress") ? HAVE_PROGRESS : 0;
+    if (!flag)
+        return floe__err_set(err, FLOE_EINPUT, "unknown member \"%.*s\" (byte %zu); a change is "
+                             "{\"time\",\"diff\",\"row\"} or {\"progress\"}",
+                             (int)(key->len > 40 ? 40 : key->len), key->raw,
+                             (size_t)(key->raw - start));
+    if (*seen & flag)
+        return bad(err, start, key->raw, "repeated member");
+    *seen |= flag;
+    const char *q = NULL;
+    switch (flag) {
+    case HAVE_TIME:
+        q = floe__json_u64(p, end, &out->time);
+        if (!q)
+            return bad(err, start, p, "\"time\" must be an integer 0..2^64-1");
+        break;
+    case HAVE_DIFF:
+        q = floe__json_i64(p, end, &out->diff);
+        if (!q)
+            return bad(err, start, p, "\"diff\" must be an integer (+1 insert, -1 retract)");
+        break;
+    case HAVE_ROW: {
+        if (p >= end || *p != '{')
+            return bad(err, start, p, "\"row\" must be an object of column values");
+        int rc = floe__json_parse_row(s, p, end, &q, row, err);
+        if (rc != FLOE_OK)
+            return floe__err_wrap(err, rc, "row (at byte %zu)", (size_t)(p - start));
+        break;
+    }
+    default:
+        FLOE_FORWARD(parse_progress(start, p, end, &q, out, err));
+    }
+    *endp = q;
+    return FLOE_OK;
+}
+
+int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__change *out,
+                       floe__buf *row, floe_error *err)
+{
+    const char *p = floe__json_ws(line, line + n), *end = line + n;
+    size_t row_start = row->len;
+    memset(out, 0, sizeof *out);
+    if (p >= end || *p != '{')
+        return bad(err, line, p, "a change must be a JSON object");
+    p = floe__json_ws(p + 1, end);
+    int seen = 0;
+    while (p < end && *p != '}') {
+        floe__json_str key;
+        if (*p != '"')
+            return bad(err, line, p, "malformed JSON: expected a member name");
+        FLOE_FORWARD(floe__json_scan_string(p, end, &p, &key, err));
+        p = floe__json_ws(p, end);
+        if (p >= end || *p != ':')
+            return bad(err, line, p, "malformed JSON: expected ':'");
+        p = floe__json_ws(p + 1, end);
+        int rc = parse_member(s, line, &key, p, end, &p, &seen, out, row, err);
+        if (rc != FLOE_OK) {
+            row->len = row_start;
+            return rc;
+        }
+        p = floe__json_ws(p, end);
+        if (p < end && *p == ',')
+            p = floe__json_ws(p + 1, end);
+        else if (p >= end || *p != '}')
+            return bad(err, line, p, "malformed JSON: expected ',' or '}'");
+    }
+    if (p >= end)
+        return bad(err, line, p, "malformed JSON: unterminated object");
+    if (floe__json_ws(p + 1, end) != end)
+        return bad(err, line, p + 1, "malformed JSON: trailing characters after the object");
+    if (seen == HAVE_PROGRESS) {
+        out->kind = FLOE__CHANGE_PROGRESS;
+        return FLOE_OK;
+    }
+    if (seen == (HAVE_TIME | HAVE_DIFF | HAVE_ROW)) {
+        out->kind = FLOE__CHANGE_UPDATE;
+        return FLOE_OK;
+    }
+    row->len = row_start;
+    if (seen & HAVE_PROGRESS)
+        return bad(err, line, line, "\"progress\" cannot be mixed with time, diff or row");
+    return floe__err_set(err, FLOE_EINPUT, "an update needs \"time\", \"diff\" and \"row\" (missing %s)",
+                         !(seen & HAVE_TIME) ? "\"time\"" : !(seen & HAVE_DIFF) ? "\"diff\"" : "\"row\"");
+}

@@ -1,0 +1,57 @@
+"""Shared fixtures for floe's Python test suite.
+
+The suite drives the real `floe` program (and small C tools under
+build*/tests/) and checks what they write with real readers: pyarrow,
+DuckDB, polars, pyiceberg, Java Iceberg.  FLOE_BUILD selects the build
+directory ("build" = release, "build-asan" = ASan+UBSan); sanitizer reports
+make the program exit non-zero, which the helpers below turn into failures.
+"""
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"))
+
+
+def floe_bin():
+    return os.path.join(BUILD, "floe")
+
+
+def tool_bin(name):
+    return os.path.join(BUILD, "tests", name)
+
+
+class Result:
+    def __init__(self, proc):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    def __repr__(self):
+        return f"<exit {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}>"
+
+
+def run_floe(*args, input=None, check=True, timeout=600, cwd=None, env=None):
+    """Run the floe program; with check=True a non-zero exit fails the test."""
+    proc = subprocess.run([floe_bin(), *map(str, args)], input=input, capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd, env=env)
+    res = Result(proc)
+    assert "runtime error" not in res.stderr, res          # UBSan
+    assert "AddressSanitizer" not in res.stderr, res
+    assert "LeakSanitizer" not in res.stderr, res
+    if check:
+        assert res.returncode == 0, res
+    return res
+
+
+@pytest.fixture
+def floe():
+    return run_floe
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built():
+    if not os.path.exists(floe_bin()):
+        pytest.exit(f"{floe_bin()} is missing: run make (and make MODE=asan) first", 2)

@@ -1,0 +1,39 @@
+"""Iceberg tables read back by real engines: DuckDB's iceberg extension
+(iceberg_scan on a metadata file, time travel by snapshot id) and pyiceberg
+(SqlCatalog on floe's SQLite file)."""
+import duckdb
+from duckdb_extensions import import_extension
+
+from readers import canon_rows
+
+_loaded = False
+
+
+def duck():
+    global _loaded
+    if not _loaded:
+        import_extension("avro")
+        import_extension("iceberg")
+        _loaded = True
+    con = duckdb.connect()
+    con.execute("LOAD iceberg")
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def duckdb_rows(metadata_location, cols, snapshot_id=None):
+    con = duck()
+    try:
+        if snapshot_id is None:
+            rows = con.execute("SELECT * FROM iceberg_scan(?)", [metadata_location]).fetchall()
+        else:
+            rows = con.execute("SELECT * FROM iceberg_scan(?, snapshot_from_id = ?)",
+                               [metadata_location, snapshot_id]).fetchall()
+    finally:
+        con.close()
+    return canon_rows(cols, rows)
+
+
+def pyiceberg_catalog(db, warehouse, name="floe"):
+    from pyiceberg.catalog.sql import SqlCatalog
+    return SqlCatalog(name, uri=f"sqlite:///{db}", warehouse=warehouse)

@@ -1,0 +1,227 @@
+package floe;
+
+import java.nio.ByteBuffer;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.LocalTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.jdbc.JdbcCatalog;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * Reads an Iceberg table through Iceberg's JdbcCatalog and IcebergGenerics
+ * (which apply position and equality deletes) and prints what it finds as
+ * JSON lines with tagged values, for floe's Python tests to compare.
+ *
+ * Usage:
+ *   Reader read DB WAREHOUSE CATALOG NS.TABLE [SNAPSHOT_ID]   one JSON array per row
+ *   Reader snapshots DB WAREHOUSE CATALOG NS.TABLE            one JSON object per snapshot
+ *   Reader schema DB WAREHOUSE CATALOG NS.TABLE               the table schema (Iceberg JSON)
+ *   Reader read-snapshots DB WAREHOUSE CATALOG NS.TABLE       per snapshot: its summary and rows
+ *   Reader replace DB WAREHOUSE CATALOG NS.TABLE              rewrite one data file as a copy of
+ *                                                             itself (a `replace` snapshot, as
+ *                                                             compaction makes)
+ */
+public final class Reader {
+    public static void main(String[] args) throws Exception {
+        if (args.length < 5) {
+            System.err.println("usage: Reader read|snapshots|schema DB WAREHOUSE CATALOG NS.TABLE [SNAPSHOT]");
+            System.exit(2);
+        }
+        JdbcCatalog catalog = new JdbcCatalog();
+        catalog.setConf(new Configuration());
+        Map<String, String> props = new HashMap<>();
+        props.put("uri", "jdbc:sqlite:" + args[1]);
+        props.put("warehouse", args[2]);
+        props.put("jdbc.schema-version", "V1");
+        catalog.initialize(args[3], props);
+        Table table = catalog.loadTable(TableIdentifier.parse(args[4]));
+        StringBuilder out = new StringBuilder();
+        switch (args[0]) {
+            case "read": {
+                IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table);
+                if (args.length > 5) scan = scan.useSnapshot(Long.parseLong(args[5]));
+                try (CloseableIterable<Record> rows = scan.build()) {
+                    for (Record r : rows) {
+                        value(out, r);
+                        out.append('\n');
+                    }
+                }
+                break;
+            }
+            case "snapshots":
+                for (Snapshot s : table.snapshots()) {
+                    out.append("{\"snapshot-id\":").append(s.snapshotId())
+                       .append(",\"sequence-number\":").append(s.sequenceNumber())
+                       .append(",\"operation\":");
+                    string(out, String.valueOf(s.operation()));
+                    out.append(",\"summary\":");
+                    summary(out, s);
+                    out.append("}\n");
+                }
+                break;
+            case "read-snapshots":
+                for (Snapshot s : table.snapshots()) {
+                    out.append("{\"snapshot-id\":").append(s.snapshotId()).append(",\"summary\":");
+                    summary(out, s);
+                    out.append(",\"rows\":[");
+                    boolean first = true;
+                    try (CloseableIterable<Record> rows =
+                             IcebergGenerics.read(table).useSnapshot(s.snapshotId()).build()) {
+                        for (Record r : rows) {
+                            if (!first) out.append(',');
+                            first = false;
+                            value(out, r);
+                        }
+                    }
+                    out.append("]}\n");
+                }
+                break;
+            case "replace":
+                replaceOneFile(table);
+                break;
+            case "schema":
+                out.append(org.apache.iceberg.SchemaParser.toJson(table.schema())).append('\n');
+                break;
+            default:
+                System.err.println("unknown mode " + args[0]);
+                System.exit(2);
+        }
+        System.out.print(out);
+        catalog.close();
+    }
+
+    private static void summary(StringBuilder out, Snapshot s) {
+        out.append('{');
+        boolean first = true;
+        for (Map.Entry<String, String> e : s.summary().entrySet()) {
+            if (!first) out.append(',');
+            first = false;
+            string(out, e.getKey());
+            out.append(':');
+            string(out, e.getValue());
+        }
+        out.append('}');
+    }
+
+    /** A compaction that changes nothing: one data file replaced by a byte copy. */
+    private static void replaceOneFile(Table table) throws Exception {
+        org.apache.iceberg.DataFile old = null;
+        try (CloseableIterable<org.apache.iceberg.FileScanTask> tasks = table.newScan().planFiles()) {
+            for (org.apache.iceberg.FileScanTask t : tasks) {
+                if (t.deletes().isEmpty()) {
+                    old = t.file();
+                    break;
+                }
+            }
+        }
+        if (old == null) throw new IllegalStateException("no data file without deletes to replace");
+        String oldPath = old.location();
+        String newPath = oldPath.replace(".parquet", "-compacted.parquet");
+        try (java.io.InputStream in = table.io().newInputFile(oldPath).newStream();
+             java.io.OutputStream o = table.io().newOutputFile(newPath).create()) {
+            in.transferTo(o);
+        }
+        org.apache.iceberg.DataFile copy = org.apache.iceberg.DataFiles.builder(table.spec())
+            .copy(old).withPath(newPath).build();
+        table.newRewrite().rewriteFiles(java.util.Set.of(old), java.util.Set.of(copy)).commit();
+    }
+
+    private static void string(StringBuilder out, String s) {
+        out.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '"' || c == '\\') out.append('\\').append(c);
+            else if (c < 0x20) out.append(String.format("\\u%04x", (int) c));
+            else out.append(c);
+        }
+        out.append('"');
+    }
+
+    private static void tagged(StringBuilder out, String tag, String v) {
+        out.append("{\"").append(tag).append("\":");
+        string(out, v);
+        out.append('}');
+    }
+
+    private static void value(StringBuilder out, Object v) {
+        if (v == null) {
+            out.append("null");
+        } else if (v instanceof Record) {
+            Record r = (Record) v;
+            out.append("{\"rec\":[");
+            for (int i = 0; i < r.size(); i++) {
+                if (i > 0) out.append(',');
+                value(out, r.get(i));
+            }
+            out.append("]}");
+        } else if (v instanceof Boolean || v instanceof Integer || v instanceof Long) {
+            out.append(v);
+        } else if (v instanceof Float) {
+            tagged(out, "f32", String.format("%08x", Float.floatToRawIntBits((Float) v)));
+        } else if (v instanceof Double) {
+            tagged(out, "f64", String.format("%016x", Double.doubleToRawLongBits((Double) v)));
+        } else if (v instanceof java.math.BigDecimal) {
+            tagged(out, "dec", ((java.math.BigDecimal) v).unscaledValue().toString());
+        } else if (v instanceof CharSequence || v instanceof UUID) {
+            string(out, v.toString());
+        } else if (v instanceof ByteBuffer) {
+            ByteBuffer b = ((ByteBuffer) v).duplicate();
+            byte[] bytes = new byte[b.remaining()];
+            b.get(bytes);
+            tagged(out, "bin", Base64.getEncoder().encodeToString(bytes));
+        } else if (v instanceof byte[]) {
+            tagged(out, "bin", Base64.getEncoder().encodeToString((byte[]) v));
+        } else if (v instanceof LocalDate) {
+            out.append("{\"date\":").append(((LocalDate) v).toEpochDay()).append('}');
+        } else if (v instanceof LocalTime) {
+            out.append("{\"time\":").append(((LocalTime) v).toNanoOfDay() / 1000).append('}');
+        } else if (v instanceof LocalDateTime) {
+            LocalDateTime t = (LocalDateTime) v;
+            out.append("{\"ts\":").append(ChronoUnit.MICROS.between(
+                LocalDateTime.of(1970, 1, 1, 0, 0), t)).append('}');
+        } else if (v instanceof OffsetDateTime) {
+            OffsetDateTime t = (OffsetDateTime) v;
+            out.append("{\"tstz\":").append(ChronoUnit.MICROS.between(
+                OffsetDateTime.of(1970, 1, 1, 0, 0, 0, 0, ZoneOffset.UTC), t)).append('}');
+        } else if (v instanceof List) {
+            out.append('[');
+            boolean first = true;
+            for (Object o : (List<?>) v) {
+                if (!first) out.append(',');
+                first = false;
+                value(out, o);
+            }
+            out.append(']');
+        } else if (v instanceof Map) {
+            out.append("{\"map\":[");
+            boolean first = true;
+            for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+                if (!first) out.append(',');
+                first = false;
+                out.append('[');
+                value(out, e.getKey());
+                out.append(',');
+                value(out, e.getValue());
+                out.append(']');
+            }
+            out.append("]}");
+        } else {
+            tagged(out, "unknown:" + v.getClass().getName(), v.toString());
+        }
+    }
+}

@@ -1,0 +1,160 @@
+"""A model of floe's sink for tests: it generates change streams and says
+what the table must hold at every committed frontier.
+
+The generator keeps an upstream table (key -> row) and emits consistent CDC
+over time: inserts, updates (retract the old row, insert the new one at the
+same time), deletes, keys updated several times within one batch and across
+batches, rows inserted and retracted within one batch, same-time insert +
+retract pairs that cancel, bursts, idle periods and progress jumps.  Updates
+of a time still open arrive in shuffled order before the progress record
+that closes it (SPEC.md section 2).
+
+expected(F) is the table after every update with time < F (times below
+as_of count as as_of): in upsert mode the live rows, in append mode the
+consolidated updates as rows plus _diff and _timestamp.
+"""
+import collections
+import json
+import random
+import sqlite3
+
+from rowgen import Col, gen_value, render
+
+COLS = [Col("id", "bigint", not_null=True), Col("name", "text"), Col("qty", "integer"),
+        Col("price", "numeric", p=10, s=2), Col("tags", "list", elem=Col("", "text")),
+        Col("at", "timestamptz")]
+APPEND_EXTRA = [Col("_diff", "integer", not_null=True), Col("_timestamp", "bigint", not_null=True)]
+SCHEMA = render(COLS)
+INF = float("inf")
+
+
+class Stream:
+    def __init__(self, seed, steps=60, keys=40, as_of=0, burst=0.1, idle=0.1, initial=0):
+        self.r = random.Random(seed)
+        self.as_of = as_of
+        self.lines = []                 # NDJSON lines, in input order
+        self.updates = []               # (time, diff, canonical row)
+        self.live = {}                  # key -> (json row, canonical row)
+        self.frontier = 0
+        self.pending = []               # (time, line) not yet emitted
+        self._generate(steps, keys, burst, idle, initial)
+
+    # ---- generation ------------------------------------------------------------
+    def _row(self, key):
+        vals = {"id": key}
+        canon = [key]
+        for c in COLS[1:]:
+            v, e = gen_value(self.r, c, null_rate=0.2)
+            vals[c.name] = v
+            canon.append(e)
+        return vals, tuple(canon)
+
+    def _emit(self, time, diff, row_json, row_canon):
+        self.pending.append((time, json.dumps({"time": time, "diff": diff, "row": row_json})))
+        self.updates.append((time, diff, row_canon))
+
+    def _op(self, time, keys):
+        r = self.r
+        key = r.randrange(keys)
+        if key in self.live:
+            old = self.live[key]
+            self._emit(time, -1, *old)
+            if r.random() < 0.75:                         # update, else delete
+                new = self._row(key)
+                self._emit(time, 1, *new)
+                self.live[key] = new
+            else:
+                del self.live[key]
+        else:
+            new = self._row(key)
+            self._emit(time, 1, *new)
+            self.live[key] = new
+        if r.random() < 0.05:                             # an insert + retract that cancel
+            ghost = self._row(keys + r.randrange(1000))
+            self._emit(time, 1, *ghost)
+            self._emit(time, -1, *ghost)
+
+    def _progress(self, to):
+        """Emit every pending update below `to` (shuffled), then the progress."""
+        now = [p for p in self.pending if p[0] < to]
+        self.pending = [p for p in self.pending if p[0] >= to]
+        self.r.shuffle(now)
+        self.lines.extend(line for _, line in now)
+        self.lines.append(json.dumps({"progress": to}))
+        self.frontier = to
+
+    def _generate(self, steps, keys, burst, idle, initial):
+        r = self.r
+        t = 0
+        for _ in range(initial):                          # the initial snapshot
+            self._op(r.randrange(max(self.as_of, 1)), keys)
+        if initial:
+            t = self.as_of
+        for _ in range(steps):
+            n = r.randint(20, 60) if r.random() < burst else r.randint(0, 4)
+            for _ in range(n):
+                self._op(t, keys)
+            step = r.randint(100, 3000) if r.random() < idle else r.randint(1, 6)
+            if r.random() < 0.6:                          # progress now and then, maybe ahead
+                self._progress(t + r.randint(1, step))
+            t += step
+        self.lines.extend(line for _, line in sorted(self.pending))
+        self.pending = []
+
+    # ---- the model --------------------------------------------------------------------
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+    def expected(self, frontier, mode):
+        """The table at committed frontier `frontier` (INF for [])."""
+        sums = collections.Counter()
+        for time, diff, row in self.updates:
+            t = max(time, self.as_of)
+            if t < frontier:
+                sums[(t, row)] += diff
+        out = []
+        for (t, row), d in sums.items():
+            if d == 0:
+                continue
+            if mode == "upsert":
+                assert d == 1, (row, d)
+                out.append(row)
+            else:
+                out.extend([row + (1 if d > 0 else -1, t)] * abs(d))
+        return sorted(out, key=repr)
+
+
+def frontier_value(text):
+    vals = json.loads(text)
+    return vals[0] if vals else INF
+
+
+def metadata_location(db, table):
+    ns, name = table.rsplit(".", 1)
+    con = sqlite3.connect(db)
+    try:
+        row = con.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? "
+                          "AND table_name = ?", (ns, name)).fetchone()
+    finally:
+        con.close()
+    return row[0] if row else None
+
+
+def table_snapshots(db, table):
+    """The snapshots of the table's current metadata file (for polling)."""
+    loc = metadata_location(db, table)
+    if not loc:
+        return []
+    with open(loc.replace("file://", "", 1)) as f:
+        md = json.load(f)
+    return sorted(md.get("snapshots", []), key=lambda s: s["sequence-number"])
+
+
+def committed_frontier(db, table):
+    """The floe.frontier of the newest snapshot, or None."""
+    snaps = table_snapshots(db, table)
+    for s in reversed(snaps):
+        f = s.get("summary", {}).get("floe.frontier")
+        if f is not None:
+            return frontier_value(f)
+    return None

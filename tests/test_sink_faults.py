@@ -1,0 +1,88 @@
+"""The commit protocol of SPEC.md section 7 under injected catalog faults: a
+real sink over a catalog that loses a response, loses a race to a concurrent
+compaction, fails before sending, or rejects a request.  Every case ends
+with the table equal to the model (read by Java Iceberg)."""
+import json
+import subprocess
+
+import pytest
+
+import java_reader
+from conftest import tool_bin
+from sinkmodel import INF, SCHEMA, Stream, frontier_value, table_snapshots
+
+TABLE = "demo.orders"
+
+
+def run_tool(tmp_path, fault, when, stream, interval=5):
+    src = tmp_path / "in.ndjson"
+    src.write_text(stream.text())
+    proc = subprocess.run([tool_bin("test_sink_tool"), fault, str(when),
+                           f"sqlite:{tmp_path}/catalog.db", f"{tmp_path}/wh", TABLE, SCHEMA, "id",
+                           str(src), str(interval)], capture_output=True, text=True, timeout=300)
+    assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
+    stats = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    return proc.returncode, stats, proc.stderr
+
+
+def final_rows_match(tmp_path, stream):
+    snaps = java_reader.read_snapshots(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh", TABLE)
+    fronts = [frontier_value(s[1]["floe.frontier"]) for s in snaps if "floe.frontier" in s[1]]
+    assert fronts == sorted(set(fronts)), fronts
+    for snap_id, summary, rows in snaps:
+        if "floe.frontier" in summary:
+            want = stream.expected(frontier_value(summary["floe.frontier"]), "upsert")
+            assert sorted(rows, key=repr) == want, summary
+    return snaps
+
+
+def test_a_lost_commit_response_is_recognised_not_repeated(tmp_path):
+    stream = Stream(31, steps=40)
+    code, stats, err = run_tool(tmp_path, "lost-response", 3, stream)
+    assert code == 0, err
+    assert stats["lost_responses"] == 1
+    snaps = final_rows_match(tmp_path, stream)
+    fronts = [s[1]["floe.frontier"] for s in snaps]
+    assert len(fronts) == len(set(fronts)), "the batch was committed once"
+    assert fronts[-1] == "[]"
+    assert stats["snapshots"] == len(snaps)
+
+
+def test_a_conflict_reloads_rechecks_and_retries(tmp_path):
+    stream = Stream(32, steps=40)
+    code, stats, err = run_tool(tmp_path, "conflict", 4, stream)
+    assert code == 0, err
+    assert stats["conflicts"] == 1
+    snaps = final_rows_match(tmp_path, stream)
+    ops = [s["summary"]["operation"] for s in table_snapshots(f"{tmp_path}/catalog.db", TABLE)]
+    assert "replace" in ops, "the concurrent compaction is kept"
+    assert snaps[-1][1]["floe.frontier"] == "[]"
+
+
+def test_a_failure_before_sending_is_retried(tmp_path):
+    stream = Stream(33, steps=30)
+    code, stats, err = run_tool(tmp_path, "unsent", 2, stream)
+    assert code == 0, err
+    assert stats["failures"] == 1 and stats["lost_responses"] == 0
+    snaps = final_rows_match(tmp_path, stream)
+    assert snaps[-1][1]["floe.frontier"] == "[]"
+
+
+def test_a_bad_request_is_fatal_and_commits_nothing_more(tmp_path):
+    stream = Stream(34, steps=30)
+    code, stats, err = run_tool(tmp_path, "bad-request", 3, stream)
+    assert code == 1
+    assert "400 Bad Request" in err
+    snaps = final_rows_match(tmp_path, stream)
+    assert len(snaps) == 2, "two commits landed before the rejected third"
+    assert frontier_value(snaps[-1][1]["floe.frontier"]) < INF
+
+
+def test_endless_conflicts_give_up_after_five_tries(tmp_path):
+    stream = Stream(35, steps=30)
+    code, stats, err = run_tool(tmp_path, "always-conflict", 2, stream)
+    assert code == 1
+    assert "failed 5 times" in err
+    assert stats["conflicts"] == 5
+    snaps = final_rows_match(tmp_path, stream)
+    assert len(snaps) == 1
