@@ -225,16 +225,18 @@ static inline bool must_grow(const floe__pq_dict *d)
 /* Narrow slots (value << 32 | entry + 1) for values of width W (4, or 8
  * while they fit in 32 bits).  Returns at the first 8-byte value that does
  * not fit (*i tells where), with the table still narrow. */
-static int encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w,
-                         size_t limit, uint32_t *idx, size_t *i, size_t *done, floe_error *err)
+static inline __attribute__((always_inline)) int
+encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w, size_t limit,
+              uint32_t *idx, size_t *at, size_t *done, floe_error *err)
 {
     if (!d->slots4)
         FLOE_FORWARD(grow(d, err));
-    for (; *i < n; ++*i) {
-        const uint8_t *v = vals + w * *i;
+    size_t i = *at;
+    for (; i < n; i++) {
+        const uint8_t *v = vals + w * i;
         uint64_t x64 = w == 8 ? floe__get_le64(v) : floe__get_le32(v);
         if (x64 >> 32)
-            return FLOE_OK;
+            break;
         uint32_t x = (uint32_t)x64;
         size_t s = fib4(d, x);
         uint64_t slot;
@@ -242,10 +244,11 @@ static int encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t
             s = (s + 1) & d->mask;
         if (slot == 0) {
             if (d->values.len + w > limit) {
-                *done = *i;
+                *at = *done = i;
                 return FLOE_OK;
             }
             if (must_grow(d)) {
+                *at = i;
                 FLOE_FORWARD(grow(d, err));
                 s = fib4(d, x);
                 while (d->slots4[s])
@@ -255,9 +258,11 @@ static int encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t
             slot = (uint64_t)x << 32 | ++d->n;
             d->slots4[s] = slot;
         }
-        idx[*i] = (uint32_t)slot - 1;
+        idx[i] = (uint32_t)slot - 1;
     }
-    *done = n;
+    *at = i;
+    if (i == n)
+        *done = n;
     return FLOE_OK;
 }
 

@@ -189,7 +189,7 @@ static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_e
     const uint8_t *p = row, *end = row + len;
     floe__pq_col *c = w->cols, *last = w->cols + w->n_cols;
     int rc = FLOE_OK;
-    for (; c < last; c++) {
+    while (c < last) {
         if (p >= end)
             goto truncated;
         uint8_t tag = *p++;
@@ -227,8 +227,13 @@ static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_e
             size_t sz = 4 + (size_t)floe__get_le32(p);
             if (have < sz)
                 break;
+            /* short values: fixed-size copies, which may copy a few bytes
+             * past the value (room: at least the row's length was reserved,
+             * and the row has them) */
             if (sz <= 16 && have >= 16)
-                memcpy(o, p, 16);     /* room: len >= 16 bytes were reserved */
+                memcpy(o, p, 16);
+            else if (sz <= 48 && have >= 48)
+                memcpy(o, p, 48);
             else
                 memcpy(o, p, sz);
             c->vals.len += sz;
@@ -242,10 +247,12 @@ static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_e
         if ((rc = flat_field(c, tag, &q, end, err)) != FLOE_OK)
             goto fail;
         p = q;
+        c++;
         continue;
     next:
         if (c->fast & FAST_OPT)
             c->defs.data[c->defs.len++] = FLOE_SLOT_PRESENT;
+        c++;
     }
     if (p == end)
         return FLOE_OK;
