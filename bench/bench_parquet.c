@@ -6,6 +6,9 @@
  *       CODEC  zstd | snappy | gzip | none (default zstd)
  *       OUT    where to write (default /tmp/floe_bench_lineitem.parquet)
  *       REPEAT write the file this many times (default 1; for profiling)
+ *   BENCH_NULLABLE=1 in the environment makes every column nullable, with
+ *   about 1 value in 20 null in the l_comment, l_shipmode and l_discount
+ *   columns (the shape of most CDC tables: nullable, mostly present).
  *
  * The rows (16 columns: keys, decimal(12,2) amounts, dates, one-letter flags,
  * low-cardinality strings and 10..43-character comments) are generated in
@@ -40,6 +43,8 @@ static const struct {
     {"l_shipmode", FLOE_K_STRING},     {"l_comment", FLOE_K_STRING},
 };
 
+static bool nullable;
+
 static floe__schema *make_schema(void)
 {
     floe__schema *s = calloc(1, sizeof *s);
@@ -47,7 +52,7 @@ static floe__schema *make_schema(void)
     for (int i = 0; i < 16; i++) {
         f[i].name = (char *)COLS[i].name;
         f[i].id = i + 1;
-        f[i].required = true;
+        f[i].required = !nullable;
         f[i].kind = COLS[i].kind;
         f[i].precision = 12;
         f[i].scale = 2;
@@ -158,7 +163,10 @@ static void generate(rows *r, size_t n)
         put_i32(r, line++);
         put_dec(r, qty * 100);
         put_dec(r, qty * price);
-        put_dec(r, rnd(11));
+        if (nullable && rnd(20) == 0)
+            put(r, "\x00", 1);
+        else
+            put_dec(r, rnd(11));
         put_dec(r, rnd(9));
         put_str(r, flags + rnd(3), 1);
         put_str(r, status + rnd(2), 1);
@@ -167,8 +175,14 @@ static void generate(rows *r, size_t n)
         put_i32(r, ship + 1 + (int32_t)rnd(30));
         const char *in = instruct[rnd(4)], *md = mode[rnd(7)];
         put_str(r, in, (uint32_t)strlen(in));
-        put_str(r, md, (uint32_t)strlen(md));
-        comment(r);
+        if (nullable && rnd(20) == 0)
+            put(r, "\x00", 1);
+        else
+            put_str(r, md, (uint32_t)strlen(md));
+        if (nullable && rnd(20) == 0)
+            put(r, "\x00", 1);
+        else
+            comment(r);
     }
     r->off[n] = r->len;
 }
@@ -302,6 +316,8 @@ int main(int argc, char **argv)
     }
     o.compression = (floe_compression)c;
 
+    const char *nv = getenv("BENCH_NULLABLE");
+    nullable = nv && *nv == '1';
     floe__schema *s = make_schema();
     rows r = {0};
     generate(&r, n);

@@ -327,6 +327,7 @@ struct floe__pq_writer {
     uint64_t rows;                  /* accepted in the file */
     uint64_t rg_rows;               /* in the open row group */
     size_t since_check;             /* row bytes since the last row group size check */
+    size_t check_every;             /* row bytes between those checks */
     bool page_full;                 /* a column reached page_limit during this row */
 
     /* written row groups */

@@ -189,7 +189,7 @@ static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_e
     const uint8_t *p = row, *end = row + len;
     floe__pq_col *c = w->cols, *last = w->cols + w->n_cols;
     int rc = FLOE_OK;
-    while (c < last) {
+    for (; c < last; c++) {
         if (p >= end)
             goto truncated;
         uint8_t tag = *p++;
@@ -247,12 +247,10 @@ static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_e
         if ((rc = flat_field(c, tag, &q, end, err)) != FLOE_OK)
             goto fail;
         p = q;
-        c++;
         continue;
     next:
         if (c->fast & FAST_OPT)
             c->defs.data[c->defs.len++] = FLOE_SLOT_PRESENT;
-        c++;
     }
     if (p == end)
         return FLOE_OK;

@@ -57,6 +57,10 @@ int floe__pq_writer_new(const floe__schema *s, const floe_parquet_options *o,
         rc = floe__pq_codec_init(&w->codec, w->opts.compression, w->opts.compression_level, err);
     if (rc == FLOE_OK) {
         w->page_limit = w->opts.page_size < MAX_PAGE_LIMIT ? w->opts.page_size : MAX_PAGE_LIMIT;
+        /* the row group size is estimated every 1/64 of it (at most 1 MiB) */
+        w->check_every = w->opts.row_group_size / 64;
+        if (w->check_every > ((size_t)1 << 20))
+            w->check_every = (size_t)1 << 20;
         w->arena = floe__arena_new(0);
         rc = w->arena ? floe__pq_plan(w, err) : FLOE_OOM(err);
     }
@@ -210,10 +214,7 @@ static int after_row(floe__pq_writer *w, size_t len, floe_error *err)
         }
     }
     w->since_check += len + 1;
-    size_t every = w->opts.row_group_size / 64;
-    if (every > ((size_t)1 << 20))
-        every = (size_t)1 << 20;
-    if (w->since_check >= every) {
+    if (w->since_check >= w->check_every) {
         w->since_check = 0;
         if (buffered(w) >= w->opts.row_group_size)
             return close_row_group(w, err);
