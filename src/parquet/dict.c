@@ -231,6 +231,10 @@ encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w, size_t 
 {
     if (!d->slots4)
         FLOE_FORWARD(grow(d, err));
+    /* the table in locals: the stores to idx[] could alias *d */
+    uint64_t *slots = d->slots4;
+    size_t mask = d->mask;
+    unsigned shift = d->shift;
     size_t i = *at;
     for (; i < n; i++) {
         const uint8_t *v = vals + w * i;
@@ -238,10 +242,10 @@ encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w, size_t 
         if (x64 >> 32)
             break;
         uint32_t x = (uint32_t)x64;
-        size_t s = fib4(d, x);
+        size_t s = (size_t)(((uint64_t)x * FIB) >> shift);
         uint64_t slot;
-        while ((slot = d->slots4[s]) != 0 && (uint32_t)(slot >> 32) != x)
-            s = (s + 1) & d->mask;
+        while ((slot = slots[s]) != 0 && (uint32_t)(slot >> 32) != x)
+            s = (s + 1) & mask;
         if (slot == 0) {
             if (d->values.len + w > limit) {
                 *at = *done = i;
@@ -250,13 +254,16 @@ encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w, size_t 
             if (must_grow(d)) {
                 *at = i;
                 FLOE_FORWARD(grow(d, err));
+                slots = d->slots4;
+                mask = d->mask;
+                shift = d->shift;
                 s = fib4(d, x);
-                while (d->slots4[s])
-                    s = (s + 1) & d->mask;
+                while (slots[s])
+                    s = (s + 1) & mask;
             }
             FLOE_FORWARD(floe__buf_append(&d->values, v, w, err));
             slot = (uint64_t)x << 32 | ++d->n;
-            d->slots4[s] = slot;
+            slots[s] = slot;
         }
         idx[i] = (uint32_t)slot - 1;
     }
@@ -401,6 +408,8 @@ static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t vals_len, 
         FLOE_FORWARD(grow(d, err));
     const uint8_t *p = vals;
     const uint8_t *fast_end = vals_len >= 16 ? vals + vals_len - 16 : vals;
+    floe__pq_bslot *slots = d->bslots;     /* in locals: idx[] stores could alias *d */
+    size_t mask = d->mask;
     for (size_t i = 0; i < n; i++) {
         uint32_t len = floe__get_le32(p);
         const uint8_t *x = p + 4;
@@ -408,14 +417,14 @@ static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t vals_len, 
         uint64_t k0, k1;
         uint64_t h = x <= fast_end ? key_hash_fast(x, len, &k0, &k1) : key_hash(x, len, &k0, &k1);
         uint64_t meta = (uint64_t)len << 32 | (uint32_t)(h >> 32);
-        size_t s = (size_t)h & d->mask;
+        size_t s = (size_t)h & mask;
         floe__pq_bslot *sl;
-        while ((sl = &d->bslots[s])->entry) {
+        while ((sl = &slots[s])->entry) {
             if (sl->k0 == k0 && sl->meta == meta && sl->k1 == k1 &&
                 (len <= 16 ||
                  memcmp(d->values.data + d->offsets[sl->entry - 1] + 20, x + 16, len - 16) == 0))
                 break;
-            s = (s + 1) & d->mask;
+            s = (s + 1) & mask;
         }
         if (!sl->entry) {
             if (d->values.len + 4 + (size_t)len > limit) {
@@ -424,10 +433,12 @@ static int encode_bytes(floe__pq_dict *d, const uint8_t *vals, size_t vals_len, 
             }
             if (must_grow(d)) {
                 FLOE_FORWARD(grow(d, err));
-                s = (size_t)h & d->mask;
-                while (d->bslots[s].entry)
-                    s = (s + 1) & d->mask;
-                sl = &d->bslots[s];
+                slots = d->bslots;
+                mask = d->mask;
+                s = (size_t)h & mask;
+                while (slots[s].entry)
+                    s = (s + 1) & mask;
+                sl = &slots[s];
             }
             FLOE_FORWARD(add_offset(d, (uint32_t)d->values.len, err));
             FLOE_FORWARD(floe__buf_append(&d->values, x - 4, 4 + (size_t)len, err));
