@@ -13,10 +13,14 @@
  *    whole, so short strings never touch the entry bytes), length and 32
  *    hash bits;
  *  - other widths (FLBA): entry index + 1, compared with memcmp.
+ * Integer dictionaries whose values stay within a span of DENSE_MAX also
+ * keep a direct map (value - base -> entry + 1), checked before hashing:
+ * dates, small counts, flags and amounts then cost a subtraction and a load.
  */
 #include "parquet/pq_internal.h"
 
 #define MIN_SLOTS 1024u
+#define DENSE_MAX ((size_t)1 << 15)
 #define FIB 0x9e3779b97f4a7c15ULL
 
 void floe__pq_dict_init(floe__pq_dict *d, uint32_t width)
@@ -35,6 +39,7 @@ void floe__pq_dict_free(floe__pq_dict *d)
     floe__free(d->bslots);
     floe__free(d->slots);
     floe__free(d->offsets);
+    floe__free(d->dense);
     floe__buf_free(&d->values);
     floe__pq_dict_init(d, d->width);
 }
@@ -57,6 +62,10 @@ void floe__pq_dict_reset(floe__pq_dict *d)
         memset(d->slots, 0, n * sizeof *d->slots);
     d->n = 0;
     floe__buf_reset(&d->values);
+    floe__free(d->dense);
+    d->dense = NULL;
+    d->dense_len = 0;
+    d->no_dense = false;
 }
 
 static inline uint64_t mix64(uint64_t h)
@@ -225,6 +234,57 @@ static inline bool must_grow(const floe__pq_dict *d)
 /* Narrow slots (value << 32 | entry + 1) for values of width W (4, or 8
  * while they fit in 32 bits).  Returns at the first 8-byte value that does
  * not fit (*i tells where), with the table still narrow. */
+/* Value k of an integer dictionary, sign-extended. */
+static inline int64_t entry_value(const floe__pq_dict *d, uint32_t k)
+{
+    const uint8_t *v = d->values.data + (size_t)k * d->width;
+    return d->width == 8 ? (int64_t)floe__get_le64(v) : (int64_t)(int32_t)floe__get_le32(v);
+}
+
+/* Entry e (just added) has value v: keep the direct map covering it, moving
+ * and growing the map (twice the span needed) while the span stays within
+ * DENSE_MAX, else give the map up for this chunk. */
+static int dense_add(floe__pq_dict *d, int64_t v, uint32_t e, floe_error *err)
+{
+    if (d->no_dense)
+        return FLOE_OK;
+    uint64_t off = (uint64_t)v - (uint64_t)d->dense_base;
+    if (d->dense && off < d->dense_len) {
+        d->dense[off] = e + 1;
+        return FLOE_OK;
+    }
+    int64_t lo = v, hi = v;
+    if (d->dense) {
+        lo = d->dense_base < v ? d->dense_base : v;
+        int64_t top = d->dense_base + (int64_t)d->dense_len - 1;
+        hi = top > v ? top : v;
+    }
+    uint64_t need = (uint64_t)hi - (uint64_t)lo + 1;
+    if (need > DENSE_MAX || need == 0) {
+        floe__free(d->dense);
+        d->dense = NULL;
+        d->dense_len = 0;
+        d->no_dense = true;
+        return FLOE_OK;
+    }
+    size_t len = need * 2 < 256 ? 256 : need * 2 > DENSE_MAX ? DENSE_MAX : (size_t)need * 2;
+    /* grow away from the side that was already covered */
+    int64_t base = (d->dense && v < d->dense_base) ? hi - (int64_t)len + 1 : lo;
+    uint32_t *t = floe__calloc(len, sizeof *t);
+    if (!t)
+        return FLOE_OOM(err);
+    for (uint32_t k = 0; k <= e && k < d->n; k++) {
+        uint64_t o = (uint64_t)entry_value(d, k) - (uint64_t)base;
+        if (o < len)
+            t[o] = k + 1;
+    }
+    floe__free(d->dense);
+    d->dense = t;
+    d->dense_base = base;
+    d->dense_len = len;
+    return FLOE_OK;
+}
+
 static inline __attribute__((always_inline)) int
 encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w, size_t limit,
               uint32_t *idx, size_t *at, size_t *done, floe_error *err)
@@ -235,10 +295,17 @@ encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w, size_t 
     uint64_t *slots = d->slots4;
     size_t mask = d->mask;
     unsigned shift = d->shift;
+    const uint32_t *dense = d->dense;
+    uint64_t dbase = (uint64_t)d->dense_base, dlen = d->dense_len;
     size_t i = *at;
     for (; i < n; i++) {
         const uint8_t *v = vals + w * i;
         uint64_t x64 = w == 8 ? floe__get_le64(v) : floe__get_le32(v);
+        uint64_t off = (w == 8 ? x64 : (uint64_t)(int64_t)(int32_t)x64) - dbase;
+        if (off < dlen && dense[off]) {
+            idx[i] = dense[off] - 1;
+            continue;
+        }
         if (x64 >> 32)
             break;
         uint32_t x = (uint32_t)x64;
@@ -264,6 +331,11 @@ encode_narrow(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t w, size_t 
             FLOE_FORWARD(floe__buf_append(&d->values, v, w, err));
             slot = (uint64_t)x << 32 | ++d->n;
             slots[s] = slot;
+            FLOE_FORWARD(dense_add(d, w == 8 ? (int64_t)x64 : (int64_t)(int32_t)x, d->n - 1,
+                                   err));
+            dense = d->dense;
+            dbase = (uint64_t)d->dense_base;
+            dlen = d->dense_len;
         }
         idx[i] = (uint32_t)slot - 1;
     }
@@ -323,6 +395,13 @@ static int encode_w8(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t lim
         FLOE_FORWARD(grow(d, err));
     for (; i < n; i++) {
         uint64_t x = floe__get_le64(vals + 8 * i);
+        if (d->dense) {
+            uint64_t off = x - (uint64_t)d->dense_base;
+            if (off < d->dense_len && d->dense[off]) {
+                idx[i] = d->dense[off] - 1;
+                continue;
+            }
+        }
         size_t s = fib8(d, x);
         floe__pq_slot8 *sl;
         while ((sl = &d->slots8[s])->entry && sl->value != x)
@@ -342,6 +421,7 @@ static int encode_w8(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t lim
             FLOE_FORWARD(floe__buf_append(&d->values, vals + 8 * i, 8, err));
             sl->value = x;
             sl->entry = ++d->n;
+            FLOE_FORWARD(dense_add(d, (int64_t)x, d->n - 1, err));
         }
         idx[i] = (uint32_t)sl->entry - 1;
     }

@@ -118,6 +118,11 @@ typedef struct floe__pq_dict {
     floe__pq_bslot *bslots; /* byte arrays */
     uint32_t *slots;      /* other widths: entry index + 1, 0 = empty */
     floe__buf values;     /* the entries PLAIN-encoded: the dictionary page */
+    /* integers in a small range: dense[v - dense_base] = entry index + 1 */
+    uint32_t *dense;
+    int64_t dense_base;
+    size_t dense_len;
+    bool no_dense;        /* the values spread too far: hashing only (until reset) */
     uint32_t *offsets;    /* byte arrays: where entry i starts in values */
     size_t offsets_cap;
 } floe__pq_dict;

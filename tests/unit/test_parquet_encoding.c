@@ -380,6 +380,68 @@ TEST(dict_bytes_and_fixed)
     floe__pq_dict_free(&d);
 }
 
+/* Integer dictionaries against a reference: every index points at its value,
+ * entries are distinct and in first-seen order, whatever the spread of the
+ * values (the direct map for narrow spans, narrow and wide hash slots). */
+TEST(dict_ints_differential)
+{
+    uint64_t seed = 7;
+    for (int round = 0; round < 24; round++) {
+        int w = round % 2 ? 8 : 4;
+        int dist = round / 2 % 6;
+        size_t n = 20000;
+        uint8_t *vals = malloc(n * 8);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            int64_t r = (int64_t)(seed >> 20);
+            int64_t v;
+            switch (dist) {
+            case 0: v = r % 50; break;                                /* tiny range */
+            case 1: v = r % 9000 - 4500; break;                       /* negatives */
+            case 2: v = (int64_t)i / 3; break;                        /* sorted, growing */
+            case 3: v = r % 100 + (i % 1000 == 999 ? 1000000 : 0); break;   /* rare outliers */
+            case 4: v = -(int64_t)(i / 2); break;                     /* growing downwards */
+            default: v = r; break;                                    /* spread out */
+            }
+            if (w == 4)
+                floe__put_le32(vals + 4 * i, (uint32_t)(int32_t)v);
+            else
+                floe__put_le64(vals + 8 * i, (uint64_t)v);
+        }
+        floe__pq_dict d;
+        floe__pq_dict_init(&d, (uint32_t)w);
+        uint32_t *idx = malloc(n * sizeof *idx);
+        size_t at = 0, done;
+        while (at < n) {                      /* in pieces, like pages */
+            size_t k = 1 + (size_t)(seed >> 40) % 3000;
+            if (k > n - at)
+                k = n - at;
+            CHECK_EQ_INT(floe__pq_dict_encode(&d, vals + at * (size_t)w, k * (size_t)w, k,
+                                              SIZE_MAX, idx + at, &done, NULL), FLOE_OK);
+            CHECK_EQ_INT(done, k);
+            at += k;
+            seed = seed * 6364136223846793005ULL + 1;
+        }
+        int bad = 0;
+        uint32_t next = 0;
+        for (size_t i = 0; i < n; i++) {
+            bad += idx[i] >= d.n;
+            if (idx[i] < d.n)
+                bad += memcmp(d.values.data + (size_t)idx[i] * (size_t)w, vals + i * (size_t)w,
+                              (size_t)w) != 0;
+            if (idx[i] == next)
+                next++;
+            else
+                bad += idx[i] > next;         /* first-seen order */
+        }
+        CHECK_EQ_INT(next, d.n);
+        CHECK_EQ_INT(bad, 0);
+        free(idx);
+        free(vals);
+        floe__pq_dict_free(&d);
+    }
+}
+
 /* Stored (uncompressed) pages are valid zstd and snappy data. */
 TEST(stored_pages_decode)
 {
@@ -424,6 +486,7 @@ int main(void)
     RUN(dict_ints);
     RUN(dict_grows_and_keeps_indices);
     RUN(dict_bytes_and_fixed);
+    RUN(dict_ints_differential);
     RUN(stored_pages_decode);
     return UNIT_DONE();
 }
