@@ -243,44 +243,50 @@ static inline int64_t entry_value(const floe__pq_dict *d, uint32_t k)
 
 /* Entry e (just added) has value v: keep the direct map covering it, moving
  * and growing the map (twice the span needed) while the span stays within
- * DENSE_MAX, else give the map up for this chunk. */
+ * DENSE_MAX, else give the map up for this chunk.  Spans are computed on
+ * values shifted by 2^63 (unsigned, order-preserving), so nothing
+ * overflows near the ends of the int64 range. */
+#define BIAS ((uint64_t)1 << 63)
+
 static int dense_add(floe__pq_dict *d, int64_t v, uint32_t e, floe_error *err)
 {
     if (d->no_dense)
         return FLOE_OK;
-    uint64_t off = (uint64_t)v - (uint64_t)d->dense_base;
-    if (d->dense && off < d->dense_len) {
-        d->dense[off] = e + 1;
+    uint64_t u = (uint64_t)v + BIAS, base_u = (uint64_t)d->dense_base + BIAS;
+    if (d->dense && u - base_u < d->dense_len) {
+        d->dense[u - base_u] = e + 1;
         return FLOE_OK;
     }
-    int64_t lo = v, hi = v;
+    uint64_t lo = u, hi = u;
     if (d->dense) {
-        lo = d->dense_base < v ? d->dense_base : v;
-        int64_t top = d->dense_base + (int64_t)d->dense_len - 1;
-        hi = top > v ? top : v;
+        uint64_t top = base_u + (d->dense_len - 1);
+        lo = base_u < u ? base_u : u;
+        hi = top > u ? top : u;
     }
-    uint64_t need = (uint64_t)hi - (uint64_t)lo + 1;
-    if (need > DENSE_MAX || need == 0) {
+    if (hi - lo >= DENSE_MAX) {
         floe__free(d->dense);
         d->dense = NULL;
         d->dense_len = 0;
         d->no_dense = true;
         return FLOE_OK;
     }
+    uint64_t need = hi - lo + 1;
     size_t len = need * 2 < 256 ? 256 : need * 2 > DENSE_MAX ? DENSE_MAX : (size_t)need * 2;
-    /* grow away from the side that was already covered */
-    int64_t base = (d->dense && v < d->dense_base) ? hi - (int64_t)len + 1 : lo;
+    /* grow away from the side that was already covered, within the range */
+    uint64_t nb = (d->dense && u < base_u) ? (hi >= len - 1 ? hi - (len - 1) : 0) : lo;
+    if (nb > UINT64_MAX - (len - 1))
+        nb = UINT64_MAX - (len - 1);
     uint32_t *t = floe__calloc(len, sizeof *t);
     if (!t)
         return FLOE_OOM(err);
     for (uint32_t k = 0; k <= e && k < d->n; k++) {
-        uint64_t o = (uint64_t)entry_value(d, k) - (uint64_t)base;
+        uint64_t o = (uint64_t)entry_value(d, k) + BIAS - nb;
         if (o < len)
             t[o] = k + 1;
     }
     floe__free(d->dense);
     d->dense = t;
-    d->dense_base = base;
+    d->dense_base = (int64_t)(nb - BIAS);
     d->dense_len = len;
     return FLOE_OK;
 }

@@ -386,9 +386,9 @@ TEST(dict_bytes_and_fixed)
 TEST(dict_ints_differential)
 {
     uint64_t seed = 7;
-    for (int round = 0; round < 24; round++) {
+    for (int round = 0; round < 32; round++) {
         int w = round % 2 ? 8 : 4;
-        int dist = round / 2 % 6;
+        int dist = round / 2 % 8;
         size_t n = 20000;
         uint8_t *vals = malloc(n * 8);
         for (size_t i = 0; i < n; i++) {
@@ -401,6 +401,8 @@ TEST(dict_ints_differential)
             case 2: v = (int64_t)i / 3; break;                        /* sorted, growing */
             case 3: v = r % 100 + (i % 1000 == 999 ? 1000000 : 0); break;   /* rare outliers */
             case 4: v = -(int64_t)(i / 2); break;                     /* growing downwards */
+            case 5: v = (w == 8 ? INT64_MAX : INT32_MAX) - r % 300; break;  /* at the top */
+            case 6: v = (w == 8 ? INT64_MIN : INT32_MIN) + r % 300; break;  /* at the bottom */
             default: v = r; break;                                    /* spread out */
             }
             if (w == 4)
