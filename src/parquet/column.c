@@ -8,9 +8,11 @@
  *   [u32 length][RLE definition levels]   when max_def > 0
  *   values: RLE_DICTIONARY (bit width byte + RLE indices) or PLAIN
  *
- * compresses it and appends header + body to the chunk buffer.  At the end
- * of the row group the chunk is written out: the dictionary page first (when
- * any data page used it), then the data pages.
+ * compresses it and appends header + body to the chunk buffer (pages the
+ * codec keeps failing to shrink are stored in the codec's raw form, see
+ * compress_page).  At the end of the row group the chunk is written out:
+ * the dictionary page first (when any data page used it), then the data
+ * pages.
  *
  * Dictionary policy per chunk (booleans never use one):
  *  - "stops paying": after the first page that has values, if dictionary
