@@ -281,21 +281,27 @@ void floe__pq_col_sync(const floe__pq_writer *w, floe__pq_col *c)
     if (!w->flat)
         return;
     c->n_levels = (size_t)(w->rows - c->page_row0);
-    if (c->width) {
+    if (c->width)
         c->n_vals = c->vals.len / c->width;
-    } else if (!c->max_def) {
+    else if (!c->max_def)
         c->n_vals = c->n_levels;
-    } else {
-        size_t n = 0;
-        for (size_t i = 0; i < c->defs.len; i++)
-            n += c->defs.data[i];
-        c->n_vals = n;
-    }
+}
+
+/* Flat optional byte arrays: the values are the present slots. */
+static void count_values(const floe__pq_writer *w, floe__pq_col *c)
+{
+    if (!w->flat || c->width || !c->max_def)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < c->defs.len; i++)
+        n += c->defs.data[i];
+    c->n_vals = n;
 }
 
 int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err)
 {
     floe__pq_col_sync(w, c);
+    count_values(w, c);
     c->page_row0 = w->rows;
     if (c->n_levels == 0)
         return FLOE_OK;

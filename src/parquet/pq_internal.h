@@ -265,7 +265,7 @@ typedef struct floe__pq_col {
     /* the page being filled */
     floe__buf vals;                 /* PLAIN values (booleans: one byte each) */
     floe__buf defs, reps;           /* one byte per level entry, when max > 0 */
-    size_t n_levels, n_vals;        /* flat writers: only valid after floe__pq_col_sync */
+    size_t n_levels, n_vals;        /* flat writers: derived (floe__pq_col_sync) */
     uint64_t page_row0;             /* flat writers: w->rows when the page started */
 
     /* the column chunk being filled */
@@ -365,7 +365,8 @@ uint8_t floe__pq_fast_case(const floe__pq_col *c);
 int floe__pq_shred(floe__pq_writer *w, const uint8_t *row, size_t len, floe_error *err);
 
 /* column.c */
-/* Flat writers keep no per-value counters: derive n_levels and n_vals. */
+/* Flat writers keep no per-value counters: derive n_levels (and n_vals,
+ * except for optional byte arrays, which the page flush counts). */
 void floe__pq_col_sync(const floe__pq_writer *w, floe__pq_col *c);
 /* Encode the column's buffered page (if any) into its chunk. */
 int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err);
