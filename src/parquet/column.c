@@ -47,7 +47,7 @@ void floe__pq_col_free(floe__pq_col *c)
 size_t floe__pq_col_buffered(const floe__pq_col *c)
 {
     /* Pending values are scaled by the ratio the chunk's pages achieved. */
-    size_t pending = c->vals.len + c->defs.len / 4 + c->reps.len / 4;
+    size_t pending = floe__pq_vbytes(c) + c->defs.len / 4 + c->reps.len / 4;
     if (c->raw_encoded > 0 && c->pages.len < c->raw_encoded)
         pending = (size_t)((double)pending * (double)c->pages.len / (double)c->raw_encoded) + 64;
     return c->pages.len + c->dict.values.len + pending;
@@ -136,7 +136,7 @@ static size_t value_offset(const floe__pq_col *c, size_t k)
         return k * c->width;
     size_t off = 0;
     for (size_t i = 0; i < k; i++)
-        off += 4 + (size_t)floe__get_le32(c->vals.data + off);
+        off += 4 + (size_t)floe__get_le32(floe__pq_vdata(c) + off);
     return off;
 }
 
@@ -153,7 +153,8 @@ static int map_values(floe__pq_writer *w, floe__pq_col *c, bool *ok, floe_error 
     *ok = false;
     if (!c->dict_checked && n >= 2 * PQ_DICT_PROBE) {
         uint32_t before = c->dict.n;
-        FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data, c->vals.len, PQ_DICT_PROBE,
+        FLOE_FORWARD(floe__pq_dict_encode(&c->dict, floe__pq_vdata(c), floe__pq_vbytes(c),
+                                          PQ_DICT_PROBE,
                                           w->opts.dictionary_limit, w->idx, &done, err));
         if (done == PQ_DICT_PROBE && (c->dict.n - before) * 10 > PQ_DICT_PROBE * 9) {
             c->dict_checked = true;
@@ -168,7 +169,8 @@ static int map_values(floe__pq_writer *w, floe__pq_col *c, bool *ok, floe_error 
         first = PQ_DICT_PROBE;
     }
     size_t off = value_offset(c, first);
-    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data + off, c->vals.len - off, n - first,
+    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, floe__pq_vdata(c) + off, floe__pq_vbytes(c) - off,
+                                      n - first,
                                       w->opts.dictionary_limit, w->idx + first, &done, err));
     if (done < n - first) {
         /* overflow: this page and the rest of the chunk go PLAIN */
@@ -198,7 +200,7 @@ static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_err
     pg->len += floe__rle_encode_u32(w->idx, c->n_vals, bw, pg->data + pg->len);
     if (!c->dict_checked) {
         c->dict_checked = true;
-        if (c->dict.values.len + (pg->len - at) >= c->vals.len) {
+        if (c->dict.values.len + (pg->len - at) >= floe__pq_vbytes(c)) {
             /* stops paying: no dictionary for this chunk */
             pg->len = at;
             floe__pq_dict_reset(&c->dict);
@@ -215,22 +217,32 @@ static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_err
     return FLOE_OK;
 }
 
-/* PLAIN values after the levels in w->page; a page without levels is the
- * value buffer itself (*direct), which saves copying it. */
-static int plain_values(floe__pq_writer *w, floe__pq_col *c, bool *direct, floe_error *err)
+/* PLAIN values after the levels.  When the levels fit in the room kept
+ * before the values (always, for a page without levels), they are copied
+ * there and the page is compressed in place from c->vals (*body, *len);
+ * otherwise the values are appended to the levels in w->page. */
+static int plain_values(floe__pq_writer *w, floe__pq_col *c, const uint8_t **body, size_t *len,
+                        floe_error *err)
 {
     floe__buf *pg = &w->page;
-    *direct = false;
-    if (pg->len == 0 && c->ptype != PQ_T_BOOLEAN) {
-        *direct = true;
-    } else if (c->ptype == PQ_T_BOOLEAN) {
-        FLOE_FORWARD(floe__buf_reserve(pg, (c->n_vals + 7) / 8, err));
-        pg->len += floe__pack_bools(c->vals.data, c->n_vals, pg->data + pg->len);
+    if (c->ptype != PQ_T_BOOLEAN && pg->len <= c->vpre) {
+        uint8_t *start = c->vals.data + c->vpre - pg->len;
+        if (pg->len)
+            memcpy(start, pg->data, pg->len);
+        *body = start;
+        *len = pg->len + floe__pq_vbytes(c);
     } else {
-        FLOE_FORWARD(floe__buf_append(pg, c->vals.data, c->vals.len, err));
+        if (c->ptype == PQ_T_BOOLEAN) {
+            FLOE_FORWARD(floe__buf_reserve(pg, (c->n_vals + 7) / 8, err));
+            pg->len += floe__pack_bools(floe__pq_vdata(c), c->n_vals, pg->data + pg->len);
+        } else {
+            FLOE_FORWARD(floe__buf_append(pg, floe__pq_vdata(c), floe__pq_vbytes(c), err));
+        }
+        *body = pg->data;
+        *len = pg->len;
     }
     if (c->order != PQ_ORD_FLOAT && c->order != PQ_ORD_DOUBLE)
-        FLOE_FORWARD(fold_stats(&c->stats, c, c->vals.data, c->n_vals, err));
+        FLOE_FORWARD(fold_stats(&c->stats, c, floe__pq_vdata(c), c->n_vals, err));
     return FLOE_OK;
 }
 
@@ -282,7 +294,7 @@ void floe__pq_col_sync(const floe__pq_writer *w, floe__pq_col *c)
         return;
     c->n_levels = (size_t)(w->rows - c->page_row0);
     if (c->width)
-        c->n_vals = c->vals.len / c->width;
+        c->n_vals = floe__pq_vbytes(c) / c->width;
     else if (!c->max_def)
         c->n_vals = c->n_levels;
 }
@@ -318,26 +330,31 @@ int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err
     if (c->max_def)
         put_levels(pg, c->defs.data, c->n_levels, c->max_def);
 
-    bool dict = false, direct = false;
+    bool dict = false;
+    const uint8_t *body;
+    size_t body_len;
     if (c->dict_state == PQ_DICT_ON && c->n_vals > 0)
         FLOE_FORWARD(dict_values(w, c, &dict, err));
-    if (!dict)
-        FLOE_FORWARD(plain_values(w, c, &direct, err));
+    if (dict) {
+        body = pg->data;          /* w->page may have moved while it grew */
+        body_len = pg->len;
+    } else {
+        FLOE_FORWARD(plain_values(w, c, &body, &body_len, err));
+    }
     if (c->order == PQ_ORD_FLOAT || c->order == PQ_ORD_DOUBLE)
-        FLOE_FORWARD(floe__pq_stats_fixed(&c->stats, c->order, c->vals.data, c->n_vals, c->width,
+        FLOE_FORWARD(floe__pq_stats_fixed(&c->stats, c->order, floe__pq_vdata(c), c->n_vals, c->width,
                                           err));
     c->stats.nulls += c->n_levels - c->n_vals;
 
-    const floe__buf *body = direct ? &c->vals : pg;
-    FLOE_FORWARD(append_page(w, c, body->data, body->len,
-                             dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, err));
+    FLOE_FORWARD(append_page(w, c, body, body_len, dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN,
+                             err));
     if (dict)
         c->n_dict_pages++;
     else
         c->n_plain_pages++;
     c->chunk_levels += c->n_levels;
-    c->raw_encoded += c->vals.len + c->defs.len / 4 + c->reps.len / 4;
-    floe__buf_reset(&c->vals);
+    c->raw_encoded += floe__pq_vbytes(c) + c->defs.len / 4 + c->reps.len / 4;
+    c->vals.len = c->vpre;
     floe__buf_reset(&c->defs);
     floe__buf_reset(&c->reps);
     c->n_levels = c->n_vals = 0;

@@ -263,7 +263,10 @@ typedef struct floe__pq_col {
     size_t path_len;
 
     /* the page being filled */
-    floe__buf vals;                 /* PLAIN values (booleans: one byte each) */
+    floe__buf vals;                 /* vpre spare bytes, then the PLAIN values
+                                       (booleans: one byte each) */
+    size_t vpre;                    /* room kept before the values for the page's
+                                       encoded levels (columns with levels) */
     floe__buf defs, reps;           /* one byte per level entry, when max > 0 */
     size_t n_levels, n_vals;        /* flat writers: derived (floe__pq_col_sync) */
     uint64_t page_row0;             /* flat writers: w->rows when the page started */
@@ -342,13 +345,26 @@ struct floe__pq_writer {
     uint64_t *rg_rows_list;
 };
 
+/* The page's PLAIN values in c->vals. */
+static inline const uint8_t *floe__pq_vdata(const floe__pq_col *c)
+{
+    return c->vals.data + c->vpre;
+}
+static inline size_t floe__pq_vbytes(const floe__pq_col *c)
+{
+    return c->vals.len - c->vpre;
+}
+/* Bytes kept before a page's values: its levels usually fit there, so a
+ * PLAIN page is compressed in place, without copying the values. */
+#define PQ_LEVEL_ROOM 8192
+
 /* Data pages end at opts.page_size bytes of buffered values and levels, or
  * at PQ_PAGE_MAX_VALUES level entries (parquet-java and Arrow cap rows per
  * page the same way), which also keeps a page's working set in cache. */
 #define PQ_PAGE_MAX_VALUES 20000
 static inline bool floe__pq_page_full(const floe__pq_writer *w, const floe__pq_col *c)
 {
-    return c->vals.len + c->n_levels >= w->page_limit || c->n_levels >= PQ_PAGE_MAX_VALUES;
+    return floe__pq_vbytes(c) + c->n_levels >= w->page_limit || c->n_levels >= PQ_PAGE_MAX_VALUES;
 }
 
 /* schema.c */

@@ -181,7 +181,7 @@ static int flat_check(floe__pq_writer *w, size_t len, floe_error *err)
         floe__pq_col_sync(w, c);
         if (floe__pq_page_full(w, c))
             FLOE_FORWARD(floe__pq_col_flush_page(w, c, err));
-        size_t used = c->vals.len + c->n_levels;
+        size_t used = floe__pq_vbytes(c) + c->n_levels;
         size_t left = used < w->page_limit ? w->page_limit - used : 0;
         if (left < room)
             room = left;
