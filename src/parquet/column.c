@@ -246,23 +246,23 @@ static int plain_values(floe__pq_writer *w, floe__pq_col *c, const uint8_t **bod
     return FLOE_OK;
 }
 
-/* Compress a page body into w->cpage.  Pages the codec does not shrink by
+/* Compress a page body, appending to dst.  Pages the codec does not shrink by
  * 1/32 (bit-packed dictionary indices of a column with many distinct
  * values, typically) come in runs: after two of them the next pages are
  * stored in the codec's format without searching for matches, 8, 16 ... up
  * to 64 pages between attempts; any page that compresses ends the run. */
 static int compress_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
-                         floe_error *err)
+                         floe__buf *dst, floe_error *err)
 {
-    floe__buf_reset(&w->cpage);
     if (!floe__pq_can_store(&w->codec))
-        return floe__pq_compress(&w->codec, body, len, &w->cpage, err);
+        return floe__pq_compress(&w->codec, body, len, dst, err);
     if (c->store_next > 0) {
         c->store_next--;
-        return floe__pq_store(&w->codec, body, len, &w->cpage, err);
+        return floe__pq_store(&w->codec, body, len, dst, err);
     }
-    FLOE_FORWARD(floe__pq_compress(&w->codec, body, len, &w->cpage, err));
-    if (w->cpage.len < len - len / 32) {
+    size_t at = dst->len;
+    FLOE_FORWARD(floe__pq_compress(&w->codec, body, len, dst, err));
+    if (dst->len - at < len - len / 32) {
         c->flat_pages = 0;
     } else if (++c->flat_pages >= 2) {
         unsigned shift = c->flat_pages - 2 < 3 ? c->flat_pages - 2u : 3u;
@@ -271,19 +271,34 @@ static int compress_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *bod
     return FLOE_OK;
 }
 
-/* Compress the page body [body, body+len) and append header + compressed
- * body to the chunk. */
+/* Compress the page body [body, body+len) straight into the chunk, after
+ * room for its header.  The header is sized for the compress bound first;
+ * the real compressed size can only make it shorter (a shorter varint),
+ * and then the body moves down by those few bytes. */
 static int append_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
                        int encoding, floe_error *err)
 {
-    FLOE_FORWARD(compress_page(w, c, body, len, err));
     FLOE_RETURN_IF(c->n_levels > INT32_MAX, err, FLOE_ELIMIT, "page of %zu values is too large",
                    c->n_levels);
-    FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, len, w->cpage.len, (uint32_t)c->n_levels,
-                             encoding, err));
-    FLOE_FORWARD(floe__buf_reserve(&c->pages, w->hdr.len + w->cpage.len, err));
-    floe__buf_put_unchecked(&c->pages, w->hdr.data, w->hdr.len);
-    floe__buf_put_unchecked(&c->pages, w->cpage.data, w->cpage.len);
+    size_t bound = floe__pq_compress_bound(&w->codec, len);
+    FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, len, bound, (uint32_t)c->n_levels, encoding, err));
+    size_t room = w->hdr.len;
+    FLOE_FORWARD(floe__buf_reserve(&c->pages, room + bound, err));
+    size_t at = c->pages.len;
+    c->pages.len += room;
+    int rc = compress_page(w, c, body, len, &c->pages, err);
+    size_t comp = c->pages.len - at - room;
+    if (rc == FLOE_OK)
+        rc = page_header(w, PQ_PAGE_DATA, len, comp, (uint32_t)c->n_levels, encoding, err);
+    if (rc != FLOE_OK) {
+        c->pages.len = at;
+        return rc;
+    }
+    uint8_t *h = c->pages.data + at;
+    if (w->hdr.len != room)
+        memmove(h + w->hdr.len, h + room, comp);
+    memcpy(h, w->hdr.data, w->hdr.len);
+    c->pages.len = at + w->hdr.len + comp;
     c->chunk_uncompressed += w->hdr.len + len;
     return FLOE_OK;
 }

@@ -101,6 +101,19 @@ static int gzip_page(floe__pq_codec *c, const uint8_t *src, size_t n, floe__buf 
     return FLOE_OK;
 }
 
+size_t floe__pq_compress_bound(const floe__pq_codec *c, size_t n)
+{
+    size_t stored = 16 + 3 * (n / ((size_t)64 << 10) + 1) + n;   /* zstd and snappy raw forms */
+    size_t b;
+    switch (c->compression) {
+    case FLOE_COMPRESSION_SNAPPY: b = snappy_max_compressed_length(n); break;
+    case FLOE_COMPRESSION_ZSTD: b = ZSTD_compressBound(n); break;
+    case FLOE_COMPRESSION_GZIP: b = deflateBound(c->zlib, (uLong)n) + 32; break;
+    default: b = n; break;
+    }
+    return b > stored ? b : stored;
+}
+
 bool floe__pq_can_store(const floe__pq_codec *c)
 {
     return c->compression == FLOE_COMPRESSION_ZSTD || c->compression == FLOE_COMPRESSION_SNAPPY;

@@ -159,6 +159,8 @@ int floe__pq_compress(floe__pq_codec *c, const uint8_t *src, size_t n, floe__buf
 int floe__pq_store(floe__pq_codec *c, const uint8_t *src, size_t n, floe__buf *dst,
                    floe_error *err);
 bool floe__pq_can_store(const floe__pq_codec *c);
+/* At most how many bytes compressing or storing n bytes appends. */
+size_t floe__pq_compress_bound(const floe__pq_codec *c, size_t n);
 
 /* ---- stats.c ---------------------------------------------------------------- */
 /* How a column's values compare (Parquet's TypeDefinedOrder). */
