@@ -141,7 +141,8 @@ static void comment(rows *r)
 
 static void generate(rows *r, size_t n)
 {
-    static const char *instruct[] = {"DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"};
+    static const char *instruct[] = {"DELIVER IN PERSON", "COLLECT COD", "NONE",
+                                     "TAKE BACK RETURN"};
     static const char *mode[] = {"REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"};
     static const char *flags = "RAN", *status = "OF";
     r->off = malloc((n + 1) * sizeof *r->off);

@@ -357,8 +357,8 @@ int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err
         FLOE_FORWARD(plain_values(w, c, &body, &body_len, err));
     }
     if (c->order == PQ_ORD_FLOAT || c->order == PQ_ORD_DOUBLE)
-        FLOE_FORWARD(floe__pq_stats_fixed(&c->stats, c->order, floe__pq_vdata(c), c->n_vals, c->width,
-                                          err));
+        FLOE_FORWARD(floe__pq_stats_fixed(&c->stats, c->order, floe__pq_vdata(c), c->n_vals,
+                                          c->width, err));
     c->stats.nulls += c->n_levels - c->n_vals;
 
     FLOE_FORWARD(append_page(w, c, body, body_len, dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN,

@@ -249,8 +249,8 @@ TEST(dict_ints)
     int32_t vals[] = {5, 7, 5, 5, 9, -1, 7};
     uint32_t idx[7];
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)vals, sizeof vals, 7, 1 << 20, idx, &done, NULL),
-                 FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)vals, sizeof vals, 7, 1 << 20, idx,
+                                      &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, 7);
     static const uint32_t want[] = {0, 1, 0, 0, 2, 3, 1};
     CHECK_MEM(idx, want, sizeof want);
@@ -262,8 +262,8 @@ TEST(dict_ints)
 
     /* a limit of 5 entries (20 bytes): the 6th new value stops the page */
     int32_t more[] = {9, 100, 101, 5};
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, sizeof more, 4, 20, idx, &done, NULL),
-                 FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, sizeof more, 4, 20, idx, &done,
+                                      NULL), FLOE_OK);
     CHECK_EQ_INT(done, 2);
     CHECK_EQ_INT(idx[0], 2);
     CHECK_EQ_INT(idx[1], 4);
@@ -306,8 +306,8 @@ TEST(dict_grows_and_keeps_indices)
     }
     uint32_t *idx = malloc(N * 2 * sizeof *idx);
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)v, N * 2 * 8, N * 2, SIZE_MAX, idx, &done, NULL),
-                 FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)v, N * 2 * 8, N * 2, SIZE_MAX, idx,
+                                      &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, N * 2);
     CHECK_EQ_INT(d.n, N);
     int bad = 0;
