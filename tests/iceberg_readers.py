@@ -22,16 +22,25 @@ def duck():
 
 
 def duckdb_rows(metadata_location, cols, snapshot_id=None):
+    """The table's rows (at a snapshot, when given) in rowgen's canonical form."""
+    return duckdb_snapshot_rows(metadata_location, cols, [snapshot_id])[0]
+
+
+def duckdb_snapshot_rows(metadata_location, cols, snapshot_ids):
+    """[rows at each snapshot id] (None: the current one), on one connection."""
     con = duck()
+    out = []
     try:
-        if snapshot_id is None:
-            rows = con.execute("SELECT * FROM iceberg_scan(?)", [metadata_location]).fetchall()
-        else:
-            rows = con.execute("SELECT * FROM iceberg_scan(?, snapshot_from_id = ?)",
-                               [metadata_location, snapshot_id]).fetchall()
+        for sid in snapshot_ids:
+            if sid is None:
+                rows = con.execute("SELECT * FROM iceberg_scan(?)", [metadata_location]).fetchall()
+            else:
+                rows = con.execute("SELECT * FROM iceberg_scan(?, snapshot_from_id = ?)",
+                                   [metadata_location, sid]).fetchall()
+            out.append(canon_rows(cols, rows))
     finally:
         con.close()
-    return canon_rows(cols, rows)
+    return out
 
 
 def pyiceberg_catalog(db, warehouse, name="floe"):

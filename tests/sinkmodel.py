@@ -107,13 +107,15 @@ class Stream:
 
     def expected(self, frontier, mode):
         """The table at committed frontier `frontier` (INF for [])."""
-        sums = collections.Counter()
+        sums, rows = collections.Counter(), {}
         for time, diff, row in self.updates:
             t = max(time, self.as_of)
-            if t < frontier:
-                sums[(t, row)] += diff
+            if t < frontier:                  # upsert: the live rows; append: per time
+                sums[(t if mode == "append" else 0, repr(row))] += diff
+                rows[repr(row)] = row
         out = []
-        for (t, row), d in sums.items():
+        for (t, key), d in sums.items():
+            row = rows[key]
             if d == 0:
                 continue
             if mode == "upsert":
@@ -131,10 +133,15 @@ def frontier_value(text):
 
 def metadata_location(db, table):
     ns, name = table.rsplit(".", 1)
-    con = sqlite3.connect(db)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)    # never create it
+    except sqlite3.OperationalError:
+        return None
     try:
         row = con.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? "
                           "AND table_name = ?", (ns, name)).fetchone()
+    except sqlite3.OperationalError:                               # not created yet
+        row = None
     finally:
         con.close()
     return row[0] if row else None
@@ -145,7 +152,9 @@ def table_snapshots(db, table):
     loc = metadata_location(db, table)
     if not loc:
         return []
-    with open(loc.replace("file://", "", 1)) as f:
+    path = loc[len("file://"):] if loc.startswith("file://") else loc[len("file:"):] \
+        if loc.startswith("file:") else loc
+    with open(path) as f:
         md = json.load(f)
     return sorted(md.get("snapshots", []), key=lambda s: s["sequence-number"])
 

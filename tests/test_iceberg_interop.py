@@ -178,3 +178,19 @@ def test_default_catalog_and_warehouse(env):
     env.uri = f"sqlite:///{env.db}"
     env.warehouse = f"file://{env.dir}/warehouse"
     assert_all_read(env, "db.d", [Col("id", "bigint")], [(1,), (2,)])
+
+
+def test_append_schema_file_and_stdin(env):
+    from conftest import run_floe
+    (env.dir / "cols.txt").write_text("id bigint not null,\n  tags text[]\n")
+    rows = "\n".join(json.dumps(r) for r in [{"id": 1, "tags": ["a"]}, {"id": 2}]) + "\n\n"
+    res = run_floe("append", "--table", "db.stdin", "--schema", f"@{env.dir / 'cols.txt'}",
+                   "--input", "-", *env.cat_args(), input=rows)
+    assert "appended 2 rows in 1 files to db.stdin" in res.stderr
+    assert_all_read(env, "db.stdin", [Col("id", "bigint"), Col("tags", "list", elem=Col("", "text"))],
+                    [(1, ["a"]), (2, None)])
+    res = run_floe("append", "--table", "db.stdin", "--input", "-", *env.cat_args(),
+                   input='{"id": 3}\n{"id": 4, "tags": 5}\n', check=False)
+    assert res.returncode == 1 and "<stdin>:2:" in res.stderr
+    res = run_floe("append", "--table", "db.stdin", *env.cat_args(), check=False)
+    assert res.returncode == 2 and "--input is required" in res.stderr

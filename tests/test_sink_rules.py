@@ -5,6 +5,7 @@ import json
 import subprocess
 import time
 
+import pyarrow as pa
 import pytest
 from pyiceberg.types import StringType
 
@@ -45,8 +46,11 @@ class Running:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def feed(self, lines):
-        self.proc.stdin.write("".join(line + "\n" for line in lines))
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write("".join(line + "\n" for line in lines))
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass                                  # it stopped; close() reports why
 
     def wait_for_frontier(self, at_least, timeout=60):
         deadline = time.time() + timeout
@@ -57,6 +61,17 @@ class Running:
             assert self.proc.poll() is None, self.proc.communicate()[1]
             time.sleep(0.05)
         raise AssertionError(f"frontier {at_least} not committed in time")
+
+    def wait_settled(self, at_least):
+        """Wait for `at_least`, then until the frontier stops moving (the
+        sink has committed all it was fed)."""
+        f = self.wait_for_frontier(at_least)
+        while True:
+            time.sleep(0.5)
+            now = committed_frontier(db_of(self.tmp_path), TABLE)
+            if now == f:
+                return f
+            f = now
 
     def kill(self):
         self.proc.kill()
@@ -87,14 +102,14 @@ def test_fresh_start_commits_the_snapshot_batch_first(floe, tmp_path):
 def test_resume_from_the_recorded_frontier(tmp_path):
     stream = Stream(12, steps=80)
     stop = progress_values(stream)[len(progress_values(stream)) // 2]
-    run = Running(tmp_path, "upsert", stream, 5)
+    run = Running(tmp_path, "upsert", stream, 20)
     run.feed(lines_until(stream, stop))
-    reached = run.wait_for_frontier(stop - 5)
+    reached = run.wait_for_frontier(stop - 20)
     run.kill()
     before = frontiers(tmp_path)
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    res = run_floe(*sink_args(tmp_path, "upsert", stream, 5), "--input", src)
+    res = run_floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
     assert f"resuming {TABLE} at frontier [" in res.stderr
     after = frontiers(tmp_path)
     assert after[:len(before)] == before, "committed snapshots are kept"
@@ -106,9 +121,9 @@ def test_a_table_that_records_the_empty_frontier_has_nothing_to_do(floe, tmp_pat
     stream = Stream(13, steps=20)
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    floe(*sink_args(tmp_path, "upsert", stream, 5), "--input", src)
+    floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
     n = len(table_snapshots(db_of(tmp_path), TABLE))
-    res = floe(*sink_args(tmp_path, "upsert", stream, 5), "--input", src)
+    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
     assert "nothing to do" in res.stderr
     assert len(table_snapshots(db_of(tmp_path), TABLE)) == n
 
@@ -131,7 +146,7 @@ def test_input_closing_in_steady_state_commits_the_rest(floe, tmp_path):
     stream.updates.append((stream.frontier + 1000, 1, (10**6, "last", None, None, None, None)))
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    floe(*sink_args(tmp_path, "upsert", stream, 5), "--input", src)
+    floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
     snaps = check_snapshots(tmp_path, stream, "upsert")
     assert (10**6, "last", None, None, None, None) in snaps[-1][2]
 
@@ -140,9 +155,9 @@ def test_a_newer_sink_version_fences_an_older_one_at_start(floe, tmp_path):
     stream = Stream(15, steps=30)
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    floe(*sink_args(tmp_path, "upsert", stream, 5), "--sink-version", "2", "--input", src)
+    floe(*sink_args(tmp_path, "upsert", stream, 20), "--sink-version", "2", "--input", src)
     n = len(table_snapshots(db_of(tmp_path), TABLE))
-    res = floe(*sink_args(tmp_path, "upsert", stream, 5), "--sink-version", "1", "--input", src,
+    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--sink-version", "1", "--input", src,
                check=False)
     assert res.returncode != 0
     assert "fenced" in res.stderr and "version 2" in res.stderr
@@ -152,14 +167,14 @@ def test_a_newer_sink_version_fences_an_older_one_at_start(floe, tmp_path):
 def test_a_running_older_sink_is_fenced_and_stops(floe, tmp_path):
     stream = Stream(16, steps=80)
     pv = progress_values(stream)
-    old = Running(tmp_path, "upsert", stream, 5, "--sink-version", "1")
-    old.feed(lines_until(stream, pv[3]))
-    old.wait_for_frontier(pv[3] - 5)
+    old = Running(tmp_path, "upsert", stream, 20, "--sink-version", "1")
+    old.feed(lines_until(stream, pv[6]))
+    old.wait_settled(pv[6] - 20)
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    floe(*sink_args(tmp_path, "upsert", stream, 5), "--sink-version", "2", "--input", src)
+    floe(*sink_args(tmp_path, "upsert", stream, 20), "--sink-version", "2", "--input", src)
     n = len(table_snapshots(db_of(tmp_path), TABLE))
-    old.feed(stream.lines[len(lines_until(stream, pv[3])):])
+    old.feed(stream.lines[len(lines_until(stream, pv[6])):])
     code, err = old.close()
     assert code != 0 and "fenced" in err, err
     assert len(table_snapshots(db_of(tmp_path), TABLE)) == n, "the fenced sink commits nothing"
@@ -168,17 +183,19 @@ def test_a_running_older_sink_is_fenced_and_stops(floe, tmp_path):
 
 def test_a_foreign_snapshot_is_an_error(floe, tmp_path):
     stream = Stream(17, steps=20)
-    run = Running(tmp_path, "upsert", stream, 5)
+    run = Running(tmp_path, "upsert", stream, 20)
     pv = progress_values(stream)
     run.feed(lines_until(stream, pv[2]))
-    run.wait_for_frontier(pv[2] - 5)
+    run.wait_for_frontier(pv[2] - 20)
     run.kill()
     table = pyiceberg_catalog(db_of(tmp_path), f"file://{tmp_path}/wh").load_table(TABLE)
-    arrow = table.scan().to_arrow().slice(0, 1)
-    table.append(arrow)                                    # a snapshot without floe's properties
+    row = {c.name: None for c in COLS}
+    row["id"] = 123456
+    table.append(pa.Table.from_pylist([row], schema=table.schema().as_arrow()))
+    # ^ a snapshot without floe's properties
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    res = floe(*sink_args(tmp_path, "upsert", stream, 5), "--input", src, check=False)
+    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src, check=False)
     assert res.returncode != 0
     assert "carries no floe progress" in res.stderr
 
@@ -186,16 +203,16 @@ def test_a_foreign_snapshot_is_an_error(floe, tmp_path):
 def test_a_replace_snapshot_is_skipped(floe, tmp_path):
     stream = Stream(18, steps=60)
     pv = progress_values(stream)
-    run = Running(tmp_path, "append", stream, 5)
+    run = Running(tmp_path, "append", stream, 20)
     run.feed(lines_until(stream, pv[4]))
-    run.wait_for_frontier(pv[4] - 5)
+    run.wait_for_frontier(pv[4] - 20)
     run.kill()
     java_reader.replace_one_file(db_of(tmp_path), f"file://{tmp_path}/wh", TABLE)
     ops = [s["summary"]["operation"] for s in table_snapshots(db_of(tmp_path), TABLE)]
     assert ops[-1] == "replace"
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    res = floe(*sink_args(tmp_path, "append", stream, 5), "--input", src)
+    res = floe(*sink_args(tmp_path, "append", stream, 20), "--input", src)
     assert "resuming" in res.stderr
     snaps = java_reader.read_snapshots(db_of(tmp_path), f"file://{tmp_path}/wh", TABLE)
     last = snaps[-1]
@@ -206,9 +223,9 @@ def test_a_replace_snapshot_is_skipped(floe, tmp_path):
 def test_schema_change_under_a_running_sink_is_an_error(tmp_path):
     stream = Stream(19, steps=60)
     pv = progress_values(stream)
-    run = Running(tmp_path, "upsert", stream, 5)
+    run = Running(tmp_path, "upsert", stream, 20)
     run.feed(lines_until(stream, pv[2]))
-    run.wait_for_frontier(pv[2] - 5)
+    run.wait_for_frontier(pv[2] - 20)
     table = pyiceberg_catalog(db_of(tmp_path), f"file://{tmp_path}/wh").load_table(TABLE)
     with table.update_schema() as upd:
         upd.add_column("extra", StringType())
@@ -223,13 +240,13 @@ def test_schema_change_under_a_running_sink_is_an_error(tmp_path):
 def test_input_compacted_past_the_resume_point_is_an_error(floe, tmp_path):
     stream = Stream(20, steps=60)
     pv = progress_values(stream)
-    run = Running(tmp_path, "upsert", stream, 5)
+    run = Running(tmp_path, "upsert", stream, 20)
     run.feed(lines_until(stream, pv[2]))
-    reached = run.wait_for_frontier(pv[2] - 5)
+    reached = run.wait_for_frontier(pv[2] - 20)
     run.kill()
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    args = sink_args(tmp_path, "upsert", stream, 5)
+    args = sink_args(tmp_path, "upsert", stream, 20)
     args[args.index("--as-of") + 1] = str(int(reached) + 100)
     res = floe(*args, "--input", src, check=False)
     assert res.returncode != 0

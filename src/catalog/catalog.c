@@ -38,6 +38,8 @@ int floe__catalog_write_metadata(floe__fileio *io, const char *location,
     int rc = floe__metadata_write_json(md, &b, err);
     if (rc == FLOE_OK)
         rc = floe__fileio_write_all(io, location, b.data, b.len, err);
+    if (rc == FLOE_OK)                  /* durable before the catalog points at it */
+        rc = floe__fileio_sync(io, err);
     floe__buf_free(&b);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "writing table metadata %s", location);

@@ -125,7 +125,8 @@ static inline void floe__catalog_free(floe__catalog *c)
  * (catalog.c).  *out is the caller's. */
 int floe__catalog_read_metadata(floe__fileio *io, const char *location, floe__metadata **out,
                                 floe_error *err);
-/* Serialize `md` and write it as the whole object `location` (atomic). */
+/* Serialize `md`, write it as the whole object `location` (atomic) and make
+ * it durable (floe__fileio_sync), ready for the catalog to point at. */
 int floe__catalog_write_metadata(floe__fileio *io, const char *location,
                                  const floe__metadata *md, floe_error *err);
 

@@ -112,6 +112,8 @@ static bool blank(const char *s, size_t n)
 
 static int copy_rows(job *j, const char *input)
 {
+    if (strcmp(input, "-") == 0)
+        input = "<stdin>";
     const char *line;
     size_t len, lineno;
     int got;

@@ -23,10 +23,12 @@
  *      base, or absent), updates add-snapshot and set-snapshot-ref(main).
  * Failure classes: FLOE_ECONFLICT (nothing changed: the manifests and list
  * are removed); FLOE_EUNKNOWN_OUTCOME (may have landed: everything is
- * kept, since the new metadata may reference it); any other code after the
- * catalog was asked keeps the files too (an orphan file is harmless, a
- * missing manifest is not); failures before the catalog call remove what
- * was written.
+ * kept, since the new metadata may reference it); any other failure the
+ * catalog reports is checked by reloading the table: if main points at the
+ * new snapshot after all, the commit succeeded; if the snapshot is absent,
+ * the files are removed and the failure returned; if that cannot be told,
+ * the result is FLOE_EUNKNOWN_OUTCOME and the files are kept (an orphan
+ * file is harmless, a missing manifest is not).  Failures before the catalog call remove what was written.
  */
 #include <stdio.h>
 
@@ -330,6 +332,26 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
     return FLOE_OK;
 }
 
+/* A failure the catalog reports as such (not a conflict, not an unknown
+ * outcome) may still have happened after the swap (e.g. out of memory
+ * while building the result).  Reload and look: 1 when main points at our
+ * snapshot (*next is the loaded table), 0 when the snapshot is absent (it
+ * did not land), -1 when that cannot be told (the reload failed, or the
+ * snapshot exists but main moved on). */
+static int check_landed(floe__table *t, int64_t id, floe__loaded_table **next)
+{
+    floe__loaded_table *l = NULL;
+    if (floe__catalog_load_table(t->catalog, t->ns, t->name, &l, NULL) != FLOE_OK)
+        return -1;
+    if (floe__metadata_current_snapshot_id(l->metadata) == id) {
+        *next = l;
+        return 1;
+    }
+    bool known = floe__metadata_snapshot_by_id(l->metadata, id) != NULL;
+    floe__loaded_table_free(l);
+    return known ? -1 : 0;
+}
+
 /* Build and write everything up to the catalog call. */
 static int prepare(attempt *a, floe_error *err)
 {
@@ -362,6 +384,8 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
                    "table %s.%s: main is at snapshot %lld, the commit expects %lld (reload "
                    "the table)", t->ns, t->name, (long long)a.parent, (long long)base);
     int rc = prepare(&a, err);
+    if (rc == FLOE_OK)                  /* data files and manifests durable before the commit */
+        rc = floe__fileio_sync(t->io, err);
     if (rc != FLOE_OK) {
         attempt_cleanup(&a, true);
         return floe__err_wrap(err, rc, "committing to %s.%s", t->ns, t->name);
@@ -376,7 +400,20 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
     rc = floe__catalog_commit_table(t->catalog, t->ns, t->name, reqs, ups, &next, err);
     json_decref(reqs);
     json_decref(ups);
-    attempt_cleanup(&a, rc == FLOE_ECONFLICT);
+    bool remove = rc == FLOE_ECONFLICT;
+    if (rc != FLOE_OK && rc != FLOE_ECONFLICT && rc != FLOE_EUNKNOWN_OUTCOME) {
+        int landed = check_landed(t, a.snapshot_id, &next);
+        if (landed == 1) {
+            floe_error_clear(err);
+            rc = FLOE_OK;
+        } else if (landed < 0) {
+            rc = floe__err_wrap(err, FLOE_EUNKNOWN_OUTCOME, "the catalog failed and whether the "
+                                "commit landed cannot be told");
+        }
+        remove = landed == 0;
+    }
+    /* remove what this attempt wrote only when it certainly did not land */
+    attempt_cleanup(&a, remove);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "committing snapshot %lld to %s.%s",
                               (long long)a.snapshot_id, t->ns, t->name);

@@ -216,6 +216,12 @@ int floe__file_writer_close(floe__file_writer *w, floe__content_list *out, floe_
     int rc = w->broken;
     if (rc != FLOE_OK)
         rc = floe__err_set(err, rc, "file writer: an earlier failure broke it");
+    if (rc == FLOE_OK && w->cur && w->cur_rows == 0) {
+        floe__pq_writer_abort(w->cur);   /* opened for a row that was refused */
+        w->cur = NULL;
+        floe__free(w->cur_path);
+        w->cur_path = NULL;
+    }
     if (rc == FLOE_OK && w->cur)
         rc = finish_file(w, err);
     if (rc == FLOE_OK)

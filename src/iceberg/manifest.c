@@ -144,23 +144,33 @@ floe__manifest_file *floe__manifest_list_push(floe__manifest_list *l)
     return grow((void **)&l->items, &l->n, &l->cap, sizeof *l->items);
 }
 
+/* jansson (2.14) ignores a failed callback in some paths and still reports
+ * success, so failures are remembered here and checked after the dump. */
+typedef struct dump_sink {
+    floe__buf buf;
+    bool failed;
+} dump_sink;
+
 static int dump_cb(const char *buffer, size_t size, void *data)
 {
-    return floe__buf_append(data, buffer, size, NULL) == FLOE_OK ? 0 : -1;
+    dump_sink *d = data;
+    if (!d->failed && floe__buf_append(&d->buf, buffer, size, NULL) != FLOE_OK)
+        d->failed = true;
+    return d->failed ? -1 : 0;
 }
 
 /* Compact JSON text of v (caller frees). */
 static int json_text(const json_t *v, char **out, floe_error *err)
 {
-    floe__buf b;
-    floe__buf_init(&b, 0);
-    int rc = json_dump_callback(v, dump_cb, &b, JSON_COMPACT | JSON_ENCODE_ANY) == 0
+    dump_sink d = {.failed = false};
+    floe__buf_init(&d.buf, 0);
+    int rc = json_dump_callback(v, dump_cb, &d, JSON_COMPACT | JSON_ENCODE_ANY) == 0 && !d.failed
                  ? FLOE_OK : FLOE_OOM(err);
     if (rc == FLOE_OK) {
-        *out = floe__buf_strdup(&b);
+        *out = floe__buf_strdup(&d.buf);
         rc = *out ? FLOE_OK : FLOE_OOM(err);
     }
-    floe__buf_free(&b);
+    floe__buf_free(&d.buf);
     return rc;
 }
 

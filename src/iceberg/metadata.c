@@ -681,15 +681,27 @@ int floe__metadata_parse(const void *data, size_t len, floe__metadata **out, flo
     return floe__metadata_from_json(doc, out, err);
 }
 
+/* jansson (2.14) ignores a failed callback in some paths (an object key
+ * loses its closing quote and the dump still "succeeds"), so a failure is
+ * remembered here and checked after the dump. */
+typedef struct dump_sink {
+    floe__buf *out;
+    bool failed;
+} dump_sink;
+
 static int dump_cb(const char *buffer, size_t size, void *data)
 {
-    return floe__buf_append(data, buffer, size, NULL) == FLOE_OK ? 0 : -1;
+    dump_sink *d = data;
+    if (!d->failed && floe__buf_append(d->out, buffer, size, NULL) != FLOE_OK)
+        d->failed = true;
+    return d->failed ? -1 : 0;
 }
 
 int floe__metadata_write_json(const floe__metadata *md, floe__buf *out, floe_error *err)
 {
     size_t before = out->len;
-    if (json_dump_callback(md->doc, dump_cb, out, JSON_COMPACT) != 0) {
+    dump_sink d = {out, false};
+    if (json_dump_callback(md->doc, dump_cb, &d, JSON_COMPACT) != 0 || d.failed) {
         out->len = before;
         return floe__err_set(err, FLOE_ELIMIT, "metadata: cannot serialize (out of memory or "
                                                "buffer limit)");

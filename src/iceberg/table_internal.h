@@ -144,7 +144,13 @@ void floe__posdel_writer_abort(floe__posdel_writer *w);
  * Results: FLOE_OK (t->loaded is the new metadata; *snapshot_id set);
  * FLOE_ECONFLICT (nothing changed; the manifests written are removed);
  * FLOE_EUNKNOWN_OUTCOME (it may have landed: reload and look);
- * other codes are failures before or without a commit. */
+ * other codes are failures before or without a commit.  (When the catalog
+ * reports a failure other than a conflict, the table is reloaded to tell
+ * whether the snapshot landed anyway: if so the result is FLOE_OK, if that
+ * cannot be told FLOE_EUNKNOWN_OUTCOME.)  The content files themselves are
+ * never removed here: they are the caller's.  Partitioned or non-v2 tables:
+ * FLOE_EUNSUPPORTED.  Summary keys floe computes (floe__summary_key_reserved)
+ * may not appear in req->summary: FLOE_EINVAL. */
 typedef struct floe__commit_request {
     const floe__content_file *files;
     size_t n_files;

@@ -36,7 +36,8 @@ typedef struct floe__fileio floe__fileio;
 typedef struct floe__fileio_ops {
     const char *name;                                   /* "local", "s3" */
     /* A new atomic output stream for `uri` (see floe__output): nothing is
-     * visible under `uri` until close() succeeds. */
+     * visible under `uri` until close() succeeds; it is durable after the
+     * next sync. */
     int (*open_output)(floe__fileio *io, const char *uri, floe__output **out, floe_error *err);
     /* Append the whole object to dst (at most dst->max bytes: FLOE_ELIMIT
      * beyond).  A missing object is FLOE_ENOTFOUND. */
@@ -45,6 +46,9 @@ typedef struct floe__fileio_ops {
     int (*exists)(floe__fileio *io, const char *uri, bool *exists, floe_error *err);
     /* Delete the object; FLOE_ENOTFOUND when it does not exist. */
     int (*remove)(floe__fileio *io, const char *uri, floe_error *err);
+    /* Make every object closed so far durable (an object store's completed
+     * writes already are).  Called before a commit refers to them. */
+    int (*sync)(floe__fileio *io, floe_error *err);
     void (*free)(floe__fileio *io);
 } floe__fileio_ops;
 
@@ -70,6 +74,10 @@ static inline int floe__fileio_exists(floe__fileio *io, const char *uri, bool *e
 static inline int floe__fileio_remove(floe__fileio *io, const char *uri, floe_error *err)
 {
     return io->ops->remove(io, uri, err);
+}
+static inline int floe__fileio_sync(floe__fileio *io, floe_error *err)
+{
+    return io->ops->sync ? io->ops->sync(io, err) : FLOE_OK;
 }
 /* Accepts NULL. */
 static inline void floe__fileio_free(floe__fileio *io)

@@ -1,16 +1,20 @@
 /*
  * local.c - storage on the local file system.
  *
- * Whole-object writes are atomic: bytes go to "<dir>/.<name>.<random>.tmp",
- * and close() fsyncs the file, renames it into place and fsyncs the
- * directory, so a crash leaves either the complete object or none (a stray
- * temporary file at worst, never a partial object under the final name).
+ * Whole-object writes are atomic: bytes go to "<dir>/.<name>.<random>.tmp"
+ * and close() renames the file into place, so a partial object is never
+ * visible under its final name (a stray temporary file at worst).
+ * Durability: a stand-alone output (floe__local_output_open) fsyncs the file
+ * and its directory at close.  Outputs of a local FileIO defer it: the
+ * FileIO remembers which file systems it wrote to, and floe__fileio_sync
+ * makes all of it durable with one syncfs each, which the commit path calls
+ * before anything refers to the files.
  * The local FileIO (floe__fileio_local_new) wraps these for "file://" URIs
  * and plain paths.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,8 +23,19 @@
 
 #define WRITE_CHUNK (1u << 20)
 
+/* Deferred durability of a local FileIO: the directories (one per file
+ * system) written since the last sync. */
+#define MAX_SYNC_DIRS 8
+typedef struct sync_state {
+    pthread_mutex_t lock;
+    size_t n;
+    dev_t dev[MAX_SYNC_DIRS];
+    char *dir[MAX_SYNC_DIRS];
+} sync_state;
+
 typedef struct local_output {
     floe__output base;
+    sync_state *sync;           /* NULL: fsync the file and its directory at close */
     int fd;
     char *path;
     char *tmp;
@@ -118,18 +133,57 @@ static void local_abort(floe__output *o)
     local_destroy(lo);
 }
 
-static int fsync_dir(const char *path, floe_error *err)
+/* fsync the directory holding `path`.  It runs after the rename has made
+ * the file visible, so it must not allocate (an allocation failure here
+ * would report a failed close for a file that is already in place): the
+ * directory part is cut off `path` in place and restored. */
+static int fsync_dir(char *path, floe_error *err)
 {
-    char *copy = floe__strdup(path);
-    if (!copy)
-        return FLOE_OOM(err);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+    char *slash = strrchr(path, '/');
+    int fd;
+    if (slash == path) {
+        fd = open("/", O_RDONLY | O_DIRECTORY);
+    } else if (slash) {
+        *slash = '\0';
+        fd = open(path, O_RDONLY | O_DIRECTORY);
+        *slash = '/';
+    } else {
+        fd = open(".", O_RDONLY | O_DIRECTORY);
+    }
     int rc = FLOE_OK;
     if (fd < 0 || fsync(fd) != 0)
         rc = floe__err_set(err, FLOE_EIO, "fsync directory of %s: %s", path, strerror(errno));
     if (fd >= 0)
         close(fd);
-    floe__free(copy);
+    return rc;
+}
+
+/* Remember the file system of `path` for the next floe__fileio_sync. */
+static int note_dirty(sync_state *st, const char *path, floe_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return floe__err_set(err, FLOE_EIO, "stat %s: %s", path, strerror(errno));
+    int rc = FLOE_OK;
+    pthread_mutex_lock(&st->lock);
+    size_t i = 0;
+    while (i < st->n && st->dev[i] != sb.st_dev)
+        i++;
+    if (i == st->n && st->n == MAX_SYNC_DIRS)
+        rc = floe__err_set(err, FLOE_EIO, "files on more than %d file systems", MAX_SYNC_DIRS);
+    else if (i == st->n) {
+        char *copy = floe__strdup(path);
+        char *slash = copy ? strrchr(copy, '/') : NULL;
+        if (slash && slash != copy)
+            *slash = '\0';
+        if (!copy)
+            rc = FLOE_OOM(err);
+        else {
+            st->dev[st->n] = sb.st_dev;
+            st->dir[st->n++] = copy;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
     return rc;
 }
 
@@ -137,6 +191,22 @@ static int local_close(floe__output *o, floe_error *err)
 {
     local_output *lo = (local_output *)o;
     int rc = flush_pending(lo, err);
+    if (lo->sync) {                     /* durability comes with floe__fileio_sync */
+        if (rc == FLOE_OK && close(lo->fd) != 0)
+            rc = floe__err_set(err, FLOE_EIO, "close %s: %s", lo->tmp, strerror(errno));
+        lo->fd = -1;
+        if (rc == FLOE_OK)          /* before the rename: nothing may fail after it */
+            rc = note_dirty(lo->sync, lo->tmp, err);
+        if (rc == FLOE_OK && rename(lo->tmp, lo->path) != 0)
+            rc = floe__err_set(err, FLOE_EIO, "rename %s to %s: %s", lo->tmp, lo->path,
+                               strerror(errno));
+        if (rc != FLOE_OK) {
+            local_abort(o);
+            return rc;
+        }
+        local_destroy(lo);
+        return FLOE_OK;
+    }
     if (rc == FLOE_OK && fsync(lo->fd) != 0)
         rc = floe__err_set(err, FLOE_EIO, "fsync %s: %s", lo->tmp, strerror(errno));
     if (rc == FLOE_OK && close(lo->fd) != 0)
@@ -146,7 +216,7 @@ static int local_close(floe__output *o, floe_error *err)
         rc = floe__err_set(err, FLOE_EIO, "rename %s to %s: %s", lo->tmp, lo->path,
                            strerror(errno));
     if (rc == FLOE_OK)
-        rc = fsync_dir(lo->path, err);
+        rc = fsync_dir(lo->tmp, err);      /* the same directory as lo->path */
     if (rc != FLOE_OK) {
         local_abort(o);
         return rc;
@@ -167,12 +237,13 @@ static int make_tmp_name(const char *path, char **out, floe_error *err)
     return *out ? FLOE_OK : FLOE_OOM(err);
 }
 
-int floe__local_output_open(const char *uri, floe__output **out, floe_error *err)
+static int open_output(const char *uri, sync_state *sync, floe__output **out, floe_error *err)
 {
     const char *path = floe__local_path(uri);
     local_output *lo = floe__calloc(1, sizeof *lo);
     if (!lo)
         return FLOE_OOM(err);
+    lo->sync = sync;
     lo->fd = -1;
     floe__buf_init(&lo->pending, 0);
     lo->path = floe__strdup(path);
@@ -201,6 +272,11 @@ int floe__local_output_open(const char *uri, floe__output **out, floe_error *err
     lo->base.abort = local_abort;
     *out = &lo->base;
     return FLOE_OK;
+}
+
+int floe__local_output_open(const char *uri, floe__output **out, floe_error *err)
+{
+    return open_output(uri, NULL, out, err);
 }
 
 int floe__local_read_all(const char *uri, floe__buf *dst, floe_error *err)
@@ -249,12 +325,39 @@ static int check_local(const char *uri, floe_error *err)
     return FLOE_OK;
 }
 
+typedef struct local_io {
+    floe__fileio base;
+    sync_state sync;
+} local_io;
+
 static int lio_open_output(floe__fileio *io, const char *uri, floe__output **out,
                            floe_error *err)
 {
-    (void)io;
     FLOE_FORWARD(check_local(uri, err));
-    return floe__local_output_open(uri, out, err);
+    return open_output(uri, &((local_io *)io)->sync, out, err);
+}
+
+/* One syncfs per file system written since the last sync: all the files
+ * (and their directory entries) become durable at once, instead of one
+ * fsync per file and per directory. */
+static int lio_sync(floe__fileio *io, floe_error *err)
+{
+    sync_state *st = &((local_io *)io)->sync;
+    int rc = FLOE_OK;
+    pthread_mutex_lock(&st->lock);
+    while (st->n > 0 && rc == FLOE_OK) {
+        const char *dir = st->dir[st->n - 1];
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || syncfs(fd) != 0)
+            rc = floe__err_set(err, FLOE_EIO, "syncing the file system of %s: %s", dir,
+                               strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        if (rc == FLOE_OK)
+            floe__free(st->dir[--st->n]);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
 }
 
 static int lio_read_all(floe__fileio *io, const char *uri, floe__buf *dst, floe_error *err)
@@ -292,7 +395,14 @@ static int lio_remove(floe__fileio *io, const char *uri, floe_error *err)
                          strerror(errno));
 }
 
-static void lio_free(floe__fileio *io) { floe__free(io); }
+static void lio_free(floe__fileio *io)
+{
+    local_io *l = (local_io *)io;
+    for (size_t i = 0; i < l->sync.n; i++)
+        floe__free(l->sync.dir[i]);
+    pthread_mutex_destroy(&l->sync.lock);
+    floe__free(l);
+}
 
 static const floe__fileio_ops LOCAL_OPS = {
     .name = "local",
@@ -300,15 +410,17 @@ static const floe__fileio_ops LOCAL_OPS = {
     .read_all = lio_read_all,
     .exists = lio_exists,
     .remove = lio_remove,
+    .sync = lio_sync,
     .free = lio_free,
 };
 
 int floe__fileio_local_new(floe__fileio **out, floe_error *err)
 {
-    floe__fileio *io = floe__calloc(1, sizeof *io);
+    local_io *io = floe__calloc(1, sizeof *io);
     if (!io)
         return FLOE_OOM(err);
-    io->ops = &LOCAL_OPS;
-    *out = io;
+    io->base.ops = &LOCAL_OPS;
+    pthread_mutex_init(&io->sync.lock, NULL);
+    *out = &io->base;
     return FLOE_OK;
 }

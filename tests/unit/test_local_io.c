@@ -49,9 +49,11 @@ TEST(abort_leaves_nothing)
     snprintf(sub, sizeof sub, "%s/c", dir);
     floe__output *o = NULL;
     CHECK_EQ_INT(floe__local_output_open(path, &o, NULL), FLOE_OK);
-    uint8_t big[3 << 20];                                 /* crosses the write chunk */
-    memset(big, 7, sizeof big);
-    CHECK_EQ_INT(floe__output_write(o, big, sizeof big, NULL), FLOE_OK);
+    size_t n = 3 << 20;                                   /* crosses the write chunk */
+    uint8_t *big = malloc(n);
+    memset(big, 7, n);
+    CHECK_EQ_INT(floe__output_write(o, big, n, NULL), FLOE_OK);
+    free(big);
     o->abort(o);
     CHECK_EQ_INT(count_entries(sub), 0);
 }

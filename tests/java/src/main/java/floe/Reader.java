@@ -57,7 +57,7 @@ public final class Reader {
                 if (args.length > 5) scan = scan.useSnapshot(Long.parseLong(args[5]));
                 try (CloseableIterable<Record> rows = scan.build()) {
                     for (Record r : rows) {
-                        value(out, r);
+                        row(out, r, table.schema().columns().size());
                         out.append('\n');
                     }
                 }
@@ -85,7 +85,7 @@ public final class Reader {
                         for (Record r : rows) {
                             if (!first) out.append(',');
                             first = false;
-                            value(out, r);
+                            row(out, r, table.schema().columns().size());
                         }
                     }
                     out.append("]}\n");
@@ -103,6 +103,16 @@ public final class Reader {
         }
         System.out.print(out);
         catalog.close();
+    }
+
+    /** A top-level row: only the table's columns (readers may add _pos etc.). */
+    private static void row(StringBuilder out, Record r, int columns) {
+        out.append("{\"rec\":[");
+        for (int i = 0; i < columns; i++) {
+            if (i > 0) out.append(',');
+            value(out, r.get(i));
+        }
+        out.append("]}");
     }
 
     private static void summary(StringBuilder out, Snapshot s) {
