@@ -188,3 +188,31 @@ def test_required_columns_and_no_dictionary(tmp_path, reader):
     for j in range(4):
         assert not md.row_group(0).column(j).has_dictionary_page
     assert_rows_equal(READERS[reader](path), expected_rows(schema, rows), reader)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("codec", ["zstd", "snappy"])
+def test_incompressible_pages_stored(tmp_path, reader, codec):
+    """Random dictionary indices do not compress: after two such pages floe
+    stores pages in the codec's raw form; every reader must still decode
+    them."""
+    rnd = random.Random(5)
+    schema = "k int!, v int, s string"
+    rows = [[i, rnd.randrange(4000) if i % 17 else None, f"s{rnd.randrange(3000)}"]
+            for i in range(300000)]
+    path, _ = write_case(tmp_path, "stored", schema, rows, compression=codec)
+    col = pq.ParquetFile(path).metadata.row_group(0).column(1)
+    assert col.has_dictionary_page and "RLE_DICTIONARY" in col.encodings
+    assert_rows_equal(READERS[reader](path), expected_rows(schema, rows), reader)
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_page_with_many_levels(tmp_path, reader):
+    """A row whose list holds 100000 elements, every other one null: the
+    page's levels do not fit the room kept before its values, so the PLAIN
+    page is assembled by copying (the other path from the in-place one)."""
+    schema = "id int!, xs list<string>, ys list<long>"
+    big = [None if i % 2 else f"v{i % 7}" for i in range(100000)]
+    rows = [[1, big, list(range(50000))], [2, [], None], [3, None, [None, 5]]]
+    path, _ = write_case(tmp_path, "levels", schema, rows, compression="snappy", dictionary=0)
+    assert_rows_equal(READERS[reader](path), expected_rows(schema, rows), reader)

@@ -8,14 +8,18 @@
  *   [u32 length][RLE definition levels]   when max_def > 0
  *   values: RLE_DICTIONARY (bit width byte + RLE indices) or PLAIN
  *
- * compresses it and appends header + body to the chunk buffer.  At the end
- * of the row group the chunk is written out: the dictionary page first (when
- * any data page used it), then the data pages.
+ * compresses it and appends header + body to the chunk buffer (pages the
+ * codec keeps failing to shrink are stored in the codec's raw form, see
+ * compress_page).  At the end of the row group the chunk is written out:
+ * the dictionary page first (when any data page used it), then the data
+ * pages.
  *
  * Dictionary policy per chunk (booleans never use one):
  *  - "stops paying": after the first page that has values, if dictionary
  *    plus indices are not smaller than PLAIN, the page is re-encoded PLAIN,
- *    the dictionary dropped, and the rest of the chunk is PLAIN;
+ *    the dictionary dropped, and the rest of the chunk is PLAIN; when the
+ *    first PQ_DICT_PROBE values of that page are already nearly all
+ *    distinct, the same happens without hashing the rest;
  *  - "overflow": when a page would push the dictionary page past
  *    opts.dictionary_limit bytes, that page and the rest of the chunk are
  *    PLAIN; pages already written stay dictionary-encoded and the
@@ -43,7 +47,7 @@ void floe__pq_col_free(floe__pq_col *c)
 size_t floe__pq_col_buffered(const floe__pq_col *c)
 {
     /* Pending values are scaled by the ratio the chunk's pages achieved. */
-    size_t pending = c->vals.len + c->defs.len / 4 + c->reps.len / 4;
+    size_t pending = floe__pq_vbytes(c) + c->defs.len / 4 + c->reps.len / 4;
     if (c->raw_encoded > 0 && c->pages.len < c->raw_encoded)
         pending = (size_t)((double)pending * (double)c->pages.len / (double)c->raw_encoded) + 64;
     return c->pages.len + c->dict.values.len + pending;
@@ -56,6 +60,8 @@ void floe__pq_col_begin_chunk(floe__pq_writer *w, floe__pq_col *c)
     floe__pq_stats_reset(&c->stats);
     c->dict_state = (w->opts.dictionary && c->ptype != PQ_T_BOOLEAN) ? PQ_DICT_ON : PQ_DICT_OFF;
     c->dict_checked = false;
+    c->flat_pages = 0;
+    c->store_next = 0;
     c->n_dict_pages = c->n_plain_pages = 0;
     c->chunk_levels = c->chunk_uncompressed = c->raw_encoded = 0;
 }
@@ -123,6 +129,58 @@ static int grow_idx(floe__pq_writer *w, size_t n, floe_error *err)
     return FLOE_OK;
 }
 
+/* Byte offset of value k of the page's PLAIN values. */
+static size_t value_offset(const floe__pq_col *c, size_t k)
+{
+    if (c->width)
+        return k * c->width;
+    size_t off = 0;
+    for (size_t i = 0; i < k; i++)
+        off += 4 + (size_t)floe__get_le32(floe__pq_vdata(c) + off);
+    return off;
+}
+
+/* Map the page's values to dictionary indices in w->idx.  On a chunk's
+ * first dictionary page a sample of PQ_DICT_PROBE values goes first: when
+ * nearly all of them are distinct the dictionary cannot pay, and the chunk
+ * goes PLAIN without hashing the rest.  Returns with *ok false when the
+ * values are not (all) mapped: overflow or no dictionary. */
+#define PQ_DICT_PROBE 4096
+
+static int map_values(floe__pq_writer *w, floe__pq_col *c, bool *ok, floe_error *err)
+{
+    size_t n = c->n_vals, done, first = 0;
+    *ok = false;
+    if (!c->dict_checked && n >= 2 * PQ_DICT_PROBE) {
+        uint32_t before = c->dict.n;
+        FLOE_FORWARD(floe__pq_dict_encode(&c->dict, floe__pq_vdata(c), floe__pq_vbytes(c),
+                                          PQ_DICT_PROBE,
+                                          w->opts.dictionary_limit, w->idx, &done, err));
+        if (done == PQ_DICT_PROBE && (c->dict.n - before) * 10 > PQ_DICT_PROBE * 9) {
+            c->dict_checked = true;
+            floe__pq_dict_reset(&c->dict);
+            c->dict_state = PQ_DICT_OFF;
+            return FLOE_OK;
+        }
+        if (done < PQ_DICT_PROBE) {
+            c->dict_state = c->n_dict_pages ? PQ_DICT_FELL_BACK : PQ_DICT_OFF;
+            return FLOE_OK;
+        }
+        first = PQ_DICT_PROBE;
+    }
+    size_t off = value_offset(c, first);
+    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, floe__pq_vdata(c) + off, floe__pq_vbytes(c) - off,
+                                      n - first,
+                                      w->opts.dictionary_limit, w->idx + first, &done, err));
+    if (done < n - first) {
+        /* overflow: this page and the rest of the chunk go PLAIN */
+        c->dict_state = c->n_dict_pages ? PQ_DICT_FELL_BACK : PQ_DICT_OFF;
+        return FLOE_OK;
+    }
+    *ok = true;
+    return FLOE_OK;
+}
+
 /* Try to encode the page's values through the dictionary, appending to
  * w->page; *used says whether it did (otherwise w->page is as it was). */
 static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_error *err)
@@ -130,14 +188,10 @@ static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_err
     *used = false;
     FLOE_FORWARD(grow_idx(w, c->n_vals, err));
     uint32_t before = c->dict.n;
-    size_t done;
-    FLOE_FORWARD(floe__pq_dict_encode(&c->dict, c->vals.data, c->n_vals,
-                                      w->opts.dictionary_limit, w->idx, &done, err));
-    if (done < c->n_vals) {
-        /* overflow: this page and the rest of the chunk go PLAIN */
-        c->dict_state = c->n_dict_pages ? PQ_DICT_FELL_BACK : PQ_DICT_OFF;
+    bool ok;
+    FLOE_FORWARD(map_values(w, c, &ok, err));
+    if (!ok)
         return FLOE_OK;
-    }
     floe__buf *pg = &w->page;
     size_t at = pg->len;
     int bw = floe__bit_width(c->dict.n > 1 ? c->dict.n - 1 : 1);
@@ -146,7 +200,7 @@ static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_err
     pg->len += floe__rle_encode_u32(w->idx, c->n_vals, bw, pg->data + pg->len);
     if (!c->dict_checked) {
         c->dict_checked = true;
-        if (c->dict.values.len + (pg->len - at) >= c->vals.len) {
+        if (c->dict.values.len + (pg->len - at) >= floe__pq_vbytes(c)) {
             /* stops paying: no dictionary for this chunk */
             pg->len = at;
             floe__pq_dict_reset(&c->dict);
@@ -163,38 +217,119 @@ static int dict_values(floe__pq_writer *w, floe__pq_col *c, bool *used, floe_err
     return FLOE_OK;
 }
 
-static int plain_values(floe__pq_writer *w, floe__pq_col *c, floe_error *err)
+/* PLAIN values after the levels.  When the levels fit in the room kept
+ * before the values (always, for a page without levels), they are copied
+ * there and the page is compressed in place from c->vals (*body, *len);
+ * otherwise the values are appended to the levels in w->page. */
+static int plain_values(floe__pq_writer *w, floe__pq_col *c, const uint8_t **body, size_t *len,
+                        floe_error *err)
 {
     floe__buf *pg = &w->page;
-    if (c->ptype == PQ_T_BOOLEAN) {
-        FLOE_FORWARD(floe__buf_reserve(pg, (c->n_vals + 7) / 8, err));
-        pg->len += floe__pack_bools(c->vals.data, c->n_vals, pg->data + pg->len);
+    if (c->ptype != PQ_T_BOOLEAN && pg->len <= c->vpre) {
+        uint8_t *start = c->vals.data + c->vpre - pg->len;
+        if (pg->len)
+            memcpy(start, pg->data, pg->len);
+        *body = start;
+        *len = pg->len + floe__pq_vbytes(c);
     } else {
-        FLOE_FORWARD(floe__buf_append(pg, c->vals.data, c->vals.len, err));
+        if (c->ptype == PQ_T_BOOLEAN) {
+            FLOE_FORWARD(floe__buf_reserve(pg, (c->n_vals + 7) / 8, err));
+            pg->len += floe__pack_bools(floe__pq_vdata(c), c->n_vals, pg->data + pg->len);
+        } else {
+            FLOE_FORWARD(floe__buf_append(pg, floe__pq_vdata(c), floe__pq_vbytes(c), err));
+        }
+        *body = pg->data;
+        *len = pg->len;
     }
     if (c->order != PQ_ORD_FLOAT && c->order != PQ_ORD_DOUBLE)
-        FLOE_FORWARD(fold_stats(&c->stats, c, c->vals.data, c->n_vals, err));
+        FLOE_FORWARD(fold_stats(&c->stats, c, floe__pq_vdata(c), c->n_vals, err));
     return FLOE_OK;
 }
 
-/* Compress w->page and append header + body to the chunk. */
-static int append_page(floe__pq_writer *w, floe__pq_col *c, int encoding, floe_error *err)
+/* Compress a page body, appending to dst.  Pages the codec does not shrink by
+ * 1/32 (bit-packed dictionary indices of a column with many distinct
+ * values, typically) come in runs: after two of them the next pages are
+ * stored in the codec's format without searching for matches, 8, 16 ... up
+ * to 64 pages between attempts; any page that compresses ends the run. */
+static int compress_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
+                         floe__buf *dst, floe_error *err)
 {
-    floe__buf_reset(&w->cpage);
-    FLOE_FORWARD(floe__pq_compress(&w->codec, w->page.data, w->page.len, &w->cpage, err));
+    if (!floe__pq_can_store(&w->codec))
+        return floe__pq_compress(&w->codec, body, len, dst, err);
+    if (c->store_next > 0) {
+        c->store_next--;
+        return floe__pq_store(&w->codec, body, len, dst, err);
+    }
+    size_t at = dst->len;
+    FLOE_FORWARD(floe__pq_compress(&w->codec, body, len, dst, err));
+    if (dst->len - at < len - len / 32) {
+        c->flat_pages = 0;
+    } else if (++c->flat_pages >= 2) {
+        unsigned shift = c->flat_pages - 2 < 3 ? c->flat_pages - 2u : 3u;
+        c->store_next = (uint16_t)(8u << shift);
+    }
+    return FLOE_OK;
+}
+
+/* Compress the page body [body, body+len) straight into the chunk, after
+ * room for its header.  The header is sized for the compress bound first;
+ * the real compressed size can only make it shorter (a shorter varint),
+ * and then the body moves down by those few bytes. */
+static int append_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
+                       int encoding, floe_error *err)
+{
     FLOE_RETURN_IF(c->n_levels > INT32_MAX, err, FLOE_ELIMIT, "page of %zu values is too large",
                    c->n_levels);
-    FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, w->page.len, w->cpage.len, (uint32_t)c->n_levels,
-                             encoding, err));
-    FLOE_FORWARD(floe__buf_reserve(&c->pages, w->hdr.len + w->cpage.len, err));
-    floe__buf_put_unchecked(&c->pages, w->hdr.data, w->hdr.len);
-    floe__buf_put_unchecked(&c->pages, w->cpage.data, w->cpage.len);
-    c->chunk_uncompressed += w->hdr.len + w->page.len;
+    size_t bound = floe__pq_compress_bound(&w->codec, len);
+    FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, len, bound, (uint32_t)c->n_levels, encoding, err));
+    size_t room = w->hdr.len;
+    FLOE_FORWARD(floe__buf_reserve(&c->pages, room + bound, err));
+    size_t at = c->pages.len;
+    c->pages.len += room;
+    int rc = compress_page(w, c, body, len, &c->pages, err);
+    size_t comp = c->pages.len - at - room;
+    if (rc == FLOE_OK)
+        rc = page_header(w, PQ_PAGE_DATA, len, comp, (uint32_t)c->n_levels, encoding, err);
+    if (rc != FLOE_OK) {
+        c->pages.len = at;
+        return rc;
+    }
+    uint8_t *h = c->pages.data + at;
+    if (w->hdr.len != room)
+        memmove(h + w->hdr.len, h + room, comp);
+    memcpy(h, w->hdr.data, w->hdr.len);
+    c->pages.len = at + w->hdr.len + comp;
+    c->chunk_uncompressed += w->hdr.len + len;
     return FLOE_OK;
+}
+
+void floe__pq_col_sync(const floe__pq_writer *w, floe__pq_col *c)
+{
+    if (!w->flat)
+        return;
+    c->n_levels = (size_t)(w->rows - c->page_row0);
+    if (c->width)
+        c->n_vals = floe__pq_vbytes(c) / c->width;
+    else if (!c->max_def)
+        c->n_vals = c->n_levels;
+}
+
+/* Flat optional byte arrays: the values are the present slots. */
+static void count_values(const floe__pq_writer *w, floe__pq_col *c)
+{
+    if (!w->flat || c->width || !c->max_def)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < c->defs.len; i++)
+        n += c->defs.data[i];
+    c->n_vals = n;
 }
 
 int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err)
 {
+    floe__pq_col_sync(w, c);
+    count_values(w, c);
+    c->page_row0 = w->rows;
     if (c->n_levels == 0)
         return FLOE_OK;
     floe__buf *pg = &w->page;
@@ -211,23 +346,30 @@ int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err
         put_levels(pg, c->defs.data, c->n_levels, c->max_def);
 
     bool dict = false;
+    const uint8_t *body;
+    size_t body_len;
     if (c->dict_state == PQ_DICT_ON && c->n_vals > 0)
         FLOE_FORWARD(dict_values(w, c, &dict, err));
-    if (!dict)
-        FLOE_FORWARD(plain_values(w, c, err));
+    if (dict) {
+        body = pg->data;          /* w->page may have moved while it grew */
+        body_len = pg->len;
+    } else {
+        FLOE_FORWARD(plain_values(w, c, &body, &body_len, err));
+    }
     if (c->order == PQ_ORD_FLOAT || c->order == PQ_ORD_DOUBLE)
-        FLOE_FORWARD(floe__pq_stats_fixed(&c->stats, c->order, c->vals.data, c->n_vals, c->width,
-                                          err));
+        FLOE_FORWARD(floe__pq_stats_fixed(&c->stats, c->order, floe__pq_vdata(c), c->n_vals,
+                                          c->width, err));
     c->stats.nulls += c->n_levels - c->n_vals;
 
-    FLOE_FORWARD(append_page(w, c, dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, err));
+    FLOE_FORWARD(append_page(w, c, body, body_len, dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN,
+                             err));
     if (dict)
         c->n_dict_pages++;
     else
         c->n_plain_pages++;
     c->chunk_levels += c->n_levels;
-    c->raw_encoded += c->vals.len + c->defs.len / 4 + c->reps.len / 4;
-    floe__buf_reset(&c->vals);
+    c->raw_encoded += floe__pq_vbytes(c) + c->defs.len / 4 + c->reps.len / 4;
+    c->vals.len = c->vpre;
     floe__buf_reset(&c->defs);
     floe__buf_reset(&c->reps);
     c->n_levels = c->n_vals = 0;

@@ -93,13 +93,36 @@ size_t floe__rle_encode_u32(const uint32_t *v, size_t n, int bw, uint8_t *out);
 size_t floe__pack_bools(const uint8_t *v, size_t n, uint8_t *out);
 
 /* ---- dict.c: dictionary of one column chunk --------------------------------- */
+typedef struct floe__pq_slot8 {
+    uint64_t value;
+    uint64_t entry;       /* entry index + 1, 0 = empty */
+} floe__pq_slot8;
+
+/* A byte-array slot: the value's first 16 bytes (all of a value of at most
+ * 16 bytes, packed), its length and 32 bits of its hash. */
+typedef struct floe__pq_bslot {
+    uint64_t k0, k1;
+    uint64_t meta;        /* length << 32 | hash bits */
+    uint64_t entry;       /* entry index + 1, 0 = empty */
+} floe__pq_bslot;
+
 typedef struct floe__pq_dict {
     uint32_t width;       /* fixed value width in bytes; 0 = byte arrays (u32 length + bytes) */
     uint32_t n;           /* entries */
-    uint32_t *slots;      /* open addressing, linear probing: entry index + 1, 0 = empty */
-    uint32_t *hashes;     /* byte arrays: the 32-bit hash of the entry in each slot */
-    size_t mask;          /* number of slots - 1 (a power of two minus one) */
+    size_t mask;          /* number of slots - 1 (slots are a power of two) */
+    unsigned shift;       /* 64 - log2(number of slots): multiplicative hashing */
+    bool wide;            /* width 8: a value >= 2^32 was seen, slots8 in use */
+    uint64_t *slots4;     /* width 4, and width 8 until a value needs more than
+                             32 bits: value << 32 | (entry index + 1); 0 = empty */
+    floe__pq_slot8 *slots8; /* width 8 once wide */
+    floe__pq_bslot *bslots; /* byte arrays */
+    uint32_t *slots;      /* other widths: entry index + 1, 0 = empty */
     floe__buf values;     /* the entries PLAIN-encoded: the dictionary page */
+    /* integers in a small range: dense[v - dense_base] = entry index + 1 */
+    uint32_t *dense;
+    int64_t dense_base;
+    size_t dense_len;
+    bool no_dense;        /* the values spread too far: hashing only (until reset) */
     uint32_t *offsets;    /* byte arrays: where entry i starts in values */
     size_t offsets_cap;
 } floe__pq_dict;
@@ -107,12 +130,13 @@ typedef struct floe__pq_dict {
 void floe__pq_dict_init(floe__pq_dict *d, uint32_t width);
 void floe__pq_dict_free(floe__pq_dict *d);
 void floe__pq_dict_reset(floe__pq_dict *d);    /* empty; keeps memory */
-/* Map the n PLAIN values at `vals` (fixed width, or u32 length + bytes) to
- * dictionary indices in idx[], inserting new values.  Stops before the first
- * value whose insertion would make the dictionary page exceed `limit` bytes;
- * *done says how many values were mapped (n when all fit). */
-int floe__pq_dict_encode(floe__pq_dict *d, const uint8_t *vals, size_t n, size_t limit,
-                         uint32_t *idx, size_t *done, floe_error *err);
+/* Map the n PLAIN values at `vals` (fixed width, or u32 length + bytes;
+ * vals_len bytes in all) to dictionary indices in idx[], inserting new
+ * values.  Stops before the first value whose insertion would make the
+ * dictionary page exceed `limit` bytes; *done says how many values were
+ * mapped (n when all fit). */
+int floe__pq_dict_encode(floe__pq_dict *d, const uint8_t *vals, size_t vals_len, size_t n,
+                         size_t limit, uint32_t *idx, size_t *done, floe_error *err);
 /* 64-bit hash of a byte string (also used by tests). */
 uint64_t floe__pq_hash_bytes(const uint8_t *p, size_t n);
 
@@ -130,6 +154,13 @@ int floe__pq_codec_id(int compression);        /* the Parquet CompressionCodec *
 /* Append the compressed form of [src, src+n) to dst. */
 int floe__pq_compress(floe__pq_codec *c, const uint8_t *src, size_t n, floe__buf *dst,
                       floe_error *err);
+/* Append [src, src+n) stored uncompressed in the codec's format (zstd raw
+ * blocks, snappy literals); other codecs compress as usual. */
+int floe__pq_store(floe__pq_codec *c, const uint8_t *src, size_t n, floe__buf *dst,
+                   floe_error *err);
+bool floe__pq_can_store(const floe__pq_codec *c);
+/* At most how many bytes compressing or storing n bytes appends. */
+size_t floe__pq_compress_bound(const floe__pq_codec *c, size_t n);
 
 /* ---- stats.c ---------------------------------------------------------------- */
 /* How a column's values compare (Parquet's TypeDefinedOrder). */
@@ -226,6 +257,7 @@ typedef struct floe__pq_col {
     int32_t type_len;               /* FLBA width */
     uint32_t width;                 /* PLAIN value width, 0 for byte arrays */
     floe__pq_op op;
+    uint8_t fast;                   /* flat shredding case (shred.c) */
     floe__pq_order order;
     uint8_t max_def, max_rep;
     bool in_repeated;               /* under a list or map */
@@ -233,14 +265,20 @@ typedef struct floe__pq_col {
     size_t path_len;
 
     /* the page being filled */
-    floe__buf vals;                 /* PLAIN values (booleans: one byte each) */
+    floe__buf vals;                 /* vpre spare bytes, then the PLAIN values
+                                       (booleans: one byte each) */
+    size_t vpre;                    /* room kept before the values for the page's
+                                       encoded levels (columns with levels) */
     floe__buf defs, reps;           /* one byte per level entry, when max > 0 */
-    size_t n_levels, n_vals;
+    size_t n_levels, n_vals;        /* flat writers: derived (floe__pq_col_sync) */
+    uint64_t page_row0;             /* flat writers: w->rows when the page started */
 
     /* the column chunk being filled */
     floe__buf pages;                /* encoded pages: header + compressed body */
     int dict_state;
     bool dict_checked;              /* the "stops paying" test was made */
+    uint8_t flat_pages;             /* pages in a row the codec could not shrink */
+    uint16_t store_next;            /* pages to store uncompressed before trying again */
     uint32_t n_dict_pages, n_plain_pages;
     uint64_t chunk_levels, chunk_uncompressed;
     uint64_t raw_encoded;           /* buffered bytes the chunk's pages came from */
@@ -282,6 +320,8 @@ struct floe__pq_writer {
     size_t n_nodes;
     floe__pq_node *nodes;
     bool flat;                      /* every top-level field is primitive */
+    size_t headroom;                /* flat: row bytes accepted before the next check */
+    uint64_t rows_left;             /* flat: rows accepted before the next check */
     floe__pq_snap *snap;            /* per column, for nested rows */
     size_t page_limit;
 
@@ -297,6 +337,7 @@ struct floe__pq_writer {
     uint64_t rows;                  /* accepted in the file */
     uint64_t rg_rows;               /* in the open row group */
     size_t since_check;             /* row bytes since the last row group size check */
+    size_t check_every;             /* row bytes between those checks */
     bool page_full;                 /* a column reached page_limit during this row */
 
     /* written row groups */
@@ -306,6 +347,28 @@ struct floe__pq_writer {
     uint64_t *rg_rows_list;
 };
 
+/* The page's PLAIN values in c->vals. */
+static inline const uint8_t *floe__pq_vdata(const floe__pq_col *c)
+{
+    return c->vals.data + c->vpre;
+}
+static inline size_t floe__pq_vbytes(const floe__pq_col *c)
+{
+    return c->vals.len - c->vpre;
+}
+/* Bytes kept before a page's values: its levels usually fit there, so a
+ * PLAIN page is compressed in place, without copying the values. */
+#define PQ_LEVEL_ROOM 8192
+
+/* Data pages end at opts.page_size bytes of buffered values and levels, or
+ * at PQ_PAGE_MAX_VALUES level entries (parquet-java and Arrow cap rows per
+ * page the same way), which also keeps a page's working set in cache. */
+#define PQ_PAGE_MAX_VALUES 20000
+static inline bool floe__pq_page_full(const floe__pq_writer *w, const floe__pq_col *c)
+{
+    return floe__pq_vbytes(c) + c->n_levels >= w->page_limit || c->n_levels >= PQ_PAGE_MAX_VALUES;
+}
+
 /* schema.c */
 int floe__pq_plan(floe__pq_writer *w, floe_error *err);
 void floe__pq_plan_free(floe__pq_writer *w);
@@ -313,9 +376,16 @@ void floe__pq_plan_free(floe__pq_writer *w);
 void floe__pq_schema_thrift(const floe__pq_writer *w, floe__tc *t);
 
 /* shred.c */
+/* The column's case in the flat shredding loop (set once by schema.c). */
+uint8_t floe__pq_fast_case(const floe__pq_col *c);
+/* Append one row.  Flat writers: the caller guarantees every column has
+ * room for `len` more value bytes and one more level (see writer.c). */
 int floe__pq_shred(floe__pq_writer *w, const uint8_t *row, size_t len, floe_error *err);
 
 /* column.c */
+/* Flat writers keep no per-value counters: derive n_levels (and n_vals,
+ * except for optional byte arrays, which the page flush counts). */
+void floe__pq_col_sync(const floe__pq_writer *w, floe__pq_col *c);
 /* Encode the column's buffered page (if any) into its chunk. */
 int floe__pq_col_flush_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err);
 /* Start a new column chunk (dictionary and statistics emptied). */

@@ -158,6 +158,10 @@ static int fill(plan_ctx *p, size_t at, const floe__field *f, unsigned parent_de
         FLOE_FORWARD(setup_col(w, c, f, err));
         c->max_def = (uint8_t)def;
         c->max_rep = (uint8_t)parent_rep;
+        c->vpre = (def || parent_rep) ? PQ_LEVEL_ROOM : 0;
+        FLOE_FORWARD(floe__buf_reserve(&c->vals, c->vpre, err));
+        c->vals.len = c->vpre;
+        c->fast = floe__pq_fast_case(c);
         c->in_repeated = in_rep;
         c->path = floe__malloc(p->depth * sizeof *c->path);
         if (!c->path)

@@ -120,7 +120,7 @@ static inline int put_level(floe__pq_writer *w, floe__pq_col *c, uint8_t rep, ui
         c->defs.data[c->defs.len++] = def;
     }
     c->n_levels++;
-    if (c->vals.len + c->n_levels >= w->page_limit)
+    if (floe__pq_page_full(w, c))
         w->page_full = true;
     return FLOE_OK;
 }
@@ -134,57 +134,134 @@ static void unwind_flat(floe__pq_writer *w, const uint8_t *row, const uint8_t *e
     for (size_t i = 0; i < k; i++) {
         floe__pq_col *c = &w->cols[i];
         uint8_t tag = *p++;
-        c->n_levels--;
         if (c->max_def)
             c->defs.len--;
         if (tag == FLOE_SLOT_PRESENT) {
             size_t n = row_value_size(c, p, end);
             c->vals.len -= c->op == PQ_OP_BYTES ? n : c->width;
-            c->n_vals--;
             p += n;
         }
     }
 }
 
+static inline bool fits64(const uint8_t *p)
+{
+    uint64_t lo = floe__get_le64(p), hi = floe__get_le64(p + 8);
+    return hi == (uint64_t)((int64_t)lo >> 63);
+}
+
+/* Flat shredding cases: the common kinds, required or optional. */
+enum { FAST_OTHER = 0, FAST_FIX8, FAST_FIX4, FAST_DEC64, FAST_BYTES };
+#define FAST_OPT 8
+
+uint8_t floe__pq_fast_case(const floe__pq_col *c)
+{
+    uint8_t k = c->op == PQ_OP_FIX8    ? FAST_FIX8
+                : c->op == PQ_OP_FIX4  ? FAST_FIX4
+                : c->op == PQ_OP_DEC64 ? FAST_DEC64
+                : c->op == PQ_OP_BYTES ? FAST_BYTES
+                                       : FAST_OTHER;
+    return (uint8_t)(k | (c->max_def ? FAST_OPT : 0));
+}
+
+/* One field of a flat row, any kind: the general case. */
+static int flat_field(floe__pq_col *c, uint8_t tag, const uint8_t **pp, const uint8_t *end,
+                      floe_error *err)
+{
+    if (tag == FLOE_SLOT_PRESENT)
+        FLOE_FORWARD(put_value(c, pp, end, err));
+    else if (tag != FLOE_SLOT_NULL || !c->max_def)
+        return bad_row(c, tag == FLOE_SLOT_NULL ? "null in a required field" : "bad slot tag",
+                       err);
+    if (c->max_def)
+        c->defs.data[c->defs.len++] = tag;
+    return FLOE_OK;
+}
+
+/* The flat path: one level entry per column per row, no counters (see
+ * floe__pq_col_sync) and no capacity checks: writer.c reserved room for
+ * `len` bytes in every column (a column never stores more bytes for a row
+ * than the row has), so only the row's own bounds are checked.  The common
+ * cases copy with constant sizes; anything unusual (nulls, other kinds,
+ * errors) goes through flat_field. */
 static int shred_flat(floe__pq_writer *w, const uint8_t *row, size_t len, floe_error *err)
 {
     const uint8_t *p = row, *end = row + len;
-    size_t n = w->n_cols, i;
+    floe__pq_col *c = w->cols, *last = w->cols + w->n_cols;
     int rc = FLOE_OK;
-    for (i = 0; i < n; i++) {
-        floe__pq_col *c = &w->cols[i];
-        if (p == end) {
-            rc = bad_row(c, "row is truncated", err);
-            break;
-        }
+    for (; c < last; c++) {
+        if (p >= end)
+            goto truncated;
         uint8_t tag = *p++;
-        if (c->max_def) {
-            rc = floe__buf_reserve(&c->defs, 1, err);
-            if (rc)
+        size_t have = (size_t)(end - p);
+        uint8_t *o = c->vals.data + c->vals.len;
+        switch (c->fast) {
+        case FAST_FIX8:
+        case FAST_FIX8 | FAST_OPT:
+            if (tag != FLOE_SLOT_PRESENT || have < 8)
                 break;
+            memcpy(o, p, 8);
+            c->vals.len += 8;
+            p += 8;
+            goto next;
+        case FAST_FIX4:
+        case FAST_FIX4 | FAST_OPT:
+            if (tag != FLOE_SLOT_PRESENT || have < 4)
+                break;
+            memcpy(o, p, 4);
+            c->vals.len += 4;
+            p += 4;
+            goto next;
+        case FAST_DEC64:
+        case FAST_DEC64 | FAST_OPT:
+            if (tag != FLOE_SLOT_PRESENT || have < 16 || !fits64(p))
+                break;
+            memcpy(o, p, 8);
+            c->vals.len += 8;
+            p += 16;
+            goto next;
+        case FAST_BYTES:
+        case FAST_BYTES | FAST_OPT: {
+            if (tag != FLOE_SLOT_PRESENT || have < 4)
+                break;
+            size_t sz = 4 + (size_t)floe__get_le32(p);
+            if (have < sz)
+                break;
+            /* short values: fixed-size copies, which may copy a few bytes
+             * past the value (room: at least the row's length was reserved,
+             * and the row has them) */
+            if (sz <= 16 && have >= 16)
+                memcpy(o, p, 16);
+            else if (sz <= 48 && have >= 48)
+                memcpy(o, p, 48);
+            else
+                memcpy(o, p, sz);
+            c->vals.len += sz;
+            p += sz;
+            goto next;
         }
-        if (tag == FLOE_SLOT_PRESENT) {
-            rc = put_value(c, &p, end, err);
-            if (rc)
-                break;
-        } else if (tag != FLOE_SLOT_NULL || !c->max_def) {
-            rc = bad_row(c, tag == FLOE_SLOT_NULL ? "null in a required field" : "bad slot tag",
-                         err);
+        default:
             break;
         }
-        if (c->max_def)
-            c->defs.data[c->defs.len++] = tag;
-        c->n_levels++;
-        if (c->vals.len + c->n_levels >= w->page_limit)
-            w->page_full = true;
+        const uint8_t *q = p;     /* keeps p out of memory in the fast cases */
+        if ((rc = flat_field(c, tag, &q, end, err)) != FLOE_OK)
+            goto fail;
+        p = q;
+        continue;
+    next:
+        if (c->fast & FAST_OPT)
+            c->defs.data[c->defs.len++] = FLOE_SLOT_PRESENT;
     }
-    if (rc == FLOE_OK && p != end) {
-        rc = floe__err_set(err, FLOE_EINPUT, "row: %zu bytes after the last field",
-                           (size_t)(end - p));
-        i = n;
-    }
-    if (rc)
-        unwind_flat(w, row, end, i);
+    if (p == end)
+        return FLOE_OK;
+    rc = floe__err_set(err, FLOE_EINPUT, "row: %zu bytes after the last field",
+                       (size_t)(end - p));
+    unwind_flat(w, row, end, w->n_cols);
+    return rc;
+truncated:
+    rc = bad_row(c, "row is truncated", err);
+fail:
+    unwind_flat(w, row, end, (size_t)(c - w->cols));
     return rc;
 }
 

@@ -177,14 +177,47 @@ int floe__pq_stats_fixed(floe__pq_stats *s, floe__pq_order ord, const uint8_t *v
     return FLOE_OK;
 }
 
+/* The first 8 bytes of p[0..n) as a big-endian integer, zero-padded: a
+ * different prefix decides the unsigned order without memcmp. */
+static inline uint64_t be_prefix(const uint8_t *p, size_t n)
+{
+    if (n >= 8)
+        return __builtin_bswap64(floe__get_le64(p));
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (56 - 8 * i);
+    return v;
+}
+
 int floe__pq_stats_bytes(floe__pq_stats *s, floe__pq_order ord, const uint8_t *vals, size_t n,
                          floe_error *err)
 {
     const uint8_t *p = vals;
+    if (ord != PQ_ORD_UNSIGNED) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t len = floe__get_le32(p);
+            FLOE_FORWARD(floe__pq_stats_one(s, ord, p + 4, len, err));
+            p += 4 + (size_t)len;
+        }
+        return FLOE_OK;
+    }
+    /* Unsigned order: most values differ from min and max in their first 8
+     * bytes; only ties there need the full comparison. */
+    uint64_t pmin = 0, pmax = 0;
+    if (s->has_minmax) {
+        pmin = be_prefix(s->bmin.data, s->bmin.len);
+        pmax = be_prefix(s->bmax.data, s->bmax.len);
+    }
     for (size_t i = 0; i < n; i++) {
         uint32_t len = floe__get_le32(p);
-        FLOE_FORWARD(floe__pq_stats_one(s, ord, p + 4, len, err));
-        p += 4 + (size_t)len;
+        const uint8_t *x = p + 4;
+        p = x + len;
+        uint64_t px = be_prefix(x, len);
+        if (s->has_minmax && px > pmin && px < pmax)
+            continue;
+        FLOE_FORWARD(floe__pq_stats_one(s, ord, x, len, err));
+        pmin = be_prefix(s->bmin.data, s->bmin.len);
+        pmax = be_prefix(s->bmax.data, s->bmax.len);
     }
     return FLOE_OK;
 }

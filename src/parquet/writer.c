@@ -4,7 +4,8 @@
  *   file   := "PAR1" row_group* footer u32(footer length) "PAR1"
  *
  * Rows are shredded into the columns' page buffers (shred.c); a column whose
- * page reaches opts.page_size bytes is encoded at the end of that row; the
+ * page is full (opts.page_size bytes or PQ_PAGE_MAX_VALUES values) is
+ * encoded at the end of that row; the
  * row group is closed when the columns' estimated encoded size reaches
  * opts.row_group_size (checked every so many row bytes, not every row).
  * Closing a row group writes each column chunk in schema order and keeps
@@ -56,6 +57,10 @@ int floe__pq_writer_new(const floe__schema *s, const floe_parquet_options *o,
         rc = floe__pq_codec_init(&w->codec, w->opts.compression, w->opts.compression_level, err);
     if (rc == FLOE_OK) {
         w->page_limit = w->opts.page_size < MAX_PAGE_LIMIT ? w->opts.page_size : MAX_PAGE_LIMIT;
+        /* the row group size is estimated every 1/64 of it (at most 1 MiB) */
+        w->check_every = w->opts.row_group_size / 64;
+        if (w->check_every > ((size_t)1 << 20))
+            w->check_every = (size_t)1 << 20;
         w->arena = floe__arena_new(0);
         rc = w->arena ? floe__pq_plan(w, err) : FLOE_OOM(err);
     }
@@ -154,6 +159,46 @@ static int close_row_group(floe__pq_writer *w, floe_error *err)
         FLOE_FORWARD(floe__pq_col_write_chunk(w, &w->cols[i], &chunks[i], err));
     w->rg_rows = 0;
     w->since_check = 0;
+    w->headroom = 0;      /* flat writers check before the next row */
+    return FLOE_OK;
+}
+
+/* Flat writers: before a row that does not fit the budget, encode the pages
+ * that are full, then give every column room for the next rows.  Each row
+ * adds at most its length in value bytes and one level to any column, so
+ * while the row bytes since the check stay within `headroom` (no more than
+ * the tightest column's room left in its page, and at least this row) and
+ * the rows within `rows_left` (the tightest column's values left under
+ * PQ_PAGE_MAX_VALUES), no column needs a check of its own. */
+#define FLAT_HEADROOM ((size_t)64 << 10)
+
+static int flat_check(floe__pq_writer *w, size_t len, floe_error *err)
+{
+    size_t room = SIZE_MAX;
+    uint64_t rows = PQ_PAGE_MAX_VALUES;
+    for (size_t i = 0; i < w->n_cols; i++) {
+        floe__pq_col *c = &w->cols[i];
+        floe__pq_col_sync(w, c);
+        if (floe__pq_page_full(w, c))
+            FLOE_FORWARD(floe__pq_col_flush_page(w, c, err));
+        size_t used = floe__pq_vbytes(c) + c->n_levels;
+        size_t left = used < w->page_limit ? w->page_limit - used : 0;
+        if (left < room)
+            room = left;
+        if (PQ_PAGE_MAX_VALUES - c->n_levels < rows)
+            rows = PQ_PAGE_MAX_VALUES - c->n_levels;
+    }
+    size_t head = room < FLAT_HEADROOM ? room : FLAT_HEADROOM;
+    if (head < len)
+        head = len;
+    for (size_t i = 0; i < w->n_cols; i++) {
+        floe__pq_col *c = &w->cols[i];
+        FLOE_FORWARD(floe__buf_reserve(&c->vals, head, err));
+        if (c->max_def)
+            FLOE_FORWARD(floe__buf_reserve(&c->defs, head, err));
+    }
+    w->headroom = head;
+    w->rows_left = rows ? rows : 1;
     return FLOE_OK;
 }
 
@@ -164,15 +209,12 @@ static int after_row(floe__pq_writer *w, size_t len, floe_error *err)
         w->page_full = false;
         for (size_t i = 0; i < w->n_cols; i++) {
             floe__pq_col *c = &w->cols[i];
-            if (c->vals.len + c->n_levels >= w->page_limit)
+            if (floe__pq_page_full(w, c))
                 FLOE_FORWARD(floe__pq_col_flush_page(w, c, err));
         }
     }
     w->since_check += len + 1;
-    size_t every = w->opts.row_group_size / 64;
-    if (every > ((size_t)1 << 20))
-        every = (size_t)1 << 20;
-    if (w->since_check >= every) {
+    if (w->since_check >= w->check_every) {
         w->since_check = 0;
         if (buffered(w) >= w->opts.row_group_size)
             return close_row_group(w, err);
@@ -189,10 +231,21 @@ int floe__pq_write_row(floe__pq_writer *w, const uint8_t *row, size_t len, floe_
 {
     if (w->broken)
         return broken_error(w, err);
+    int rc;
+    if (w->flat && (len > w->headroom || w->rows_left == 0)) {
+        if ((rc = flat_check(w, len, err)) != FLOE_OK) {
+            w->broken = rc;
+            return rc;
+        }
+    }
     FLOE_FORWARD(floe__pq_shred(w, row, len, err));
     w->rows++;
     w->rg_rows++;
-    int rc = after_row(w, len, err);
+    if (w->flat) {
+        w->headroom -= len;
+        w->rows_left--;
+    }
+    rc = after_row(w, len, err);
     if (rc)
         w->broken = rc;
     return rc;

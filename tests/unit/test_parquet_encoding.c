@@ -3,6 +3,9 @@
  * hand-computed bytes: Thrift compact protocol, RLE / bit-packed hybrid,
  * boolean packing, dictionaries.
  */
+#include <snappy-c.h>
+#include <zstd.h>
+
 #include "test_parquet_util.h"
 #include "unit.h"
 
@@ -246,8 +249,8 @@ TEST(dict_ints)
     int32_t vals[] = {5, 7, 5, 5, 9, -1, 7};
     uint32_t idx[7];
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)vals, 7, 1 << 20, idx, &done, NULL),
-                 FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)vals, sizeof vals, 7, 1 << 20, idx,
+                                      &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, 7);
     static const uint32_t want[] = {0, 1, 0, 0, 2, 3, 1};
     CHECK_MEM(idx, want, sizeof want);
@@ -259,16 +262,33 @@ TEST(dict_ints)
 
     /* a limit of 5 entries (20 bytes): the 6th new value stops the page */
     int32_t more[] = {9, 100, 101, 5};
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, 4, 20, idx, &done, NULL),
-                 FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, sizeof more, 4, 20, idx, &done,
+                                      NULL), FLOE_OK);
     CHECK_EQ_INT(done, 2);
     CHECK_EQ_INT(idx[0], 2);
     CHECK_EQ_INT(idx[1], 4);
     CHECK_EQ_INT(d.values.len, 20);
 
+    floe__pq_dict_free(&d);
+
+    /* 8-byte values: narrow slots until a value needs 64 bits */
+    floe__pq_dict_init(&d, 8);
+    int64_t wv[] = {1, 2, 1, (int64_t)1 << 40, 2, (int64_t)1 << 40, -1, 1};
+    uint32_t wi[8];
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)wv, sizeof wv, 3, 1 << 20, wi, &done,
+                                      NULL), FLOE_OK);
+    CHECK(!d.wide);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)(wv + 3), 5 * 8, 5, 1 << 20, wi + 3,
+                                      &done, NULL), FLOE_OK);
+    CHECK(d.wide);
+    static const uint32_t wwant[] = {0, 1, 0, 2, 1, 2, 3, 0};
+    CHECK_MEM(wi, wwant, sizeof wwant);
+    floe__pq_dict_free(&d);
+    floe__pq_dict_init(&d, 4);
+
     floe__pq_dict_reset(&d);
     CHECK_EQ_INT(d.n, 0);
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, 1, 1 << 20, idx, &done, NULL),
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)more, 4, 1, 1 << 20, idx, &done, NULL),
                  FLOE_OK);
     CHECK_EQ_INT(idx[0], 0);
     floe__pq_dict_free(&d);
@@ -286,8 +306,8 @@ TEST(dict_grows_and_keeps_indices)
     }
     uint32_t *idx = malloc(N * 2 * sizeof *idx);
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)v, N * 2, SIZE_MAX, idx, &done, NULL),
-                 FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, (const uint8_t *)v, N * 2 * 8, N * 2, SIZE_MAX, idx,
+                                      &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, N * 2);
     CHECK_EQ_INT(d.n, N);
     int bad = 0;
@@ -312,7 +332,7 @@ TEST(dict_bytes_and_fixed)
     floe__pq_dict_init(&d, 0);
     uint32_t idx[9];
     size_t done;
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, 9, 1 << 20, idx, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, b.len, 9, 1 << 20, idx, &done, NULL), FLOE_OK);
     static const uint32_t want[] = {0, 1, 2, 0, 3, 1, 4, 3, 0};
     CHECK_MEM(idx, want, sizeof want);
     /* the dictionary page: PLAIN byte arrays in first-seen order */
@@ -322,14 +342,14 @@ TEST(dict_bytes_and_fixed)
     CHECK_MEM(d.values.data, page, sizeof page);
     /* a limit smaller than one value: nothing fits */
     floe__pq_dict_reset(&d);
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, 9, 4, idx, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, b.d, b.len, 9, 4, idx, &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, 0);
     floe__pq_dict_free(&d);
 
     /* 3-byte fixed values */
     floe__pq_dict_init(&d, 3);
     const uint8_t fx[] = {1, 2, 3, 1, 2, 4, 1, 2, 3, 1, 2, 3};
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, fx, 4, 1 << 20, idx, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, fx, sizeof fx, 4, 1 << 20, idx, &done, NULL), FLOE_OK);
     CHECK_EQ_INT(done, 4);
     CHECK_EQ_INT(idx[0], 0);
     CHECK_EQ_INT(idx[1], 1);
@@ -349,7 +369,7 @@ TEST(dict_bytes_and_fixed)
         rb_raw(&s, w, n);
     }
     uint32_t *ix = malloc(50000 * sizeof *ix);
-    CHECK_EQ_INT(floe__pq_dict_encode(&d, s.d, 50000, SIZE_MAX, ix, &done, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_dict_encode(&d, s.d, s.len, 50000, SIZE_MAX, ix, &done, NULL), FLOE_OK);
     CHECK_EQ_INT(d.n, 20000);
     int bad = 0;
     for (int i = 0; i < 50000; i++)
@@ -358,6 +378,104 @@ TEST(dict_bytes_and_fixed)
     free(ix);
     rb_free(&s);
     floe__pq_dict_free(&d);
+}
+
+/* Integer dictionaries against a reference: every index points at its value,
+ * entries are distinct and in first-seen order, whatever the spread of the
+ * values (the direct map for narrow spans, narrow and wide hash slots). */
+TEST(dict_ints_differential)
+{
+    uint64_t seed = 7;
+    for (int round = 0; round < 32; round++) {
+        int w = round % 2 ? 8 : 4;
+        int dist = round / 2 % 8;
+        size_t n = 20000;
+        uint8_t *vals = malloc(n * 8);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            int64_t r = (int64_t)(seed >> 20);
+            int64_t v;
+            switch (dist) {
+            case 0: v = r % 50; break;                                /* tiny range */
+            case 1: v = r % 9000 - 4500; break;                       /* negatives */
+            case 2: v = (int64_t)i / 3; break;                        /* sorted, growing */
+            case 3: v = r % 100 + (i % 1000 == 999 ? 1000000 : 0); break;   /* rare outliers */
+            case 4: v = -(int64_t)(i / 2); break;                     /* growing downwards */
+            case 5: v = (w == 8 ? INT64_MAX : INT32_MAX) - r % 300; break;  /* at the top */
+            case 6: v = (w == 8 ? INT64_MIN : INT32_MIN) + r % 300; break;  /* at the bottom */
+            default: v = r; break;                                    /* spread out */
+            }
+            if (w == 4)
+                floe__put_le32(vals + 4 * i, (uint32_t)(int32_t)v);
+            else
+                floe__put_le64(vals + 8 * i, (uint64_t)v);
+        }
+        floe__pq_dict d;
+        floe__pq_dict_init(&d, (uint32_t)w);
+        uint32_t *idx = malloc(n * sizeof *idx);
+        size_t at = 0, done;
+        while (at < n) {                      /* in pieces, like pages */
+            size_t k = 1 + (size_t)(seed >> 40) % 3000;
+            if (k > n - at)
+                k = n - at;
+            CHECK_EQ_INT(floe__pq_dict_encode(&d, vals + at * (size_t)w, k * (size_t)w, k,
+                                              SIZE_MAX, idx + at, &done, NULL), FLOE_OK);
+            CHECK_EQ_INT(done, k);
+            at += k;
+            seed = seed * 6364136223846793005ULL + 1;
+        }
+        int bad = 0;
+        uint32_t next = 0;
+        for (size_t i = 0; i < n; i++) {
+            bad += idx[i] >= d.n;
+            if (idx[i] < d.n)
+                bad += memcmp(d.values.data + (size_t)idx[i] * (size_t)w, vals + i * (size_t)w,
+                              (size_t)w) != 0;
+            if (idx[i] == next)
+                next++;
+            else
+                bad += idx[i] > next;         /* first-seen order */
+        }
+        CHECK_EQ_INT(next, d.n);
+        CHECK_EQ_INT(bad, 0);
+        free(idx);
+        free(vals);
+        floe__pq_dict_free(&d);
+    }
+}
+
+/* Stored (uncompressed) pages are valid zstd and snappy data. */
+TEST(stored_pages_decode)
+{
+    static const size_t sizes[] = {0, 1, 59, 60, 255, 256, 257, 65535, 65536 + 255, 65536 + 256,
+                                   65536 + 257, 131072, 131073, 300000};
+    uint8_t *src = malloc(300000), *back = malloc(300001);
+    for (size_t i = 0; i < 300000; i++)
+        src[i] = (uint8_t)(i * 2654435761u >> 13);
+    floe__pq_codec z, sn;
+    CHECK_EQ_INT(floe__pq_codec_init(&z, FLOE_COMPRESSION_ZSTD, 0, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__pq_codec_init(&sn, FLOE_COMPRESSION_SNAPPY, 0, NULL), FLOE_OK);
+    CHECK(floe__pq_can_store(&z) && floe__pq_can_store(&sn));
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        floe__buf b;
+        floe__buf_init(&b, 0);
+        CHECK_EQ_INT(floe__pq_store(&z, src, n, &b, NULL), FLOE_OK);
+        CHECK_EQ_INT(ZSTD_getFrameContentSize(b.data, b.len), n);
+        size_t got = ZSTD_decompress(back, 300001, b.data, b.len);
+        CHECK(!ZSTD_isError(got) && got == n && memcmp(back, src, n) == 0);
+        floe__buf_reset(&b);
+        CHECK_EQ_INT(floe__pq_store(&sn, src, n, &b, NULL), FLOE_OK);
+        size_t out = 300001;
+        CHECK(snappy_validate_compressed_buffer((const char *)b.data, b.len) == SNAPPY_OK);
+        CHECK(snappy_uncompress((const char *)b.data, b.len, (char *)back, &out) == SNAPPY_OK);
+        CHECK(out == n && memcmp(back, src, n) == 0);
+        floe__buf_free(&b);
+    }
+    floe__pq_codec_free(&z);
+    floe__pq_codec_free(&sn);
+    free(src);
+    free(back);
 }
 
 int main(void)
@@ -370,5 +488,7 @@ int main(void)
     RUN(dict_ints);
     RUN(dict_grows_and_keeps_indices);
     RUN(dict_bytes_and_fixed);
+    RUN(dict_ints_differential);
+    RUN(stored_pages_decode);
     return UNIT_DONE();
 }

@@ -147,7 +147,8 @@ static int put_json(rb *b, const floe__field *f, const json_t *v)
     case FLOE_K_UUID:
     case FLOE_K_FIXED:
         return json_is_string(v)
-                   ? put_hex(b, json_string_value(v), f->kind == FLOE_K_UUID ? 16 : (size_t)f->length, 0)
+                   ? put_hex(b, json_string_value(v),
+                             f->kind == FLOE_K_UUID ? 16 : (size_t)f->length, 0)
                    : -1;
     case FLOE_K_STRUCT:
         if (!json_is_array(v) || json_array_size(v) != f->n_children)

@@ -75,7 +75,8 @@ static __attribute__((unused)) void ts_fields(ts_parser *t, floe__field *parent,
         ts_skip(t);
         if (!*t->p || (end && strncmp(t->p, end, 1) == 0))
             break;
-        parent->children = realloc(parent->children, (parent->n_children + 1) * sizeof(floe__field));
+        parent->children =
+            realloc(parent->children, (parent->n_children + 1) * sizeof(floe__field));
         floe__field *f = &parent->children[parent->n_children++];
         memset(f, 0, sizeof *f);
         char *name = ts_word(t);
@@ -195,17 +196,39 @@ static __attribute__((unused)) void rb_raw(rb *b, const void *p, size_t n)
 }
 static __attribute__((unused)) void rb_tag(rb *b, uint8_t t) { rb_raw(b, &t, 1); }
 static __attribute__((unused)) void rb_null(rb *b) { rb_tag(b, 0); }
-static __attribute__((unused)) void rb_bool(rb *b, int v) { uint8_t x = (uint8_t)(v != 0); rb_tag(b, 1); rb_raw(b, &x, 1); }
+static __attribute__((unused)) void rb_bool(rb *b, int v)
+{
+    uint8_t x = (uint8_t)(v != 0);
+    rb_tag(b, 1);
+    rb_raw(b, &x, 1);
+}
 static __attribute__((unused)) void rb_i32(rb *b, int32_t v) { rb_tag(b, 1); rb_raw(b, &v, 4); }
 static __attribute__((unused)) void rb_i64(rb *b, int64_t v) { rb_tag(b, 1); rb_raw(b, &v, 8); }
 static __attribute__((unused)) void rb_f32(rb *b, float v) { rb_tag(b, 1); rb_raw(b, &v, 4); }
 static __attribute__((unused)) void rb_f64(rb *b, double v) { rb_tag(b, 1); rb_raw(b, &v, 8); }
 static __attribute__((unused)) void rb_dec(rb *b, __int128 v) { rb_tag(b, 1); rb_raw(b, &v, 16); }
-static __attribute__((unused)) void rb_bytes(rb *b, const void *p, uint32_t n) { rb_tag(b, 1); rb_raw(b, &n, 4); rb_raw(b, p, n); }
-static __attribute__((unused)) void rb_str(rb *b, const char *s) { rb_bytes(b, s, (uint32_t)strlen(s)); }
-static __attribute__((unused)) void rb_fixed(rb *b, const void *p, size_t n) { rb_tag(b, 1); rb_raw(b, p, n); }
+static __attribute__((unused)) void rb_bytes(rb *b, const void *p, uint32_t n)
+{
+    rb_tag(b, 1);
+    rb_raw(b, &n, 4);
+    rb_raw(b, p, n);
+}
+static __attribute__((unused)) void rb_str(rb *b, const char *s)
+{
+    rb_bytes(b, s, (uint32_t)strlen(s));
+}
+static __attribute__((unused)) void rb_fixed(rb *b, const void *p, size_t n)
+{
+    rb_tag(b, 1);
+    rb_raw(b, p, n);
+}
 static __attribute__((unused)) void rb_struct(rb *b) { rb_tag(b, 1); }
-static __attribute__((unused)) void rb_count(rb *b, uint32_t n) { rb_tag(b, 1); rb_raw(b, &n, 4); }   /* list or map */
+/* A present list or map of n entries (the entries' slots follow). */
+static __attribute__((unused)) void rb_count(rb *b, uint32_t n)
+{
+    rb_tag(b, 1);
+    rb_raw(b, &n, 4);
+}
 static __attribute__((unused)) void rb_reset(rb *b) { b->len = 0; }
 static __attribute__((unused)) void rb_free(rb *b) { free(b->d); memset(b, 0, sizeof *b); }
 
@@ -249,7 +272,8 @@ static __attribute__((unused)) void tr_struct(treader *r, tnode *out, int depth)
         if (b == 0)
             return;
         int type = b & 0x0f;
-        int16_t id = (b >> 4) ? (int16_t)(last + (b >> 4)) : (int16_t)floe__unzigzag64(tr_varint(r));
+        int16_t id = (b >> 4) ? (int16_t)(last + (b >> 4))
+                              : (int16_t)floe__unzigzag64(tr_varint(r));
         last = id;
         out->kids = realloc(out->kids, (out->n + 1) * sizeof(tnode));
         tnode *k = &out->kids[out->n++];
