@@ -193,21 +193,52 @@ void floe_parquet_writer_abort(floe_parquet_writer *w);
  * ---------------------------------------------------------------------- */
 typedef struct floe_catalog floe_catalog;
 
-/* Open a catalog.
- *   uri        "sqlite:PATH" (relative to the working directory, or
- *              absolute) or "sqlite:///PATH" as SQLAlchemy and pyiceberg
- *              write it ("sqlite:////abs/catalog.db" is absolute).  NULL:
- *              "sqlite:warehouse/catalog.db".  The database and its
- *              directory are created when missing.  An "http://" or
- *              "https://" URI (a REST catalog) is FLOE_EUNSUPPORTED for now.
- *   warehouse  where new tables go, "<warehouse>/<namespace>/<table>": a
- *              "file://" URI or a local path (made absolute).  NULL:
- *              "file://" + the absolute path of ./warehouse.
- *   name       the catalog name (readers must use the same); NULL: "floe".
- * Errors: FLOE_EINVAL (malformed URI), FLOE_EUNSUPPORTED, FLOE_ECATALOG
- * (the database cannot be opened or set up).  *out is the caller's. */
-int floe_catalog_open(const char *uri, const char *warehouse, const char *name,
-                      floe_catalog **out, floe_error *err);
+/* Where tables live and how to reach them: the catalog and the storage.
+ * Start from floe_connect_options_init().  A NULL field takes the
+ * environment variable named beside it, then the default.  Secrets
+ * (tokens, credentials, keys) never appear in messages or logs. */
+typedef struct floe_connect_options {
+    /* "sqlite:PATH" (relative to the working directory, or absolute),
+     * "sqlite:///PATH" as SQLAlchemy and pyiceberg write it
+     * ("sqlite:////abs/catalog.db" is absolute), or an "http(s)://" REST
+     * catalog.  Default "sqlite:warehouse/catalog.db". */
+    const char *catalog;            /* FLOE_CATALOG */
+    const char *catalog_name;       /* default "floe"; readers must use the same */
+    /* Where new tables go, "<warehouse>/<namespace>/<table>": a "file://"
+     * URI, a local path (made absolute) or "s3://bucket/prefix".  Default
+     * ./warehouse.  For a REST catalog: the warehouse name sent in config. */
+    const char *warehouse;          /* FLOE_WAREHOUSE */
+    /* REST catalog authentication (one of them, or none). */
+    const char *token;              /* bearer token; FLOE_CATALOG_TOKEN */
+    const char *credential;         /* OAuth2 client credentials "id:secret";
+                                       FLOE_CATALOG_CREDENTIAL */
+    const char *oauth2_uri;         /* token endpoint; default <catalog>/v1/oauth/tokens */
+    const char *scope;              /* OAuth2 scope; default "catalog" */
+    const char *sigv4_region;       /* sign catalog requests with AWS SigV4 (Glue,
+                                       S3 Tables); FLOE_CATALOG_SIGV4_REGION */
+    const char *sigv4_service;      /* default "execute-api" */
+    /* S3 storage (a catalog may vend credentials that take precedence). */
+    const char *s3_endpoint;        /* AWS_ENDPOINT_URL_S3; default AWS */
+    const char *s3_region;          /* AWS_REGION; default us-east-1 */
+    const char *s3_access_key_id;   /* AWS_ACCESS_KEY_ID */
+    const char *s3_secret_access_key; /* AWS_SECRET_ACCESS_KEY */
+    const char *s3_session_token;   /* AWS_SESSION_TOKEN */
+    int s3_path_style;              /* 1 path-style, 0 virtual-hosted, -1 (default):
+                                       path-style when an endpoint is given */
+    /* TLS: certificates are always verified; trust this extra CA bundle
+     * (PEM) for private endpoints. */
+    const char *ca_file;            /* FLOE_CA_FILE */
+} floe_connect_options;
+
+void floe_connect_options_init(floe_connect_options *opts);
+
+/* Open the catalog `opts` names (NULL: all defaults).  The database of a
+ * SQLite catalog and its directory are created when missing.  Errors:
+ * FLOE_EINVAL (malformed URI), FLOE_EUNSUPPORTED, FLOE_ECATALOG (the
+ * catalog cannot be opened or set up), FLOE_ENET / FLOE_EAUTH (a REST
+ * catalog cannot be reached or refuses the credentials).  *out is the
+ * caller's. */
+int floe_catalog_open(const floe_connect_options *opts, floe_catalog **out, floe_error *err);
 /* Close the catalog.  Free its tables first.  Accepts NULL. */
 void floe_catalog_free(floe_catalog *catalog);
 
@@ -408,9 +439,7 @@ typedef struct floe_sink_options {
     const char *schema;             /* column list (SPEC 3); NULL: the existing table's */
     const char *key;                /* key columns "a,b"; NULL: none */
     floe_sink_mode mode;
-    const char *catalog;            /* NULL: "sqlite:warehouse/catalog.db" */
-    const char *catalog_name;       /* NULL: "floe" */
-    const char *warehouse;          /* NULL: "./warehouse" (as a file:// URI) */
+    floe_connect_options connect;   /* the catalog and storage */
     uint64_t commit_interval;       /* in the input's time units; default 10000 */
     uint64_t as_of;                 /* default 0 */
     const char *sink_id;            /* NULL: the table name "NS.NAME" */

@@ -3,6 +3,7 @@
  * result and reading / writing metadata files through a FileIO.
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "catalog/catalog_internal.h"
@@ -67,20 +68,64 @@ static int warehouse_uri(const char *warehouse, char **out, floe_error *err)
     return *out ? FLOE_OK : FLOE_OOM(err);
 }
 
-int floe__catalog_open(const char *uri, const char *name, const char *warehouse,
-                       floe__fileio *io, floe__catalog **out, floe_error *err)
+void floe_connect_options_init(floe_connect_options *o)
 {
-    uri = uri ? uri : FLOE_DEFAULT_CATALOG_URI;
-    name = name ? name : FLOE_DEFAULT_CATALOG_NAME;
-    if (floe__str_starts(uri, "http://") || floe__str_starts(uri, "https://"))
+    memset(o, 0, sizeof *o);
+    o->s3_path_style = -1;
+}
+
+static const char *pick(const char *given, const char *env, const char *dflt)
+{
+    if (given)
+        return given;
+    const char *v = env ? getenv(env) : NULL;
+    return v && *v ? v : dflt;
+}
+
+void floe__connect_resolve(const floe_connect_options *o, floe_connect_options *out)
+{
+    floe_connect_options none;
+    if (!o) {
+        floe_connect_options_init(&none);
+        o = &none;
+    }
+    *out = *o;
+    out->catalog = pick(o->catalog, "FLOE_CATALOG", FLOE_DEFAULT_CATALOG_URI);
+    out->catalog_name = pick(o->catalog_name, NULL, FLOE_DEFAULT_CATALOG_NAME);
+    out->warehouse = pick(o->warehouse, "FLOE_WAREHOUSE", NULL);
+    out->token = pick(o->token, "FLOE_CATALOG_TOKEN", NULL);
+    out->credential = pick(o->credential, "FLOE_CATALOG_CREDENTIAL", NULL);
+    out->sigv4_region = pick(o->sigv4_region, "FLOE_CATALOG_SIGV4_REGION", NULL);
+    out->s3_endpoint = pick(o->s3_endpoint, "AWS_ENDPOINT_URL_S3", NULL);
+    out->s3_region = pick(o->s3_region, "AWS_REGION", NULL);
+    out->s3_access_key_id = pick(o->s3_access_key_id, "AWS_ACCESS_KEY_ID", NULL);
+    out->s3_secret_access_key = pick(o->s3_secret_access_key, "AWS_SECRET_ACCESS_KEY", NULL);
+    out->s3_session_token = pick(o->s3_session_token, "AWS_SESSION_TOKEN", NULL);
+    out->ca_file = pick(o->ca_file, "FLOE_CA_FILE", NULL);
+}
+
+int floe__catalog_open(const floe_connect_options *opts, floe__fileio **io, floe__catalog **out,
+                       floe_error *err)
+{
+    floe_connect_options o;
+    floe__connect_resolve(opts, &o);
+    *io = NULL;
+    if (floe__str_starts(o.catalog, "http://") || floe__str_starts(o.catalog, "https://"))
         return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "REST catalogs (%s) are not supported yet", uri);
-    if (!floe__str_starts(uri, "sqlite:") && !floe__str_starts(uri, "jdbc:sqlite:"))
+                             "REST catalogs (%s) are not supported yet", o.catalog);
+    if (!floe__str_starts(o.catalog, "sqlite:") && !floe__str_starts(o.catalog, "jdbc:sqlite:"))
         return floe__err_set(err, FLOE_EINVAL,
-                             "unknown catalog URI '%s' (want sqlite:PATH or http(s)://...)", uri);
+                             "unknown catalog URI '%s' (want sqlite:PATH or http(s)://...)",
+                             o.catalog);
     char *wh = NULL;
-    FLOE_FORWARD(warehouse_uri(warehouse ? warehouse : FLOE_DEFAULT_WAREHOUSE, &wh, err));
-    int rc = floe__catalog_sql_open(uri, name, wh, io, out, err);
+    FLOE_FORWARD(warehouse_uri(o.warehouse ? o.warehouse : FLOE_DEFAULT_WAREHOUSE, &wh, err));
+    int rc = floe__fileio_local_new(io, err);
+    if (rc == FLOE_OK)
+        rc = floe__catalog_sql_open(o.catalog, o.catalog_name, wh, *io, out, err);
     floe__free(wh);
+    if (rc != FLOE_OK) {
+        floe__fileio_free(*io);
+        *io = NULL;
+    }
     return rc;
 }

@@ -144,12 +144,16 @@ int floe__catalog_write_metadata(floe__fileio *io, const char *location,
 #define FLOE_DEFAULT_CATALOG_NAME "floe"
 #define FLOE_DEFAULT_WAREHOUSE "warehouse"
 
-/* Open the catalog a URI names: "sqlite:PATH" (also "sqlite:///ABS" and
- * "jdbc:sqlite:PATH") or, later, "http(s)://" for REST.  NULL arguments take
- * the defaults above; a warehouse given as a path becomes an absolute
- * file:// URI.  `io` is borrowed and must outlive the catalog. */
-int floe__catalog_open(const char *uri, const char *name, const char *warehouse,
-                       floe__fileio *io, floe__catalog **out, floe_error *err);
+/* Open the catalog and the storage `o` names (NULL: all defaults; NULL
+ * fields fall back to their environment variables, see floe.h).  *io is
+ * the FileIO for the warehouse (and what the catalog reads and writes
+ * metadata through); free the catalog first, then *io. */
+int floe__catalog_open(const floe_connect_options *o, floe__fileio **io, floe__catalog **out,
+                       floe_error *err);
+/* The options with environment variables and defaults applied (the
+ * strings point into `o`, the environment or static defaults). */
+void floe__connect_resolve(const floe_connect_options *o, floe_connect_options *out);
+
 
 int floe__catalog_sql_open(const char *uri, const char *catalog_name, const char *warehouse,
                            floe__fileio *io, floe__catalog **out, floe_error *err);

@@ -42,16 +42,31 @@ char *cli_schema_text(const char *arg);
 void cli_report(const char *what, const floe_error *err);
 
 /* ---- catalogs and tables (table_opts.c) -----------------------------------------
- * The options every table command shares: --table, --catalog, --warehouse,
- * --catalog-name (CLI_TABLE_OPTS expands to their cli_opt entries). */
+ * The options every table command shares (CLI_TABLE_OPTS expands to their
+ * cli_opt entries): --table and where the table lives.  Secrets are best
+ * passed in the environment (see floe.h), which every option falls back to. */
 #define CLI_TABLE_OPTS                                                                     \
     {"table", true, "the table, NS.NAME (required)", NULL},                               \
-    {"catalog", true, "catalog URI: sqlite:PATH or sqlite:///PATH "                       \
-                      "(default sqlite:warehouse/catalog.db)", NULL},                     \
-    {"warehouse", true, "where new tables go: a file:// URI or a path (default ./warehouse)", \
-     NULL},                                                                                \
+    {"catalog", true, "catalog URI: sqlite:PATH, sqlite:///PATH or http(s)://... "         \
+                      "(default sqlite:warehouse/catalog.db; env FLOE_CATALOG)", NULL},    \
+    {"warehouse", true, "where new tables go: a path, file:// or s3:// URI "              \
+                        "(default ./warehouse; env FLOE_WAREHOUSE)", NULL},               \
     {"catalog-name", true, "the catalog's name, as other readers open it (default floe)",  \
-     NULL}
+     NULL},                                                                                \
+    {"catalog-token", true, "REST catalog bearer token (env FLOE_CATALOG_TOKEN)", NULL},   \
+    {"catalog-credential", true, "REST catalog OAuth2 client id:secret "                   \
+                                 "(env FLOE_CATALOG_CREDENTIAL)", NULL},                   \
+    {"catalog-oauth2-uri", true, "OAuth2 token endpoint (default CATALOG/v1/oauth/tokens)", \
+     NULL},                                                                                \
+    {"catalog-scope", true, "OAuth2 scope (default catalog)", NULL},                        \
+    {"catalog-sigv4-region", true, "sign REST catalog requests with SigV4 for this region", \
+     NULL},                                                                                \
+    {"s3-endpoint", true, "S3 endpoint URL (env AWS_ENDPOINT_URL_S3)", NULL},               \
+    {"s3-region", true, "S3 region (env AWS_REGION)", NULL},                               \
+    {"s3-path-style", false, "address S3 buckets path-style", NULL},                       \
+    {"ca-file", true, "trust this CA bundle (PEM) too (env FLOE_CA_FILE)", NULL}
+/* Fill `o` from those options (pointers into argv). */
+void cli_connect_options(const cli_opt *opts, floe_connect_options *o);
 /* Open the catalog the options name; reports failures on stderr. */
 int cli_open_catalog(const cli_opt *opts, floe_catalog **out, floe_error *err);
 /* Write s as a JSON string (quoted, escaped) to f. */

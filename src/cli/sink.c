@@ -117,9 +117,7 @@ static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **sch
     floe_sink_options_init(o);
     o->table = cli_get(opts, "table");
     o->key = cli_get(opts, "key");
-    o->catalog = cli_get(opts, "catalog");
-    o->warehouse = cli_get(opts, "warehouse");
-    o->catalog_name = cli_get(opts, "catalog-name");
+    cli_connect_options(opts, &o->connect);
     o->sink_id = cli_get(opts, "sink-id");
     o->spill_dir = cli_get(opts, "spill-dir");
     o->on_warning = on_warning;
@@ -211,14 +209,11 @@ static int stream(run *r)
 int cmd_sink(int argc, char **argv)
 {
     cli_opt opts[] = {
-        {"table", true, "the table, NS.NAME (required)", NULL},
+        CLI_TABLE_OPTS,
         {"schema", true, "column list or @FILE (may be omitted when the table exists)", NULL},
         {"key", true, "key columns, comma-separated (upsert mode)", NULL},
         {"mode", true, "upsert (default with --key) or append (default without)", NULL},
         {"input", true, "NDJSON change stream; - for stdin (default -)", NULL},
-        {"catalog", true, "catalog URI (default sqlite:warehouse/catalog.db)", NULL},
-        {"warehouse", true, "warehouse URI or path (default ./warehouse)", NULL},
-        {"catalog-name", true, "catalog name (default floe)", NULL},
         {"commit-interval", true, "batch width in input time: 500ms, 10s, 2m (default 10s)", NULL},
         {"as-of", true, "time of the initial snapshot (default 0)", NULL},
         {"sink-id", true, "sink identity (default NS.NAME)", NULL},

@@ -42,16 +42,13 @@ struct floe_commit {
 
 /* ---- catalogs ------------------------------------------------------------------------- */
 
-int floe_catalog_open(const char *uri, const char *warehouse, const char *name,
-                      floe_catalog **out, floe_error *err)
+int floe_catalog_open(const floe_connect_options *opts, floe_catalog **out, floe_error *err)
 {
     FLOE_RETURN_IF(!out, err, FLOE_EINVAL, "floe_catalog_open: out is NULL");
     floe_catalog *c = floe__calloc(1, sizeof *c);
     if (!c)
         return FLOE_OOM(err);
-    int rc = floe__fileio_local_new(&c->io, err);
-    if (rc == FLOE_OK)
-        rc = floe__catalog_open(uri, name, warehouse, c->io, &c->cat, err);
+    int rc = floe__catalog_open(opts, &c->io, &c->cat, err);
     if (rc != FLOE_OK) {
         floe_catalog_free(c);
         return rc;

@@ -58,6 +58,7 @@ struct floe_sink {
 void floe_sink_options_init(floe_sink_options *o)
 {
     memset(o, 0, sizeof *o);
+    floe_connect_options_init(&o->connect);
     o->commit_interval = 10000;
     o->sink_version = 1;
     o->compression = FLOE_COMPRESSION_ZSTD;
@@ -324,11 +325,8 @@ static int sink_setup(floe_sink *s, floe_error *err)
     s->sink_id = floe__strdup(o->sink_id ? o->sink_id : o->table);
     if (!s->sink_id)
         return FLOE_OOM(err);
-    if (s->own_catalog) {
-        FLOE_FORWARD(floe__fileio_local_new(&s->io, err));
-        FLOE_FORWARD(floe__catalog_open(o->catalog, o->catalog_name, o->warehouse, s->io,
-                                        &s->catalog, err));
-    }
+    if (s->own_catalog)
+        FLOE_FORWARD(floe__catalog_open(&o->connect, &s->io, &s->catalog, err));
     floe__schema *declared = NULL;
     FLOE_FORWARD_CTX(declared_schema(s, &declared, err), err, "--schema");
     int rc = floe__table_open(s->catalog, s->io, s->ns, s->name, declared, NULL, &s->table, err);

@@ -877,10 +877,15 @@ TEST(public_api)
     snprintf(wh, sizeof wh, "%s/api/wh", tmp_root);          /* a plain path */
     floe_error *err = floe_error_new();
     floe_catalog *c = NULL;
-    CHECK_EQ_INT(floe_catalog_open("https://example.com/catalog", NULL, NULL, &c, err),
-                 FLOE_EUNSUPPORTED);
-    CHECK(strstr(floe_error_message(err), "REST catalogs") != NULL);
-    CHECK_EQ_INT(floe_catalog_open(uri, wh, "cat", &c, err), FLOE_OK);
+    floe_connect_options co;
+    floe_connect_options_init(&co);
+    co.catalog = "ftp://example.com/catalog";
+    CHECK_EQ_INT(floe_catalog_open(&co, &c, err), FLOE_EINVAL);
+    CHECK(strstr(floe_error_message(err), "unknown catalog URI") != NULL);
+    co.catalog = uri;
+    co.warehouse = wh;
+    co.catalog_name = "cat";
+    CHECK_EQ_INT(floe_catalog_open(&co, &c, err), FLOE_OK);
     floe_schema *s = NULL;
     floe_table *t = NULL;
     CHECK_EQ_INT(floe_schema_parse("id bigint not null, v text", &s, err), FLOE_OK);

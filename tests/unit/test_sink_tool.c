@@ -142,9 +142,11 @@ int main(int argc, char **argv)
     f->base.ops = &FAULTY_OPS;
     f->fault = argv[1];
     f->when = atol(argv[2]);
-    int rc = floe__fileio_local_new(&io, err);
-    if (rc == FLOE_OK)
-        rc = floe__catalog_open(argv[3], NULL, argv[4], io, &f->inner, err);
+    floe_connect_options co;
+    floe_connect_options_init(&co);
+    co.catalog = argv[3];
+    co.warehouse = argv[4];
+    int rc = floe__catalog_open(&co, &io, &f->inner, err);
     floe_sink_options o;
     floe_sink_options_init(&o);
     o.table = argv[5];
