@@ -152,7 +152,7 @@ def test_inspect_and_append_refuse_what_they_cannot_do(env):
     from conftest import run_floe
     res = run_floe("append", "--table", "db.x", "--schema", "id bigint", "--input", "/dev/null",
                    "--catalog", "http://127.0.0.1:1/catalog", check=False)
-    assert res.returncode == 1 and "REST catalog support comes later" in res.stderr
+    assert res.returncode == 1 and "REST catalogs" in res.stderr
     res = run_floe("inspect", "--table", "nodot", *env.cat_args(), check=False)
     assert res.returncode == 1 and "NS.NAME" in res.stderr
 
