@@ -161,6 +161,27 @@ static int find_column(const floe__schema *sch, const char *name, size_t len, si
     return FLOE_ENOTFOUND;
 }
 
+/* One --key column (spaces around it ignored): its top-level index. */
+static int add_key_column(floe_sink *s, char *tok, size_t cap, floe_error *err)
+{
+    while (*tok == ' ')
+        tok++;
+    size_t len = strlen(tok);
+    while (len && tok[len - 1] == ' ')
+        len--;
+    size_t idx;
+    if (find_column(s->input, tok, len, &idx) != FLOE_OK)
+        return floe__err_set(err, FLOE_EINVAL, "--key column \"%.*s\" is not in the schema",
+                             (int)len, tok);
+    for (size_t k = 0; k < s->n_key; k++)
+        if (s->key_cols[k] == idx)
+            return floe__err_set(err, FLOE_EINVAL, "--key names \"%.*s\" twice", (int)len, tok);
+    if (s->n_key == cap)
+        return floe__err_set(err, FLOE_EINVAL, "--key names more columns than the schema has");
+    s->key_cols[s->n_key++] = idx;
+    return FLOE_OK;
+}
+
 /* The key columns (declared, or all of them) and the equality-delete schema. */
 static int setup_key(floe_sink *s, floe_error *err)
 {
@@ -170,26 +191,10 @@ static int setup_key(floe_sink *s, floe_error *err)
     const char **names = floe__calloc(cap ? cap : 1, sizeof *names);
     char *copy = s->opts.key ? floe__strdup(s->opts.key) : NULL;
     int rc = (!s->key_cols || !names || (s->opts.key && !copy)) ? FLOE_OOM(err) : FLOE_OK;
-    for (char *tok = copy, *save = NULL; rc == FLOE_OK && (tok = strtok_r(tok ? tok : NULL, ",", &save));
-         tok = NULL) {
-        while (*tok == ' ')
-            tok++;
-        size_t len = strlen(tok);
-        while (len && tok[len - 1] == ' ')
-            len--;
-        size_t idx;
-        if (find_column(in, tok, len, &idx) != FLOE_OK) {
-            rc = floe__err_set(err, FLOE_EINVAL, "--key column \"%.*s\" is not in the schema",
-                               (int)len, tok);
-        } else if (s->n_key == cap) {
-            rc = floe__err_set(err, FLOE_EINVAL, "--key names a column twice");
-        } else {
-            for (size_t k = 0; k < s->n_key; k++)
-                if (s->key_cols[k] == idx)
-                    rc = floe__err_set(err, FLOE_EINVAL, "--key names \"%.*s\" twice", (int)len, tok);
-            s->key_cols[s->n_key++] = idx;
-        }
-    }
+    char *save = NULL;
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; rc == FLOE_OK && tok;
+         tok = strtok_r(NULL, ",", &save))
+        rc = add_key_column(s, tok, cap, err);
     s->synthetic = s->n_key == 0;
     for (size_t i = 0; rc == FLOE_OK && i < (s->synthetic ? cap : s->n_key); i++) {
         const floe__field *f = &in->root.children[s->synthetic ? i : s->key_cols[i]];
