@@ -28,6 +28,8 @@
 #define POSDEL_PATH_ID 2147483546
 #define POSDEL_POS_ID 2147483545
 #define POSDEL_MAX_PATH ((size_t)64 << 10)
+#define SIZE_CHECK_EVERY 64                  /* rows between size estimates */
+#define SMALL_TARGET ((uint64_t)1 << 20)     /* below it, estimate every row */
 
 struct floe__file_writer {
     floe__table *t;                  /* borrowed: FileIO and data location */
@@ -36,7 +38,7 @@ struct floe__file_writer {
     int32_t *eq_ids;
     size_t n_eq_ids;
     floe_parquet_options pq;
-    uint64_t target;
+    uint64_t target;                 /* roll over at this estimated size */
     char *prefix;
     char uuid[37];
     unsigned next_number;
@@ -188,7 +190,10 @@ int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len
         *pos = w->cur_rows;
     w->cur_rows++;
     w->rows++;
-    if (floe__pq_writer_bytes(w->cur) >= w->target) {
+    /* The size estimate walks every column: look every SIZE_CHECK_EVERY rows
+     * (each row, for small targets), overshooting by at most that many. */
+    bool check = w->target < SMALL_TARGET || w->cur_rows % SIZE_CHECK_EVERY == 0;
+    if (check && floe__pq_writer_bytes(w->cur) >= w->target) {
         rc = finish_file(w, err);        /* the path handed out lives on in w->done */
         if (rc != FLOE_OK)
             w->broken = rc;

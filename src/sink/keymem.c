@@ -36,25 +36,8 @@ struct floe__keymem {
     size_t n_blocks, block_used;
 };
 
-/* 64-bit FNV-1a over words, then mixed: fine for canonical row bytes.  The
- * low bits pick the slot, the top 16 bits are the slot's filter. */
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
-}
+/* The low bits pick the slot, the top 16 bits are the slot's filter. */
+static uint64_t hash_bytes(const uint8_t *p, size_t n) { return floe__hash64(p, n, 0); }
 
 static int alloc_slots(floe__keymem *km, size_t cap, floe_error *err)
 {

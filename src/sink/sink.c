@@ -37,6 +37,7 @@ struct floe_sink {
     size_t n_eq;
     size_t *key_cols;                /* top-level indexes of the key columns, in key order */
     size_t n_key;
+    size_t key_span;                 /* 1 + the largest of key_cols */
     floe__progress progress;
     char resume_text[32];
     floe__minter *minter;
@@ -179,6 +180,8 @@ static int add_key_column(floe_sink *s, char *tok, size_t cap, floe_error *err)
     if (s->n_key == cap)
         return floe__err_set(err, FLOE_EINVAL, "--key names more columns than the schema has");
     s->key_cols[s->n_key++] = idx;
+    if (idx + 1 > s->key_span)
+        s->key_span = idx + 1;
     return FLOE_OK;
 }
 
@@ -429,7 +432,7 @@ static int extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error 
         return FLOE_OK;
     const floe__field *f = s->input->root.children;
     const uint8_t *p = row, *end = row + len;
-    size_t n = s->input->root.n_children;
+    size_t n = s->key_span;                 /* walk only as far as the last key column */
     for (size_t i = 0; i < n; i++) {
         s->spans[i] = p;
         p = floe__datum_skip(&f[i], p, end);

@@ -112,7 +112,9 @@ int floe__stash_push(floe__stash *st, uint64_t time, int64_t diff, const uint8_t
                      uint32_t key_len, const uint8_t *row, uint32_t row_len, floe_error *err);
 /* Start handing out the consolidated updates with time below `f` (all of
  * them when f is empty).  Call floe__stash_next until it returns 0, then
- * floe__stash_end_close.  No push may happen in between. */
+ * floe__stash_end_close.  No push may happen in between.  Order: equal
+ * (time, key, row) are merged; the updates of one key come together, in
+ * (time, row) order; different keys come in no particular order. */
 int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err);
 /* The next consolidated update: *got true and *u set (its pointers stay
  * valid until the next call), or *got false at the end. */

@@ -287,6 +287,61 @@ int floe__stash_push(floe__stash *st, uint64_t time, int64_t diff, const uint8_t
 
 /* ---- closing an interval ---------------------------------------------------------- */
 
+/* Whether a and b belong to one group: the same key, or (no key) the same
+ * time and row. */
+static bool same_group(const floe__upd *a, const floe__upd *b)
+{
+    if (a->key_len || b->key_len)
+        return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+    return a->time == b->time && a->row_len == b->row_len &&
+           memcmp(a->row, b->row, a->row_len) == 0;
+}
+
+static uint64_t group_hash(const floe__upd *u)
+{
+    if (u->key_len)
+        return floe__hash64(u->key, u->key_len, 0);
+    return floe__hash64(u->row, u->row_len, u->time * 0x9E3779B97F4A7C15ull);
+}
+
+/* Reorder v[0..k) so groups are contiguous and each is sorted (see the
+ * file comment).  Without memory for it, falls back to one full sort. */
+static void group_closed(floe__upd *v, size_t k)
+{
+    size_t cap = 16;
+    while (cap < 2 * k)
+        cap *= 2;
+    uint32_t *heads = floe__calloc(cap, sizeof *heads);   /* index + 1 of a group's last member */
+    uint32_t *prev = floe__malloc((k ? k : 1) * sizeof *prev);   /* chain to earlier members */
+    floe__upd *out = floe__malloc((k ? k : 1) * sizeof *out);
+    if (!heads || !prev || !out || k >= UINT32_MAX) {
+        qsort(v, k, sizeof *v, qsort_cmp);
+        goto done;
+    }
+    for (size_t i = 0; i < k; i++) {
+        size_t slot = group_hash(&v[i]) & (cap - 1);
+        while (heads[slot] && !same_group(&v[heads[slot] - 1], &v[i]))
+            slot = (slot + 1) & (cap - 1);
+        prev[i] = heads[slot];                             /* 0: first of its group */
+        heads[slot] = (uint32_t)(i + 1);
+    }
+    size_t n = 0;
+    for (size_t s = 0; s < cap; s++) {
+        if (!heads[s])
+            continue;
+        size_t start = n;
+        for (uint32_t m = heads[s]; m; m = prev[m - 1])
+            out[n++] = v[m - 1];
+        if (n - start > 1)
+            qsort(out + start, n - start, sizeof *out, qsort_cmp);
+    }
+    memcpy(v, out, k * sizeof *v);
+done:
+    floe__free(heads);
+    floe__free(prev);
+    floe__free(out);
+}
+
 int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err)
 {
     FLOE_RETURN_IF(st->closing, err, FLOE_EINTERNAL, "stash interval already being closed");
@@ -298,7 +353,10 @@ int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err)
             st->v[i] = t;
         }
     }
-    qsort(st->v, k, sizeof *st->v, qsort_cmp);
+    if (st->n_runs == 0)
+        group_closed(st->v, k);
+    else
+        qsort(st->v, k, sizeof *st->v, qsort_cmp);
     st->closed_n = k;
     st->closed_pos = 0;
     st->closing = true;

@@ -142,6 +142,11 @@ static inline size_t floe__get_uvarint(const uint8_t *p, const uint8_t *end, uin
 static inline uint64_t floe__zigzag64(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t floe__unzigzag64(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
+/* ---- hashing (hash.c) ------------------------------------------------------
+ * 64-bit hash of a byte string, well mixed in every bit; `seed` chains
+ * several parts (hash the second with the first's hash as seed). */
+uint64_t floe__hash64(const void *data, size_t n, uint64_t seed);
+
 /* ---- strings (str.c) ------------------------------------------------------- */
 /* printf into a new string (caller frees with floe__free); NULL on OOM. */
 char *floe__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -21,6 +21,16 @@ static uint64_t next_rand(void)
     return rng;
 }
 
+static int model_cmp(const void *a, const void *b)
+{
+    const model_upd *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
 /* Expected consolidated output below f from the model, in (time,key,row) order. */
 static size_t expect(model_upd *m, size_t n, uint64_t f, bool all, model_upd *out)
 {
@@ -72,15 +82,22 @@ static void round_trip(size_t limit, size_t pushes)
         size_t got_n = 0;
         floe__upd u;
         bool got = false;
-        while (floe__stash_next(st, &u, &got, NULL) == FLOE_OK && got) {
-            if (got_n < k) {
-                CHECK(u.time == want[got_n].time && u.diff == want[got_n].diff);
-                CHECK(u.key[0] == want[got_n].key && u.key_len == 1u + want[got_n].key % 3);
-                CHECK(u.row[0] == want[got_n].row && u.row_len == 10u + want[got_n].row);
-            }
-            got_n++;
+        model_upd seen[64 * 16];
+        while (floe__stash_next(st, &u, &got, NULL) == FLOE_OK && got && got_n < 64 * 16) {
+            CHECK(u.key_len == 1u + u.key[0] % 3 && u.row_len == 10u + u.row[0]);
+            model_upd m1 = {u.time, u.diff, u.key[0], u.row[0], false};
+            /* One key's updates come in (time, row) order. */
+            for (size_t j = 0; j < got_n; j++)
+                if (seen[j].key == m1.key)
+                    CHECK(seen[j].time < m1.time ||
+                          (seen[j].time == m1.time && seen[j].row < m1.row));
+            seen[got_n++] = m1;
         }
         CHECK_EQ_INT(got_n, k);
+        qsort(seen, got_n, sizeof seen[0], model_cmp);     /* as a set: the model's */
+        for (size_t j = 0; j < got_n && j < k; j++)
+            CHECK(seen[j].time == want[j].time && seen[j].diff == want[j].diff &&
+                  seen[j].key == want[j].key && seen[j].row == want[j].row);
         floe__stash_end_close(st);
     }
     floe__stash_stats stats;
