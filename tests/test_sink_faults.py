@@ -14,7 +14,7 @@ from sinkmodel import INF, SCHEMA, Stream, frontier_value, table_snapshots
 TABLE = "demo.orders"
 
 
-def run_tool(tmp_path, fault, when, stream, interval=5):
+def run_tool(tmp_path, fault, when, stream, interval=20):
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
     proc = subprocess.run([tool_bin("test_sink_tool"), fault, str(when),
@@ -37,7 +37,7 @@ def final_rows_match(tmp_path, stream):
 
 
 def test_a_lost_commit_response_is_recognised_not_repeated(tmp_path):
-    stream = Stream(31, steps=40)
+    stream = Stream(31, steps=30)
     code, stats, err = run_tool(tmp_path, "lost-response", 3, stream)
     assert code == 0, err
     assert stats["lost_responses"] == 1
@@ -49,7 +49,7 @@ def test_a_lost_commit_response_is_recognised_not_repeated(tmp_path):
 
 
 def test_a_conflict_reloads_rechecks_and_retries(tmp_path):
-    stream = Stream(32, steps=40)
+    stream = Stream(32, steps=30)
     code, stats, err = run_tool(tmp_path, "conflict", 4, stream)
     assert code == 0, err
     assert stats["conflicts"] == 1
@@ -60,7 +60,7 @@ def test_a_conflict_reloads_rechecks_and_retries(tmp_path):
 
 
 def test_a_failure_before_sending_is_retried(tmp_path):
-    stream = Stream(33, steps=30)
+    stream = Stream(33, steps=25)
     code, stats, err = run_tool(tmp_path, "unsent", 2, stream)
     assert code == 0, err
     assert stats["failures"] == 1 and stats["lost_responses"] == 0

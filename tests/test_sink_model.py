@@ -44,20 +44,20 @@ def check_snapshots(tmp_path, stream, mode):
 @pytest.mark.parametrize("mode", ["upsert", "append"])
 @pytest.mark.parametrize("seed", range(6))
 def test_model(floe, tmp_path, mode, seed):
-    stream = Stream(seed, steps=50, as_of=[0, 0, 20, 5, 0, 100][seed],
+    stream = Stream(seed, steps=40, as_of=[0, 0, 20, 5, 0, 100][seed],
                     initial=[0, 30, 40, 0, 10, 60][seed])
     src = tmp_path / "changes.ndjson"
     src.write_text(stream.text())
-    interval = [15, 20, 10, 50, 25, 8][seed]
+    interval = [25, 30, 20, 60, 40, 15][seed]
     floe(*sink_args(tmp_path, mode, stream, interval), "--input", src)
     snaps = check_snapshots(tmp_path, stream, mode)
-    assert 3 <= len(snaps) <= 60, len(snaps)
+    assert 3 <= len(snaps) <= 25, len(snaps)
 
 
 @pytest.mark.parametrize("mode", ["upsert", "append"])
 def test_model_over_stdin_with_small_files(floe, tmp_path, mode):
     """Data files roll over at a tiny target size; input comes on stdin."""
-    stream = Stream(99, steps=40, keys=200, burst=0.5)
-    floe(*sink_args(tmp_path, mode, stream, 20), "--target-file-size", "2k", "--input", "-",
+    stream = Stream(99, steps=20, keys=200, burst=0.5)
+    floe(*sink_args(tmp_path, mode, stream, 20), "--target-file-size", "4k", "--input", "-",
          input=stream.text())
     check_snapshots(tmp_path, stream, mode)

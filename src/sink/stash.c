@@ -308,12 +308,14 @@ static uint64_t group_hash(const floe__upd *u)
  * file comment).  Without memory for it, falls back to one full sort. */
 static void group_closed(floe__upd *v, size_t k)
 {
+    if (k < 2)
+        return;                                       /* nothing to group (v may be NULL) */
     size_t cap = 16;
     while (cap < 2 * k)
         cap *= 2;
     uint32_t *heads = floe__calloc(cap, sizeof *heads);   /* index + 1 of a group's last member */
-    uint32_t *prev = floe__malloc((k ? k : 1) * sizeof *prev);   /* chain to earlier members */
-    floe__upd *out = floe__malloc((k ? k : 1) * sizeof *out);
+    uint32_t *prev = floe__malloc(k * sizeof *prev);   /* chain to earlier members */
+    floe__upd *out = floe__malloc(k * sizeof *out);
     if (!heads || !prev || !out || k >= UINT32_MAX) {
         qsort(v, k, sizeof *v, qsort_cmp);
         goto done;
