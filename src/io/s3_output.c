@@ -14,6 +14,12 @@
  * when even the abort fails, S3's lifecycle rules for incomplete uploads
  * are the last resort; the object itself never appears).
  *
+ * Integrity: every PUT and part carries its CRC32 (x-amz-checksum-crc32);
+ * S3 refuses a body that does not match (BadDigest, retried), so bytes
+ * damaged on the way never land, even over plain HTTP with an unsigned
+ * payload.  A multipart upload declares the algorithm when it starts and
+ * lists each part's checksum when it completes.
+ *
  * A CompleteMultipartUpload whose reply was lost is retried; if the retry
  * says NoSuchUpload, the first attempt landed when an object of exactly
  * the bytes written is there (HEAD).
@@ -21,6 +27,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <zlib.h>
 
 #include "io/s3_internal.h"
 
@@ -38,6 +45,28 @@ typedef struct s3_output {
     int failed;                   /* the code of an earlier failure, else FLOE_OK */
 } s3_output;
 
+/* The x-amz-checksum-crc32 value of n bytes: base64 of the big-endian CRC. */
+static void crc32_header(const uint8_t *p, size_t n, char out[16])
+{
+    uLong crc = crc32_z(0L, Z_NULL, 0);
+    if (n)
+        crc = crc32_z(crc, p, n);
+    uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8),
+                     (uint8_t)crc};
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint32_t v = (uint32_t)be[0] << 16 | (uint32_t)be[1] << 8 | be[2];
+    out[0] = b64[v >> 18];
+    out[1] = b64[(v >> 12) & 63];
+    out[2] = b64[(v >> 6) & 63];
+    out[3] = b64[v & 63];
+    v = (uint32_t)be[3] << 16;
+    out[4] = b64[v >> 18];
+    out[5] = b64[(v >> 12) & 63];
+    out[6] = '=';
+    out[7] = '=';
+    out[8] = '\0';
+}
+
 /* One request under the current settings. */
 static int request(s3_output *so, const s3_req *r, floe__http_response *resp, floe_error *err)
 {
@@ -49,11 +78,12 @@ static int request(s3_output *so, const s3_req *r, floe__http_response *resp, fl
 
 static int create_upload(s3_output *so, floe_error *err)
 {
-    static const floe__http_header h[] = {{"Content-Type", "application/octet-stream"}};
+    static const floe__http_header h[] = {{"Content-Type", "application/octet-stream"},
+                                          {"x-amz-checksum-algorithm", "CRC32"}};
     floe__http_response resp;
     floe__http_response_init(&resp);
     s3_req r = {.method = "POST", .loc = &so->loc, .query = "uploads=", .body = "",
-                .body_len = 0, .headers = h, .n_headers = 1,
+                .body_len = 0, .headers = h, .n_headers = 2,
                 .what = "CreateMultipartUpload"};
     int rc = request(so, &r, &resp, err);
     floe__buf id, q;
@@ -113,12 +143,15 @@ static int send_part(s3_output *so, floe_error *err)
     FLOE_RETURN_IF(ql < 0 || (size_t)ql >= sizeof query, err, FLOE_EIO,
                    "s3://%s/%s: the upload id is too long", so->loc.bucket, so->loc.key);
     snprintf(what, sizeof what, "UploadPart %d", number);
-    static const floe__http_header h[] = {{"Content-Type", "application/octet-stream"}};
+    char crc[16];
+    crc32_header(so->part.data, so->part.len, crc);
+    floe__http_header h[] = {{"Content-Type", "application/octet-stream"},
+                             {"x-amz-checksum-crc32", crc}};
     floe__http_response resp;
     floe__http_response_init(&resp);
     s3_req r = {.method = "PUT", .loc = &so->loc, .query = query,
                 .body = so->part.data ? (const void *)so->part.data : "",
-                .body_len = so->part.len, .headers = h, .n_headers = 1, .what = what};
+                .body_len = so->part.len, .headers = h, .n_headers = 2, .what = what};
     int rc = request(so, &r, &resp, err);
     char etag[256];
     if (rc == FLOE_OK && !floe__http_response_header(&resp, "ETag", etag, sizeof etag))
@@ -130,7 +163,8 @@ static int send_part(s3_output *so, floe_error *err)
     if (rc == FLOE_OK)
         rc = floe__s3_xml_escape(etag, &so->parts_xml, err);
     if (rc == FLOE_OK)
-        rc = floe__buf_printf(&so->parts_xml, err, "</ETag></Part>");
+        rc = floe__buf_printf(&so->parts_xml, err,
+                              "</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part>", crc);
     floe__http_response_free(&resp);
     FLOE_FORWARD(rc);
     so->n_parts = number;
@@ -175,12 +209,15 @@ static int s3o_write(floe__output *o, const void *p, size_t n, floe_error *err)
 
 static int put_object(s3_output *so, floe_error *err)
 {
-    static const floe__http_header h[] = {{"Content-Type", "application/octet-stream"}};
+    char crc[16];
+    crc32_header(so->part.data, so->part.len, crc);
+    floe__http_header h[] = {{"Content-Type", "application/octet-stream"},
+                             {"x-amz-checksum-crc32", crc}};
     floe__http_response resp;
     floe__http_response_init(&resp);
     s3_req r = {.method = "PUT", .loc = &so->loc,
                 .body = so->part.data ? (const void *)so->part.data : "",
-                .body_len = so->part.len, .headers = h, .n_headers = 1, .what = "PUT"};
+                .body_len = so->part.len, .headers = h, .n_headers = 2, .what = "PUT"};
     int rc = request(so, &r, &resp, err);
     floe__http_response_free(&resp);
     return rc;

@@ -216,6 +216,25 @@ static void backoff(floe__s3 *s, const s3_conf *c, int attempt)
     }
 }
 
+/* Words for a status when the reply has no error body (HEAD). */
+static const char *status_text(long status)
+{
+    switch (status) {
+    case 400: return " Bad Request";
+    case 401: return " Unauthorized";
+    case 403: return " Forbidden";
+    case 404: return " Not Found";
+    case 409: return " Conflict";
+    case 412: return " Precondition Failed";
+    case 429: return " Too Many Requests";
+    case 500: return " Internal Server Error";
+    case 502: return " Bad Gateway";
+    case 503: return " Service Unavailable";
+    case 504: return " Gateway Timeout";
+    default: return "";
+    }
+}
+
 /* Record a non-2xx reply as an error in e; returns its verdict. */
 static s3_verdict reply_error(const floe__http_response *resp, const s3_req *r, floe_error *e)
 {
@@ -230,7 +249,8 @@ static s3_verdict reply_error(const floe__http_response *resp, const s3_req *r, 
         status = 500;                /* S3's advice: an error inside a 200 is retried */
     s3_verdict v = floe__s3_classify(status, have_code ? (const char *)code.data : NULL);
     floe__err_set(e, v.code, "HTTP %ld%s%s%s%s%s", resp->status, have_code ? " " : "",
-                  have_code ? (const char *)code.data : "", have_msg ? ": " : "",
+                  have_code ? (const char *)code.data : status_text(resp->status),
+                  have_msg ? ": " : "",
                   have_msg ? (const char *)msg.data : "", v.hint);
     floe__buf_free(&code);
     floe__buf_free(&msg);
