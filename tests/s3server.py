@@ -10,7 +10,8 @@ second server with TLS, its certificate issued by a throw-away CA.
 FaultProxy sits between floe and the server.  It understands just enough
 HTTP/1.1 to see each request (one per client connection), classify it
 (PutObject, UploadPart, CompleteMultipartUpload, GET, ...) and apply a rule:
-answer 503 SlowDown or 500, drop the connection, flip a byte of the body
+answer 503 SlowDown, 500 InternalError, 404 NoSuchUpload or a 200 with an
+<Error> inside, drop the connection, flip a byte of the body
 (the checksum makes the server refuse it), forward the request but lose the
 reply, or stall.  Everything else is forwarded unchanged (the Host header
 too, so signatures stay valid).  `proxy.log` lists (kind, action) per
@@ -64,7 +65,7 @@ def free_port():
 class S3Server:
     """One versitygw process on loopback over a temporary directory."""
 
-    def __init__(self, cert=None, key=None):
+    def __init__(self, cert=None, key=None, ca_file=None):
         self.root = tempfile.mkdtemp(prefix="floe-s3-")
         self.data = os.path.join(self.root, "data")
         self.meta = os.path.join(self.root, "meta")
@@ -73,6 +74,7 @@ class S3Server:
         self.access_key = "AK" + secrets.token_hex(8).upper()
         self.secret_key = secrets.token_urlsafe(30)
         self.tls = cert is not None
+        self.ca_file = ca_file                  # what clients of a TLS server trust
         self.port = free_port()
         scheme = "https" if self.tls else "http"
         self.endpoint = f"{scheme}://127.0.0.1:{self.port}"
@@ -115,7 +117,8 @@ class S3Server:
         """An independent S3 client (boto3), path-style."""
         return boto3.client("s3", endpoint_url=endpoint or self.endpoint, region_name=REGION,
                             aws_access_key_id=self.access_key,
-                            aws_secret_access_key=self.secret_key, verify=verify,
+                            aws_secret_access_key=self.secret_key,
+                            verify=verify if verify is not None else self.ca_file,
                             config=botocore.config.Config(s3={"addressing_style": "path"},
                                                           retries={"max_attempts": 1}))
 
@@ -223,8 +226,7 @@ def make_ca_and_cert(directory):
 def s3_tls(tmp_path_factory):
     d = tmp_path_factory.mktemp("tls")
     ca, cert, key = make_ca_and_cert(str(d))
-    server = S3Server(cert=cert, key=key)
-    server.ca_file = ca
+    server = S3Server(cert=cert, key=key, ca_file=ca)
     yield server
     server.stop()
 
@@ -273,6 +275,10 @@ INTERNAL = (b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/xm
             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s")
 INTERNAL_BODY = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InternalError</Code>"
                  b"<Message>We encountered an internal error. Please try again.</Message></Error>")
+NO_SUCH_UPLOAD = (b"HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\n"
+                  b"Content-Length: %d\r\nConnection: close\r\n\r\n%s")
+NO_SUCH_UPLOAD_BODY = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchUpload</Code>"
+                       b"<Message>The specified upload does not exist.</Message></Error>")
 ERROR_IN_200 = (b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n"
                 b"Connection: close\r\n\r\n%s")
 
@@ -371,6 +377,9 @@ class FaultProxy:
             return
         if action == "500":
             conn.sendall(INTERNAL % (len(INTERNAL_BODY), INTERNAL_BODY))
+            return
+        if action == "no-such-upload":
+            conn.sendall(NO_SUCH_UPLOAD % (len(NO_SUCH_UPLOAD_BODY), NO_SUCH_UPLOAD_BODY))
             return
         if action == "error-in-200":
             conn.sendall(ERROR_IN_200 % (len(INTERNAL_BODY), INTERNAL_BODY))
