@@ -304,7 +304,8 @@ int floe__s3_request(floe__s3 *s, const s3_conf *c, const s3_req *r, floe__http_
     enum { MAX_HEADERS = 16 };
     floe__http_header headers[MAX_HEADERS];
     FLOE_RETURN_IF(r->n_headers + 1 > MAX_HEADERS, err, FLOE_EINTERNAL, "too many headers");
-    memcpy(headers, r->headers, r->n_headers * sizeof *headers);
+    if (r->n_headers)
+        memcpy(headers, r->headers, r->n_headers * sizeof *headers);
     headers[r->n_headers] = (floe__http_header){"x-amz-content-sha256", "UNSIGNED-PAYLOAD"};
     floe__sigv4 sig = {.region = c->region, .service = "s3", .access_key_id = c->access_key_id,
                        .secret_access_key = c->secret_access_key,
