@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing floe needs: Debian packages (compiler,
-# libraries, valgrind) and the Python readers the tests check floe against.
+# libraries, valgrind), the Python readers the tests check floe against and
+# versitygw, the S3 server of the S3 tests (built with Go into $GOBIN or
+# $(go env GOPATH)/bin).
 # Safe to run again: it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,5 +36,17 @@ rm -f "$log"
 if [ ! -f tests/java/target/classes/floe/Reader.class ] ||
    [ -n "$(find tests/java/src tests/java/pom.xml -newer tests/java/target/classes/floe/Reader.class)" ]; then
     (cd tests/java && mvn -q -B package -DskipTests)
+fi
+# versitygw: an S3 server that verifies SigV4, for tests/test_s3*.py.
+VERSITYGW_VERSION=v1.7.0
+gobin=$(go env GOBIN 2>/dev/null || true)
+[ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null | cut -d: -f1)/bin"
+if ! command -v go >/dev/null 2>&1; then
+    echo "install-deps: go is missing: the S3 tests need versitygw (go install)" >&2
+    exit 1
+elif [ ! -x "$gobin/versitygw" ] ||
+     ! go version -m "$gobin/versitygw" 2>/dev/null | grep -q "versitygw[[:space:]]*$VERSITYGW_VERSION"; then
+    echo "install-deps: versitygw $VERSITYGW_VERSION into $gobin"
+    CGO_ENABLED=0 go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 fi
 echo "install-deps: done"

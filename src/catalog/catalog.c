@@ -119,7 +119,8 @@ int floe__catalog_open(const floe_connect_options *opts, floe__fileio **io, floe
                              o.catalog);
     char *wh = NULL;
     FLOE_FORWARD(warehouse_uri(o.warehouse ? o.warehouse : FLOE_DEFAULT_WAREHOUSE, &wh, err));
-    int rc = floe__fileio_local_new(io, err);
+    /* S3 and local files by scheme: metadata may point anywhere */
+    int rc = floe__fileio_for_connect(&o, io, err);
     if (rc == FLOE_OK)
         rc = floe__catalog_sql_open(o.catalog, o.catalog_name, wh, *io, out, err);
     floe__free(wh);

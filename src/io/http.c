@@ -144,17 +144,56 @@ static int build_headers(const floe__http_request *req, struct curl_slist **list
     return FLOE_OK;
 }
 
-static int set_signing(CURL *c, const floe__sigv4 *s, char **provider, char **userpwd,
-                       floe_error *err)
+/* The key id and secret go in separately (CURLOPT_USERPWD would split a
+ * secret containing ':'); libcurl keeps its own copies until the next
+ * curl_easy_reset. */
+static int set_signing(CURL *c, const floe__sigv4 *s, char **provider, floe_error *err)
 {
     *provider = floe__sprintf("aws:amz:%s:%s", s->region, s->service);
-    *userpwd = floe__sprintf("%s:%s", s->access_key_id ? s->access_key_id : "",
-                             s->secret_access_key ? s->secret_access_key : "");
-    if (!*provider || !*userpwd)
+    if (!*provider)
         return FLOE_OOM(err);
     curl_easy_setopt(c, CURLOPT_AWS_SIGV4, *provider);
-    curl_easy_setopt(c, CURLOPT_USERPWD, *userpwd);
+    curl_easy_setopt(c, CURLOPT_USERNAME, s->access_key_id ? s->access_key_id : "");
+    curl_easy_setopt(c, CURLOPT_PASSWORD, s->secret_access_key ? s->secret_access_key : "");
     return FLOE_OK;
+}
+
+/* Whether a transport failure may go away on its own (a refused or reset
+ * connection, a timeout) rather than needing a change of configuration
+ * (certificate verification, a malformed URL, an unsupported protocol). */
+static bool transient_failure(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_WEIRD_SERVER_REPLY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Certificate failures get a hint at the fix. */
+static const char *tls_hint(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+        return " (TLS certificate verification failed: for a private CA, trust it with "
+               "--ca-file / FLOE_CA_FILE)";
+    case CURLE_SSL_CACERT_BADFILE:
+        return " (the CA file cannot be read or is not a PEM bundle)";
+    default:
+        return "";
+    }
 }
 
 /* The URL without its query string, for messages. */
@@ -174,10 +213,11 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
     resp->body.max = req->max_response ? req->max_response : DEFAULT_MAX_RESPONSE;
     resp->status = 0;
     struct curl_slist *headers = NULL;
-    char *provider = NULL, *userpwd = NULL;
+    char *provider = NULL;
+    resp->transient = false;
     int rc = build_headers(req, &headers, err);
     if (rc == FLOE_OK && req->sigv4)
-        rc = set_signing(c, req->sigv4, &provider, &userpwd, err);
+        rc = set_signing(c, req->sigv4, &provider, err);
     sink_ctx body = {&resp->body, false};
     if (rc == FLOE_OK) {
         h->errbuf[0] = '\0';
@@ -193,6 +233,7 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->connect_timeout_ms);
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->timeout_ms);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);     /* object keys may hold "./" */
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
         if (h->ca_file)
@@ -208,17 +249,16 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
         else if (cc != CURLE_OK) {
             char u[512];
             url_for_message(req->url, u, sizeof u);
-            rc = floe__err_set(err, FLOE_ENET, "%s %s: %s", req->method, u,
-                               h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+            resp->transient = transient_failure(cc);
+            rc = floe__err_set(err, FLOE_ENET, "%s %s: %s%s", req->method, u,
+                               h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc), tls_hint(cc));
+            floe__err_set_retryable(err, resp->transient);
         } else {
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
         }
     }
     curl_slist_free_all(headers);
-    if (userpwd) {                               /* scrub the secret */
-        memset(userpwd, 0, strlen(userpwd));
-        floe__free(userpwd);
-    }
+    curl_easy_setopt(c, CURLOPT_PASSWORD, NULL);  /* the handle keeps no secret */
     floe__free(provider);
     return rc;
 }

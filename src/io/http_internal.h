@@ -52,6 +52,11 @@ typedef struct floe__http_response {
     long status;                     /* the HTTP status */
     floe__buf body;
     floe__buf headers;               /* the raw header lines of the final response */
+    /* After FLOE_ENET: whether the failure may pass by itself (refused or
+     * reset connection, timeout: worth a retry) or needs a change of
+     * configuration (TLS verification, bad URL).  The error is marked
+     * retryable the same way (floe_error_retryable). */
+    bool transient;
 } floe__http_response;
 
 void floe__http_response_init(floe__http_response *r);
@@ -63,8 +68,16 @@ const char *floe__http_response_header(const floe__http_response *r, const char 
 
 /* Perform a request.  FLOE_OK whenever a response arrived, whatever its
  * status (the caller classifies it); FLOE_ENET when none did (connection
- * refused or reset, DNS, timeout, TLS failure), with the reason; FLOE_ELIMIT
- * when the body exceeds max_response.  `resp` is reset first. */
+ * refused or reset, DNS, timeout, TLS failure), with the reason and
+ * resp->transient; FLOE_ELIMIT when the body exceeds max_response.  `resp`
+ * is reset first.  Redirects are not followed.  The URL is sent as given
+ * (no dot-segment removal), so a signed path is the path sent.
+ * A body is sent with libcurl's default Content-Type
+ * (application/x-www-form-urlencoded) unless a header sets another.
+ * SigV4 with libcurl 7.88 signs the headers given plus host and x-amz-date;
+ * it hashes an in-memory body itself, but for service "s3" the caller must
+ * send "x-amz-content-sha256" (e.g. UNSIGNED-PAYLOAD), which S3 requires
+ * and the signer then uses as the payload hash. */
 int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_response *resp,
                   floe_error *err);
 

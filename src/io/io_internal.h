@@ -1,14 +1,16 @@
 /*
  * io_internal.h - storage: where floe's files live.
  *
- * A FileIO resolves URIs ("file:///...", plain paths, later "s3://...") to
+ * A FileIO resolves URIs ("file:///...", plain paths, "s3://bucket/key") to
  * object reads and whole-object writes.  Writes are atomic: an object is
  * either complete under its final name or absent.  This header declares the
- * FileIO interface (a vtable object, so S3 can join later) and the
- * local-file implementation.
+ * FileIO interface (a vtable object), the local-file implementation and the
+ * S3 one (which serves local URIs too, by scheme).
  */
 #ifndef FLOE_IO_INTERNAL_H
 #define FLOE_IO_INTERNAL_H
+
+#include <jansson.h>
 
 #include "util/util_internal.h"
 
@@ -44,7 +46,8 @@ typedef struct floe__fileio_ops {
     int (*read_all)(floe__fileio *io, const char *uri, floe__buf *dst, floe_error *err);
     /* *exists = whether the object exists. */
     int (*exists)(floe__fileio *io, const char *uri, bool *exists, floe_error *err);
-    /* Delete the object; FLOE_ENOTFOUND when it does not exist. */
+    /* Delete the object; FLOE_ENOTFOUND when it does not exist (S3: seen
+     * by a HEAD just before; the delete itself is idempotent). */
     int (*remove)(floe__fileio *io, const char *uri, floe_error *err);
     /* Make every object closed so far durable (an object store's completed
      * writes already are).  Called before a commit refers to them. */
@@ -93,5 +96,81 @@ int floe__fileio_write_all(floe__fileio *io, const char *uri, const void *p, siz
  * "file://localhost/abs") and plain paths; any other scheme is
  * FLOE_EUNSUPPORTED.  *out is the caller's (floe__fileio_free). */
 int floe__fileio_local_new(floe__fileio **out, floe_error *err);
+
+/* ---- S3 (s3.c, s3_request.c, s3_xml.c, s3_output.c) ---------------------------
+ * The S3 FileIO serves "s3://BUCKET/KEY" URIs (also s3a://, s3n://) and
+ * hands every other URI to a local FileIO inside it, so metadata written
+ * anywhere can be read.  Safe for many threads at once.
+ *
+ *  - Addressing: path-style (ENDPOINT/BUCKET/KEY) or virtual-hosted
+ *    (BUCKET.HOST/KEY); default endpoint https://s3.REGION.amazonaws.com.
+ *  - Signing: AWS SigV4 by libcurl with payload UNSIGNED-PAYLOAD; without an
+ *    access key id requests go unsigned (public buckets).
+ *  - Writes: an output buffers up to part_size bytes; closed before that,
+ *    the object is one PUT; otherwise a multipart upload (parts of
+ *    part_size, doubled every 1000 parts), completed on close, aborted on
+ *    abort() or on any failure.  Nothing is visible under the key until
+ *    close() succeeds.  sync is a no-op: a completed upload is durable.
+ *  - Retries: transport failures, 5xx, 429, throttling (SlowDown),
+ *    RequestTimeout, BadDigest, with exponential backoff and jitter, up to
+ *    max_attempts; then the error says "gave up after N attempts" and is
+ *    retryable (floe_error_retryable).
+ *  - Errors: FLOE_ENOTFOUND (404), FLOE_EAUTH (credentials refused, access
+ *    denied, expired token; the message says which setting to check),
+ *    FLOE_EINVAL (another region or endpoint serves the bucket), FLOE_ENET
+ *    (no reply, e.g. TLS verification failed), FLOE_EIO (others).
+ *    Messages name the operation, URI, endpoint, region and S3's error
+ *    code and message, never the secret key or session token.
+ *  - TLS: certificates are always verified; ca_file adds a CA bundle. */
+typedef struct floe__s3_options {
+    const char *endpoint;           /* "http(s)://host[:port]" (no scheme: https);
+                                       NULL: AWS */
+    const char *region;             /* NULL: us-east-1 */
+    const char *access_key_id;      /* NULL: unsigned requests */
+    const char *secret_access_key;
+    const char *session_token;      /* NULL: none */
+    int path_style;                 /* 1 path-style, 0 virtual-hosted, -1: path-style
+                                       when an endpoint is given */
+    const char *ca_file;            /* extra CA bundle (PEM); NULL: system CAs */
+    size_t part_size;               /* multipart part size; 0: 8 MiB; 5 MiB..5 GiB */
+    int max_attempts;               /* per request; 0: 5 */
+    long retry_base_ms;             /* first backoff; 0: 100 */
+    long retry_max_ms;              /* longest backoff; 0: 5000 */
+    long connect_timeout_ms;        /* 0: 10 s */
+    long request_timeout_ms;        /* one attempt; 0: 120 s */
+} floe__s3_options;
+
+void floe__s3_options_init(floe__s3_options *o);   /* zeroes, path_style = -1 */
+
+/* A new S3 FileIO (strings are copied).  FLOE_EINVAL for bad settings.
+ * *out is the caller's (floe__fileio_free). */
+int floe__fileio_s3_new(const floe__s3_options *o, floe__fileio **out, floe_error *err);
+
+/* Override settings of an S3 FileIO with an Iceberg-style property object,
+ * e.g. the "config" of a REST catalog's load-table reply (vended
+ * credentials).  String values (JSON strings; booleans and integers are
+ * accepted too); other keys are ignored:
+ *   s3.endpoint, s3.region or client.region, s3.path-style-access
+ *   ("true"/"false"), s3.access-key-id, s3.secret-access-key,
+ *   s3.session-token (when any of these three is given, all three are
+ *   replaced: an absent token becomes none),
+ *   floe.s3.part-size, floe.s3.max-attempts, floe.s3.retry-base-ms,
+ *   floe.s3.retry-max-ms, floe.s3.connect-timeout-ms,
+ *   floe.s3.request-timeout-ms (numbers, as in floe__s3_options).
+ * Requests already running finish with the old settings; later ones use
+ * the new.  FLOE_EINVAL when io is not an S3 FileIO or a value is bad
+ * (then nothing changes). */
+int floe__fileio_s3_configure(floe__fileio *io, const json_t *config, floe_error *err);
+
+/* A new S3 FileIO with io's current settings overridden by `config` (as
+ * floe__fileio_s3_configure): a per-table FileIO for vended credentials.
+ * io is not changed and need not outlive *out. */
+int floe__fileio_s3_derive(floe__fileio *io, const json_t *config, floe__fileio **out,
+                           floe_error *err);
+
+/* The FileIO for resolved connection options (floe__connect_resolve):
+ * S3 (s3_* fields, ca_file) plus local files by scheme. */
+int floe__fileio_for_connect(const floe_connect_options *o, floe__fileio **out,
+                             floe_error *err);
 
 #endif /* FLOE_IO_INTERNAL_H */

@@ -1,0 +1,131 @@
+/*
+ * s3_internal.h - what the parts of the S3 FileIO share: its settings, the
+ * FileIO object, object locations, one request with retries, and the small
+ * XML reader for S3 replies.
+ *
+ *   s3.c          the FileIO: settings, scheme dispatch, GET / HEAD / DELETE
+ *   s3_request.c  URLs, signing, retries with backoff, error classification
+ *   s3_xml.c      element text and root name of S3 XML replies
+ *   s3_output.c   uploads: one PUT, or a multipart upload for large objects
+ *
+ * Threads: the FileIO may be used from many threads at once.  Its settings
+ * are an immutable, reference-counted snapshot (s3_conf) swapped under the
+ * lock by floe__fileio_s3_configure; each request pins the snapshot it
+ * uses.  HTTP clients (one connection each) are borrowed from an idle pool
+ * for one request at a time.
+ */
+#ifndef FLOE_S3_INTERNAL_H
+#define FLOE_S3_INTERNAL_H
+
+#include <pthread.h>
+
+#include "io/http_internal.h"
+#include "io/io_internal.h"
+
+#define S3_MIN_PART_SIZE ((size_t)5 << 20)       /* S3's floor for all but the last part */
+#define S3_MAX_PART_SIZE ((size_t)5 << 30)
+#define S3_MAX_PARTS 10000
+#define S3_IDLE_CLIENTS 8
+
+/* One immutable set of settings (strings owned). */
+typedef struct s3_conf {
+    int refs;                     /* under floe__s3.lock */
+    unsigned generation;          /* HTTP clients made under another generation are dropped */
+    char *endpoint;               /* "http(s)://host[:port][/prefix]", no trailing '/';
+                                     NULL: AWS */
+    char *region;
+    char *access_key_id;          /* NULL: requests go unsigned */
+    char *secret_access_key;
+    char *session_token;          /* NULL when none */
+    int path_style;               /* 1, 0, -1: path-style when there is an endpoint */
+    char *ca_file;                /* NULL: the system's CAs only */
+    size_t part_size;
+    int max_attempts;
+    long retry_base_ms, retry_max_ms;
+    long connect_timeout_ms, request_timeout_ms;
+} s3_conf;
+
+typedef struct floe__s3 {
+    floe__fileio base;
+    floe__fileio *local;          /* file:// URIs and plain paths go here */
+    pthread_mutex_t lock;         /* guards conf, idle, n_idle, rng */
+    s3_conf *conf;
+    floe__http *idle[S3_IDLE_CLIENTS];
+    unsigned idle_generation[S3_IDLE_CLIENTS];
+    size_t n_idle;
+    unsigned generation;          /* of the latest conf */
+    uint64_t rng;                 /* backoff jitter */
+} floe__s3;
+
+/* Pin the current settings / release them (accepts NULL). */
+s3_conf *floe__s3_conf_get(floe__s3 *s);
+void floe__s3_conf_put(floe__s3 *s, s3_conf *c);
+
+/* An object: "s3://bucket/key" (or s3a://, s3n://).  Both strings owned. */
+typedef struct s3_loc {
+    char *bucket;
+    char *key;
+} s3_loc;
+
+/* Whether `uri` names S3 storage (by its scheme). */
+bool floe__s3_is_uri(const char *uri);
+/* Split an S3 URI; FLOE_EINVAL when the bucket or the key is missing. */
+int floe__s3_parse_uri(const char *uri, s3_loc *out, floe_error *err);
+void floe__s3_loc_free(s3_loc *l);
+
+/* The URL of an object under settings `c` (path-style or virtual-hosted),
+ * with the key percent-encoded as SigV4 wants it and `query` (already in
+ * canonical order, see below) appended.  Caller frees. */
+char *floe__s3_url(const s3_conf *c, const s3_loc *l, const char *query);
+
+/* One S3 request. */
+typedef struct s3_req {
+    const char *method;
+    const s3_loc *loc;
+    const char *query;            /* canonical: keys sorted, "k=v" pairs with
+                                     encoded values joined by '&'; NULL: none */
+    const void *body;             /* NULL: no body */
+    size_t body_len;
+    const floe__http_header *headers;
+    size_t n_headers;
+    size_t max_response;          /* 0: 1 MiB */
+    const char *what;             /* the operation, for messages ("UploadPart 3") */
+    bool error_in_200;            /* a 200 whose body is <Error> is that error
+                                     (CompleteMultipartUpload) */
+} s3_req;
+
+/* Send `r`, retrying transient failures (transport failures, 5xx, 429,
+ * throttling, RequestTimeout, BadDigest) with exponential backoff and
+ * jitter up to the configured number of attempts.  FLOE_OK for a 2xx
+ * reply (in *resp).  Otherwise, with a message naming the operation, the
+ * object, the endpoint and S3's error code and message (never a secret):
+ * FLOE_ENOTFOUND (404), FLOE_EAUTH (credentials refused, access denied,
+ * expired token), FLOE_EINVAL (wrong region or endpoint), FLOE_ENET
+ * (transport, after the retries), FLOE_EIO (anything else). */
+int floe__s3_request(floe__s3 *s, const s3_conf *c, const s3_req *r, floe__http_response *resp,
+                     floe_error *err);
+
+/* How a non-2xx reply is classified: the floe code and whether to retry. */
+typedef struct s3_verdict {
+    int code;
+    bool retry;
+    const char *hint;             /* advice appended to the message, "" when none */
+} s3_verdict;
+s3_verdict floe__s3_classify(long status, const char *s3_code);
+
+/* ---- XML (s3_xml.c) -------------------------------------------------------
+ * Just enough XML for S3 replies: no DTDs, no namespaces beyond ignoring
+ * attributes. */
+/* The text of the first element named `tag` in [xml, xml+n), entity
+ * references decoded, appended to out (NUL-terminated, len excludes it).
+ * false when there is no such element (out unchanged). */
+bool floe__s3_xml_text(const char *xml, size_t n, const char *tag, floe__buf *out);
+/* Whether the root element of the document is named `tag`. */
+bool floe__s3_xml_root_is(const char *xml, size_t n, const char *tag);
+/* Append s with &, <, >, " and ' escaped. */
+int floe__s3_xml_escape(const char *s, floe__buf *out, floe_error *err);
+
+/* ---- uploads (s3_output.c) ------------------------------------------------ */
+int floe__s3_output_open(floe__s3 *s, const char *uri, floe__output **out, floe_error *err);
+
+#endif /* FLOE_S3_INTERNAL_H */
