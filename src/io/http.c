@@ -157,11 +157,33 @@ static int set_signing(CURL *c, const floe__sigv4 *s, char **provider, char **us
     return FLOE_OK;
 }
 
-/* The URL without its query string, for messages. */
+/* After a failed transfer: could any of the request have reached the
+ * server?  Only failures before a connection existed say no for sure. */
+static bool maybe_sent(CURL *c, CURLcode cc)
+{
+    long request_bytes = 0;
+    curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &request_bytes);
+    if (request_bytes > 0)
+        return true;
+    return !(cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY ||
+             cc == CURLE_COULDNT_CONNECT || cc == CURLE_SSL_CONNECT_ERROR ||
+             cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+             cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT);
+}
+
+/* The URL without its query string and without user:password@, for
+ * messages. */
 static void url_for_message(const char *url, char *out, size_t cap)
 {
-    size_t n = strcspn(url, "?");
-    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), url);
+    size_t n = strcspn(url, "?#");
+    const char *scheme_end = strstr(url, "://");
+    const char *host = scheme_end && (size_t)(scheme_end - url) < n ? scheme_end + 3 : NULL;
+    const char *at = host ? memchr(host, '@', strcspn(host, "/?#")) : NULL;
+    if (at)
+        snprintf(out, cap, "%.*s%.*s", (int)(host - url), url, (int)(url + n - (at + 1)),
+                 at + 1);
+    else
+        snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), url);
 }
 
 int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_response *resp,
@@ -173,6 +195,7 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
     floe__buf_reset(&resp->headers);
     resp->body.max = req->max_response ? req->max_response : DEFAULT_MAX_RESPONSE;
     resp->status = 0;
+    resp->maybe_sent = false;
     struct curl_slist *headers = NULL;
     char *provider = NULL, *userpwd = NULL;
     int rc = build_headers(req, &headers, err);
@@ -206,6 +229,7 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
             rc = floe__err_set(err, FLOE_ELIMIT, "%s response body exceeds %zu bytes",
                                req->method, resp->body.max);
         else if (cc != CURLE_OK) {
+            resp->maybe_sent = maybe_sent(c, cc);
             char u[512];
             url_for_message(req->url, u, sizeof u);
             rc = floe__err_set(err, FLOE_ENET, "%s %s: %s", req->method, u,

@@ -52,6 +52,11 @@ typedef struct floe__http_response {
     long status;                     /* the HTTP status */
     floe__buf body;
     floe__buf headers;               /* the raw header lines of the final response */
+    /* After FLOE_ENET: whether the request may have reached the server
+     * (false only when no byte of it was sent: DNS, connect or TLS
+     * handshake failures).  A non-idempotent request that may have been
+     * sent has an unknown outcome. */
+    bool maybe_sent;
 } floe__http_response;
 
 void floe__http_response_init(floe__http_response *r);
