@@ -19,6 +19,8 @@ Faults, each applied once to the `after`-th matching commit (a POST to
   hang           hold the commit `hang_s` seconds (past floe's timeout), then
                  forward it (it lands late, or loses to floe's retry) and
                  drop the response
+  slow-response  forward the commit at once (it lands), then hold the
+                 response `hang_s` seconds, past floe's timeout
   bad-request    answer 400 with an ErrorModel: fatal for floe
 
 Authentication (checked on every request when set; a failure answers 401 or
@@ -126,7 +128,8 @@ class FaultProxy:
 
     # ---- control ------------------------------------------------------------------------
     def arm(self, mode, after=1, concurrent=None, hang_s=0.0):
-        assert mode in ("lost-response", "conflict", "error500", "hang", "bad-request"), mode
+        assert mode in ("lost-response", "conflict", "error500", "hang", "slow-response",
+                        "bad-request"), mode
         with self.lock:
             self.mode, self.countdown = mode, after
             self.concurrent, self.hang_s = concurrent, hang_s
@@ -222,6 +225,13 @@ class FaultProxy:
             status, _, _ = self._forward(h, body)
             with self.lock:
                 self.late.append(status)
+            h.close_connection = True
+            return None
+        if mode == "slow-response":
+            status, _, _ = self._forward(h, body)
+            with self.lock:
+                self.late.append(status)
+            time.sleep(self.hang_s)
             h.close_connection = True
             return None
         if mode == "bad-request":
