@@ -229,12 +229,12 @@ static int exchange(rest_catalog *c, const rest_call *rc_, const floe__buf *body
 /* A transport failure of a commit that may have reached the server. */
 static int unknown_outcome(const rest_call *rc_, floe_error *err)
 {
-    char u[512];
+    char u[512], cause[512];
     display_url(rc_->url, u, sizeof u);
-    floe__err_wrap(err, FLOE_EUNKNOWN_OUTCOME, "%s %s: the connection failed after the request "
-                   "was sent, so the commit may or may not have been applied", rc_->method, u);
-    floe__err_set_retryable(err, true);
-    return FLOE_EUNKNOWN_OUTCOME;
+    snprintf(cause, sizeof cause, "%s", floe_error_message(err));
+    return floe__err_set(err, FLOE_EUNKNOWN_OUTCOME, "%s %s: the connection failed after the "
+                         "request was sent, so the commit may or may not have been applied (%s)",
+                         rc_->method, u, cause);
 }
 
 /* Perform `rc_` with authentication and the retries described at the top.
