@@ -1,6 +1,8 @@
 /*
  * catalog.c - what every catalog implementation shares: the loaded-table
- * result and reading / writing metadata files through a FileIO.
+ * result, reading / writing metadata files through a FileIO, the
+ * connection options with their environment fallbacks, and opening the
+ * catalog a URI names (sqlite: -> sql.c, http(s):// -> rest.c).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@ void floe__loaded_table_free(floe__loaded_table *t)
         return;
     floe__metadata_free(t->metadata);
     floe__free(t->metadata_location);
+    json_decref(t->config);
     floe__free(t);
 }
 
@@ -104,6 +107,21 @@ void floe__connect_resolve(const floe_connect_options *o, floe_connect_options *
     out->ca_file = pick(o->ca_file, "FLOE_CA_FILE", NULL);
 }
 
+/* A REST catalog: the server writes the metadata; floe's FileIO (S3 or
+ * local files, by scheme) reaches the data files under the locations the
+ * server reports, with the settings it sends per table (table.c). */
+static int open_rest(const floe_connect_options *o, floe__fileio **io, floe__catalog **out,
+                     floe_error *err)
+{
+    FLOE_FORWARD(floe__fileio_for_connect(o, io, err));
+    int rc = floe__catalog_rest_open(o, out, err);
+    if (rc != FLOE_OK) {
+        floe__fileio_free(*io);
+        *io = NULL;
+    }
+    return rc;
+}
+
 int floe__catalog_open(const floe_connect_options *opts, floe__fileio **io, floe__catalog **out,
                        floe_error *err)
 {
@@ -111,8 +129,7 @@ int floe__catalog_open(const floe_connect_options *opts, floe__fileio **io, floe
     floe__connect_resolve(opts, &o);
     *io = NULL;
     if (floe__str_starts(o.catalog, "http://") || floe__str_starts(o.catalog, "https://"))
-        return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "REST catalogs (%s) are not supported yet", o.catalog);
+        return open_rest(&o, io, out, err);
     if (!floe__str_starts(o.catalog, "sqlite:") && !floe__str_starts(o.catalog, "jdbc:sqlite:"))
         return floe__err_set(err, FLOE_EINVAL,
                              "unknown catalog URI '%s' (want sqlite:PATH or http(s)://...)",

@@ -3,7 +3,8 @@
  * and how a commit swaps a table's current metadata atomically.
  *
  * A catalog is a vtable object; implementations: sql (SQLite, shared with
- * pyiceberg's SqlCatalog and Java's JdbcCatalog), later rest.  Tables are
+ * pyiceberg's SqlCatalog and Java's JdbcCatalog) and rest (the Iceberg REST
+ * catalog protocol, rest*.c).  Tables are
  * named by a namespace (its levels joined with '.') and a name.
  *
  * Commits use the REST shapes of requirements and updates (see
@@ -25,10 +26,15 @@
 #include "io/io_internal.h"
 
 /* A table as a catalog hands it out: its metadata and the metadata file it
- * was read from (or written to).  Owned by the caller. */
+ * was read from (or written to).  Owned by the caller.  `config` is what a
+ * REST catalog vends for reaching the table's files (its LoadTableResult
+ * "config", e.g. s3.access-key-id, s3.endpoint, merged with the matching
+ * "storage-credentials" entry): an object of strings, or NULL.  It may hold
+ * secrets: never print it. */
 typedef struct floe__loaded_table {
     floe__metadata *metadata;
     char *metadata_location;
+    json_t *config;
 } floe__loaded_table;
 
 void floe__loaded_table_free(floe__loaded_table *t);   /* accepts NULL */
@@ -157,5 +163,21 @@ void floe__connect_resolve(const floe_connect_options *o, floe_connect_options *
 
 int floe__catalog_sql_open(const char *uri, const char *catalog_name, const char *warehouse,
                            floe__fileio *io, floe__catalog **out, floe_error *err);
+
+/* ---- the REST catalog (rest.c) --------------------------------------------------
+ * o: resolved options (floe__connect_resolve); o->catalog is the
+ * "http(s)://" base URI (requests go to <base>/v1/...).  Authenticates
+ * (o->token, o->credential, SigV4 with o->sigv4_region), asks GET
+ * /v1/config?warehouse=<o->warehouse> for the prefix and the server's
+ * defaults and overrides, and keeps one HTTP connection for every later
+ * request.  TLS is verified (o->ca_file adds a CA).  The environment
+ * variable FLOE_CATALOG_TIMEOUT_MS, when set, bounds every request (default
+ * 120000), e.g. to test a hanging server.  Errors: FLOE_ENET (unreachable),
+ * FLOE_EAUTH (credentials refused), FLOE_ECATALOG (a bad reply), FLOE_EINVAL
+ * (a malformed option). */
+int floe__catalog_rest_open(const floe_connect_options *o, floe__catalog **out, floe_error *err);
+/* Tokens the catalog fetched from its OAuth2 endpoint so far (0 for other
+ * catalogs or other authentication); for tests and metrics. */
+uint64_t floe__catalog_rest_token_fetches(const floe__catalog *c);
 
 #endif /* FLOE_CATALOG_INTERNAL_H */

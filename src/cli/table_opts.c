@@ -24,12 +24,11 @@ void cli_connect_options(const cli_opt *opts, floe_connect_options *o)
 
 int cli_open_catalog(const cli_opt *opts, floe_catalog **out, floe_error *err)
 {
-    const char *uri = cli_get(opts, "catalog");
     floe_connect_options co;
     cli_connect_options(opts, &co);
     int rc = floe_catalog_open(&co, out, err);
-    if (rc != FLOE_OK)
-        cli_report(uri ? uri : "opening the catalog", err);
+    if (rc != FLOE_OK)              /* the message names the catalog (without secrets) */
+        cli_report("opening the catalog", err);
     return rc;
 }
 

@@ -273,6 +273,7 @@ void floe__table_free(floe__table *t)
     floe__free(t->ns);
     floe__free(t->name);
     floe__loaded_table_free(t->loaded);
+    floe__fileio_free(t->own_io);
     floe_schema_free(t->schema);
     floe__free(t->data_location);
     floe__free(t);
@@ -308,8 +309,25 @@ static int create(floe__table *t, const floe__schema *declared, const json_t *pr
     return rc;
 }
 
+/* Storage settings the catalog sent with the table (REST "config": vended
+ * credentials, endpoint, region) apply to this table's files only. */
+static int apply_table_config(floe__table *t, floe__fileio *given, floe_error *err)
+{
+    const json_t *config = t->loaded->config;
+    if (!config || json_object_size(config) == 0)
+        return FLOE_OK;
+    if (t->own_io)
+        return floe__fileio_s3_configure(t->own_io, config, err);
+    FLOE_FORWARD_CTX(floe__fileio_s3_derive(given, config, &t->own_io, err), err,
+                     "applying the storage settings the catalog sent for %s.%s", t->ns,
+                     t->name);
+    t->io = t->own_io;
+    return FLOE_OK;
+}
+
 static int setup(floe__table *t, const floe__schema *declared, floe_error *err)
 {
+    FLOE_FORWARD(apply_table_config(t, t->io, err));
     const floe__metadata *md = t->loaded->metadata;
     FLOE_FORWARD_CTX(floe__schema_from_jansson(floe__metadata_current_schema(md), &t->schema,
                                                err), err, "the table's current schema");
@@ -365,6 +383,8 @@ int floe__table_refresh(floe__table *t, floe_error *err)
     }
     floe__loaded_table_free(t->loaded);
     t->loaded = l;
+    if (t->own_io && l->config && json_object_size(l->config))
+        FLOE_FORWARD(floe__fileio_s3_configure(t->own_io, l->config, err));
     floe__free(t->data_location);
     t->data_location = loc;
     return FLOE_OK;

@@ -17,7 +17,10 @@
 /* ---- tables (table.c) --------------------------------------------------------- */
 typedef struct floe__table {
     floe__catalog *catalog;      /* borrowed */
-    floe__fileio *io;            /* borrowed */
+    floe__fileio *io;            /* own_io when the catalog vended storage
+                                    settings, else the one given (borrowed) */
+    floe__fileio *own_io;        /* owned: the given FileIO with the load-table
+                                    reply's "config" applied (REST), or NULL */
     char *ns, *name;
     floe__loaded_table *loaded;  /* current metadata and its location */
     floe__schema *schema;        /* the table's current schema (its field ids), with the

@@ -139,7 +139,10 @@ static int build_headers(const floe__http_request *req, struct curl_slist **list
     }
     if (req->sigv4 && req->sigv4->session_token)
         FLOE_FORWARD(add_header(list, "x-amz-security-token", req->sigv4->session_token, err));
-    if (req->body)                              /* no "Expect: 100-continue" round trip */
+    /* No "Expect: 100-continue" round trip.  Not with SigV4: libcurl signs
+     * the empty header it then leaves out, so the signature would not
+     * verify (libcurl only expects a 100 for bodies over 1 MiB anyway). */
+    if (req->body && !req->sigv4)
         FLOE_FORWARD(add_header(list, "Expect", "", err));
     return FLOE_OK;
 }
@@ -196,11 +199,33 @@ static const char *tls_hint(CURLcode cc)
     }
 }
 
-/* The URL without its query string, for messages. */
+/* After a failed transfer: could any of the request have reached the
+ * server?  Only failures before a connection existed say no for sure. */
+static bool maybe_sent(CURL *c, CURLcode cc)
+{
+    long request_bytes = 0;
+    curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &request_bytes);
+    if (request_bytes > 0)
+        return true;
+    return !(cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY ||
+             cc == CURLE_COULDNT_CONNECT || cc == CURLE_SSL_CONNECT_ERROR ||
+             cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+             cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT);
+}
+
+/* The URL without its query string and without user:password@, for
+ * messages. */
 static void url_for_message(const char *url, char *out, size_t cap)
 {
-    size_t n = strcspn(url, "?");
-    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), url);
+    size_t n = strcspn(url, "?#");
+    const char *scheme_end = strstr(url, "://");
+    const char *host = scheme_end && (size_t)(scheme_end - url) < n ? scheme_end + 3 : NULL;
+    const char *at = host ? memchr(host, '@', strcspn(host, "/?#")) : NULL;
+    if (at)
+        snprintf(out, cap, "%.*s%.*s", (int)(host - url), url, (int)(url + n - (at + 1)),
+                 at + 1);
+    else
+        snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), url);
 }
 
 int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_response *resp,
@@ -212,6 +237,7 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
     floe__buf_reset(&resp->headers);
     resp->body.max = req->max_response ? req->max_response : DEFAULT_MAX_RESPONSE;
     resp->status = 0;
+    resp->maybe_sent = false;
     struct curl_slist *headers = NULL;
     char *provider = NULL;
     resp->transient = false;
@@ -247,6 +273,7 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
             rc = floe__err_set(err, FLOE_ELIMIT, "%s response body exceeds %zu bytes",
                                req->method, resp->body.max);
         else if (cc != CURLE_OK) {
+            resp->maybe_sent = maybe_sent(c, cc);
             char u[512];
             url_for_message(req->url, u, sizeof u);
             resp->transient = transient_failure(cc);

@@ -57,6 +57,11 @@ typedef struct floe__http_response {
      * configuration (TLS verification, bad URL).  The error is marked
      * retryable the same way (floe_error_retryable). */
     bool transient;
+    /* After FLOE_ENET: whether the request may have reached the server
+     * (false only when no byte of it was sent: DNS, connect or TLS
+     * handshake failures).  A non-idempotent request that may have been
+     * sent has an unknown outcome. */
+    bool maybe_sent;
 } floe__http_response;
 
 void floe__http_response_init(floe__http_response *r);

@@ -15,15 +15,18 @@ import java.util.UUID;
 
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.jdbc.JdbcCatalog;
+import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.hadoop.conf.Configuration;
 
 /**
- * Reads an Iceberg table through Iceberg's JdbcCatalog and IcebergGenerics
+ * Reads an Iceberg table through Iceberg's JdbcCatalog (or RESTCatalog, when
+ * DB is an http(s):// URI) and IcebergGenerics
  * (which apply position and equality deletes) and prints what it finds as
  * JSON lines with tagged values, for floe's Python tests to compare.
  *
@@ -42,13 +45,7 @@ public final class Reader {
             System.err.println("usage: Reader read|snapshots|schema DB WAREHOUSE CATALOG NS.TABLE [SNAPSHOT]");
             System.exit(2);
         }
-        JdbcCatalog catalog = new JdbcCatalog();
-        catalog.setConf(new Configuration());
-        Map<String, String> props = new HashMap<>();
-        props.put("uri", "jdbc:sqlite:" + args[1]);
-        props.put("warehouse", args[2]);
-        props.put("jdbc.schema-version", "V1");
-        catalog.initialize(args[3], props);
+        Catalog catalog = open(args[1], args[2], args[3]);
         Table table = catalog.loadTable(TableIdentifier.parse(args[4]));
         StringBuilder out = new StringBuilder();
         switch (args[0]) {
@@ -102,7 +99,28 @@ public final class Reader {
                 System.exit(2);
         }
         System.out.print(out);
-        catalog.close();
+        ((java.io.Closeable) catalog).close();
+    }
+
+    /** DB is a SQLite file (JdbcCatalog) or an http(s):// REST catalog URI
+     *  (RESTCatalog; WAREHOUSE, when not empty, is sent as its warehouse). */
+    private static Catalog open(String db, String warehouse, String name) {
+        Map<String, String> props = new HashMap<>();
+        if (db.startsWith("http://") || db.startsWith("https://")) {
+            RESTCatalog rest = new RESTCatalog();
+            rest.setConf(new Configuration());
+            props.put("uri", db);
+            if (!warehouse.isEmpty()) props.put("warehouse", warehouse);
+            rest.initialize(name, props);
+            return rest;
+        }
+        JdbcCatalog catalog = new JdbcCatalog();
+        catalog.setConf(new Configuration());
+        props.put("uri", "jdbc:sqlite:" + db);
+        props.put("warehouse", warehouse);
+        props.put("jdbc.schema-version", "V1");
+        catalog.initialize(name, props);
+        return catalog;
     }
 
     /** A top-level row: only the table's columns (readers may add _pos etc.). */

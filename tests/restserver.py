@@ -1,0 +1,184 @@
+"""Apache Iceberg's REST catalog server for floe's tests, on loopback.
+
+The server is the reference implementation from the iceberg-open-api test
+fixtures (RESTCatalogServer's catalog adapter and servlet), started by
+tests/rest (LoopbackRESTCatalogServer: the same pieces, bound to 127.0.0.1)
+with a JdbcCatalog on a SQLite file and a warehouse of local files.  The
+`rest_server` fixture starts one JVM per test session on a free port, waits
+until /v1/config answers, and stops it at the end.  Tests isolate
+themselves by namespace (`rest_server.namespace()` gives a fresh one).
+
+Build the classpath once with `cd tests/rest && mvn -q -B package`
+(scripts/install-deps.sh does it).
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REST_DIR = os.path.join(HERE, "rest")
+MAIN = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RestServer:
+    """One REST catalog server process: .uri, .warehouse (its local root)."""
+
+    def __init__(self, root, extra_env=None):
+        self.root = root
+        self.warehouse = os.path.join(root, "wh")
+        self.port = free_port()
+        self.uri = f"http://127.0.0.1:{self.port}"
+        os.makedirs(self.warehouse, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CATALOG_")}
+        env.update({
+            "CATALOG_REST_PORT": str(self.port),
+            "CATALOG_URI": f"jdbc:sqlite:{root}/catalog.db",
+            "CATALOG_JDBC_SCHEMA__VERSION": "V1",
+            "CATALOG_WAREHOUSE": f"file://{self.warehouse}",
+        })
+        env.update(extra_env or {})
+        cp = os.path.join(REST_DIR, "target", "classes") + ":" + \
+            os.path.join(REST_DIR, "target", "lib", "*")
+        if not os.path.isdir(os.path.join(REST_DIR, "target", "lib")):
+            raise RuntimeError("tests/rest is not built: cd tests/rest && mvn -q -B package")
+        self.log_path = os.path.join(root, "server.log")
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(["java", "-Xmx512m", "-cp", cp, MAIN], env=env,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self._wait()
+
+    def _wait(self, timeout=90):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the REST server exited: {self.log()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.uri + "/v1/config", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"the REST server did not answer in {timeout}s: {self.log()[-3000:]}")
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def namespace(self, stem="t"):
+        """A namespace name no other test uses."""
+        return f"{stem}_{uuid.uuid4().hex[:10]}"
+
+    def request(self, method, path, body=None):
+        """A raw request to the server (path under /v1/), returning (status,
+        parsed JSON or None)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{self.uri}/v1/{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                text = r.read()
+                return r.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            text = e.read()
+            return e.code, json.loads(text) if text else None
+
+    def load(self, table):
+        ns, name = table.rsplit(".", 1)
+        status, doc = self.request("GET", f"namespaces/{ns}/tables/{name}")
+        assert status == 200, (status, doc)
+        return doc
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def rest_server():
+    root = tempfile.mkdtemp(prefix="floe-rest-")
+    server = RestServer(root)
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- reading tables back over REST --------------------------------------------------------
+
+def duckdb_rest_rows(uri, table, cols, snapshot_ids):
+    """[rows at each snapshot id] (None: the current one) of `table`, read by
+    DuckDB's iceberg extension attached to the REST catalog at `uri`."""
+    from iceberg_readers import duck
+    from readers import canon_rows
+    con = duck()
+    out = []
+    try:
+        con.execute(f"ATTACH 'floe' AS rc (TYPE iceberg, ENDPOINT '{uri}', "
+                    "AUTHORIZATION_TYPE 'none')")
+        ns, name = table.rsplit(".", 1)
+        for sid in snapshot_ids:
+            at = f" AT (VERSION => {int(sid)})" if sid is not None else ""
+            rows = con.execute(f'SELECT * FROM rc."{ns}"."{name}"{at}').fetchall()
+            out.append(canon_rows(cols, rows))
+    finally:
+        con.close()
+    return out
+
+
+def snapshots(server, table):
+    """The table's snapshots as the server reports them, by sequence number."""
+    md = server.load(table)["metadata"]
+    return sorted(md.get("snapshots", []), key=lambda s: s["sequence-number"])
+
+
+def check_rest_snapshots(server, table, stream, mode, final_only=False):
+    """Every snapshot carrying a frontier (or only the last) equals the model
+    at its frontier, read by Java (RESTCatalog) and DuckDB (ATTACH ... TYPE
+    iceberg); frontiers strictly increase and end at [].  Returns the Java
+    snapshots [(id, summary, rows)]."""
+    import java_reader
+    from sinkmodel import APPEND_EXTRA, COLS, INF, frontier_value
+    cols = COLS + (APPEND_EXTRA if mode == "append" else [])
+    if final_only:              # summaries of all, rows of the current snapshot only
+        snaps = [(s["snapshot-id"], s["summary"], None)
+                 for s in java_reader.snapshots(server.uri, "", table)]
+    else:
+        snaps = java_reader.read_snapshots(server.uri, "", table)
+    assert snaps, "no snapshot committed"
+    floe_snaps = [s for s in snaps if "floe.frontier" in s[1]]
+    frontiers = [frontier_value(s[1]["floe.frontier"]) for s in floe_snaps]
+    assert frontiers == sorted(set(frontiers)), f"frontiers not strictly increasing: {frontiers}"
+    assert frontiers[-1] == INF, "the closed input must end at frontier []"
+    check = floe_snaps[-1:] if final_only else floe_snaps
+    if final_only:
+        assert check[0][0] == snaps[-1][0] or all(
+            s[1].get("operation") == "replace" for s in snaps[snaps.index(check[0]) + 1:])
+        check = [(check[0][0], check[0][1], java_reader.read_rows(server.uri, "", table))]
+    duck = duckdb_rest_rows(server.uri, table, cols, [s[0] for s in check])
+    for (snap_id, summary, java_rows), duck_rows in zip(check, duck):
+        want = stream.expected(frontier_value(summary["floe.frontier"]), mode)
+        assert sorted(java_rows, key=repr) == want, f"Java, snapshot {snap_id} at {summary}"
+        assert sorted(duck_rows, key=repr) == want, f"DuckDB, snapshot {snap_id} at {summary}"
+    return snaps
