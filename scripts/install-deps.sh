@@ -38,6 +38,11 @@ if [ ! -f tests/java/target/classes/floe/Reader.class ] ||
     (cd tests/java && mvn -q -B package -DskipTests)
 fi
 # versitygw: an S3 server that verifies SigV4, for tests/test_s3*.py.
+# Apache Iceberg's REST catalog server (test fixture) and its classpath
+if [ ! -d tests/rest/target/lib ] ||
+   [ -n "$(find tests/rest/src tests/rest/pom.xml -newer tests/rest/target/lib)" ]; then
+    (cd tests/rest && mvn -q -B package -DskipTests && touch target/lib)
+fi
 VERSITYGW_VERSION=v1.7.0
 gobin=$(go env GOBIN 2>/dev/null || true)
 [ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null | cut -d: -f1)/bin"

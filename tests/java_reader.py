@@ -14,10 +14,15 @@ def _classpath():
     return os.path.join(JAVA_DIR, "target", "classes") + ":" + os.path.join(JAVA_DIR, "target", "lib", "*")
 
 
-def java(mode, db, warehouse, table, *extra, catalog="floe"):
+def java(mode, db, warehouse, table, *extra, catalog="floe", props=None):
+    """Run one Reader mode; `props` are extra catalog properties (a dict),
+    e.g. io-impl and s3.endpoint for a table on S3."""
+    env = dict(os.environ)
+    if props:
+        env["FLOE_JAVA_CATALOG_PROPS"] = "\n".join(f"{k}={v}" for k, v in props.items())
     proc = subprocess.run(["java", "-cp", _classpath(), "floe.Reader", mode, str(db), warehouse,
                            catalog, table, *map(str, extra)], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
@@ -52,19 +57,20 @@ def canon(v):
     raise ValueError(f"unknown tag {tag}")
 
 
-def read_rows(db, warehouse, table, snapshot_id=None, catalog="floe"):
+def read_rows(db, warehouse, table, snapshot_id=None, catalog="floe", props=None):
     extra = [snapshot_id] if snapshot_id is not None else []
-    return [canon(r) for r in java("read", db, warehouse, table, *extra, catalog=catalog)]
+    return [canon(r) for r in java("read", db, warehouse, table, *extra, catalog=catalog,
+                                   props=props)]
 
 
-def snapshots(db, warehouse, table, catalog="floe"):
-    return java("snapshots", db, warehouse, table, catalog=catalog)
+def snapshots(db, warehouse, table, catalog="floe", props=None):
+    return java("snapshots", db, warehouse, table, catalog=catalog, props=props)
 
 
-def read_snapshots(db, warehouse, table, catalog="floe"):
+def read_snapshots(db, warehouse, table, catalog="floe", props=None):
     """[(snapshot id, summary dict, rows)] for every snapshot, in one JVM."""
     return [(s["snapshot-id"], s["summary"], [canon(r) for r in s["rows"]])
-            for s in java("read-snapshots", db, warehouse, table, catalog=catalog)]
+            for s in java("read-snapshots", db, warehouse, table, catalog=catalog, props=props)]
 
 
 def replace_one_file(db, warehouse, table, catalog="floe"):

@@ -37,8 +37,14 @@ def free_port():
 class RestServer:
     """One REST catalog server process: .uri, .warehouse (its local root)."""
 
-    def __init__(self, root, extra_env=None):
+    def __init__(self, root, extra_env=None, client_props=None, duck_setup=()):
         self.root = root
+        # what readers need beyond the URI: Java catalog properties (dict) and
+        # DuckDB statements run before ATTACH (e.g. S3 settings)
+        self.client_props = client_props or {}
+        self.duck_setup = list(duck_setup)
+        self.duck_attach = ""
+        self.floe_env = None          # the environment floe runs in (None: the test's)
         self.warehouse = os.path.join(root, "wh")
         self.port = free_port()
         self.uri = f"http://127.0.0.1:{self.port}"
@@ -125,18 +131,72 @@ def rest_server():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def s3_rest_server(s3, root):
+    """A REST catalog server whose warehouse is a bucket on the S3 server
+    `s3` (s3server.S3Server), vending that server's credentials with every
+    table (include-credentials).  Its `floe_env` gives floe the endpoint and
+    region only, with keys that S3 refuses: floe must use the vended ones."""
+    from duckdb_extensions import import_extension
+    from s3server import REGION
+    bucket = s3.new_bucket()
+    server = RestServer(root, extra_env={
+        "CATALOG_WAREHOUSE": f"s3://{bucket}/wh",
+        "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
+        "CATALOG_S3_ENDPOINT": s3.endpoint,
+        "CATALOG_S3_PATH__STYLE__ACCESS": "true",
+        "CATALOG_CLIENT_REGION": REGION,
+        "CATALOG_S3_ACCESS__KEY__ID": s3.access_key,
+        "CATALOG_S3_SECRET__ACCESS__KEY": s3.secret_key,
+        "CATALOG_INCLUDE__CREDENTIALS": "true",
+        "AWS_ACCESS_KEY_ID": s3.access_key,
+        "AWS_SECRET_ACCESS_KEY": s3.secret_key,
+        "AWS_REGION": REGION,
+    }, client_props={
+        "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        "s3.endpoint": s3.endpoint,
+        "s3.path-style-access": "true",
+        "client.region": REGION,
+    })
+    import_extension("httpfs")
+    host = s3.endpoint.split("://", 1)[1]
+    server.duck_setup = [
+        "LOAD httpfs",
+        f"CREATE SECRET s3 (TYPE s3, KEY_ID '{s3.access_key}', SECRET '{s3.secret_key}', "
+        f"ENDPOINT '{host}', URL_STYLE 'path', USE_SSL false, REGION '{REGION}')"]
+    server.duck_attach = ", ACCESS_DELEGATION_MODE 'none'"   # its own S3 secret
+    server.bucket = bucket
+    server.floe_env = s3.env(AWS_ACCESS_KEY_ID="AKWRONGWRONGWRONG",
+                             AWS_SECRET_ACCESS_KEY="not-the-secret")
+    return server
+
+
+@pytest.fixture(scope="session")
+def rest_s3_server(s3):
+    root = tempfile.mkdtemp(prefix="floe-rest-s3-")
+    server = s3_rest_server(s3, root)
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 # ---- reading tables back over REST --------------------------------------------------------
 
-def duckdb_rest_rows(uri, table, cols, snapshot_ids):
+def duckdb_rest_rows(uri, table, cols, snapshot_ids, setup=(), attach=""):
     """[rows at each snapshot id] (None: the current one) of `table`, read by
-    DuckDB's iceberg extension attached to the REST catalog at `uri`."""
+    DuckDB's iceberg extension attached to the REST catalog at `uri` (with
+    the ATTACH options `attach`, e.g. ", DEFAULT_REGION 'x'"), after the
+    `setup` statements."""
     from iceberg_readers import duck
     from readers import canon_rows
     con = duck()
     out = []
     try:
+        for stmt in setup:
+            con.execute(stmt)
         con.execute(f"ATTACH 'floe' AS rc (TYPE iceberg, ENDPOINT '{uri}', "
-                    "AUTHORIZATION_TYPE 'none')")
+                    f"AUTHORIZATION_TYPE 'none'{attach})")
         ns, name = table.rsplit(".", 1)
         for sid in snapshot_ids:
             at = f" AT (VERSION => {int(sid)})" if sid is not None else ""
@@ -163,9 +223,9 @@ def check_rest_snapshots(server, table, stream, mode, final_only=False):
     cols = COLS + (APPEND_EXTRA if mode == "append" else [])
     if final_only:              # summaries of all, rows of the current snapshot only
         snaps = [(s["snapshot-id"], s["summary"], None)
-                 for s in java_reader.snapshots(server.uri, "", table)]
+                 for s in java_reader.snapshots(server.uri, "", table, props=server.client_props)]
     else:
-        snaps = java_reader.read_snapshots(server.uri, "", table)
+        snaps = java_reader.read_snapshots(server.uri, "", table, props=server.client_props)
     assert snaps, "no snapshot committed"
     floe_snaps = [s for s in snaps if "floe.frontier" in s[1]]
     frontiers = [frontier_value(s[1]["floe.frontier"]) for s in floe_snaps]
@@ -175,8 +235,10 @@ def check_rest_snapshots(server, table, stream, mode, final_only=False):
     if final_only:
         assert check[0][0] == snaps[-1][0] or all(
             s[1].get("operation") == "replace" for s in snaps[snaps.index(check[0]) + 1:])
-        check = [(check[0][0], check[0][1], java_reader.read_rows(server.uri, "", table))]
-    duck = duckdb_rest_rows(server.uri, table, cols, [s[0] for s in check])
+        check = [(check[0][0], check[0][1], java_reader.read_rows(server.uri, "", table,
+                                                                props=server.client_props))]
+    duck = duckdb_rest_rows(server.uri, table, cols, [s[0] for s in check], server.duck_setup,
+                            server.duck_attach)
     for (snap_id, summary, java_rows), duck_rows in zip(check, duck):
         want = stream.expected(frontier_value(summary["floe.frontier"]), mode)
         assert sorted(java_rows, key=repr) == want, f"Java, snapshot {snap_id} at {summary}"

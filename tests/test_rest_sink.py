@@ -1,5 +1,8 @@
 """`floe sink`, `floe append` and `floe inspect` against Apache Iceberg's REST
-catalog server (tests/restserver.py), started once per session on loopback.
+catalog server (tests/restserver.py), started once per session on loopback,
+in two set-ups: a warehouse of local files, and a warehouse in a bucket of
+the S3 server (versitygw, tests/s3server.py) whose credentials the catalog
+vends (floe itself is given wrong keys there).
 
 The model-based test (sinkmodel.py) and the SIGKILL restart test run over
 REST unchanged but for --catalog http://...; every snapshot is read back by
@@ -13,7 +16,9 @@ import subprocess
 import pytest
 
 from conftest import floe_bin
-from restserver import check_rest_snapshots, duckdb_rest_rows, rest_server, snapshots  # noqa: F401
+from restserver import (check_rest_snapshots, duckdb_rest_rows, rest_s3_server,  # noqa: F401
+                        rest_server, snapshots)
+from s3server import s3  # noqa: F401
 from sinkmodel import COLS, INF, SCHEMA, Stream, frontier_value
 
 
@@ -25,17 +30,23 @@ def rest_sink_args(uri, table, mode, stream, interval):
     return args
 
 
+@pytest.fixture(params=["local", "s3"])
+def rest(request):
+    """The REST server of one set-up: local files or S3 with vended credentials."""
+    return request.getfixturevalue({"local": "rest_server", "s3": "rest_s3_server"}[request.param])
+
+
 @pytest.mark.parametrize("mode,seed", [("upsert", 0), ("upsert", 2), ("append", 1),
                                        ("append", 5)])
-def test_model_over_rest(floe, rest_server, tmp_path, mode, seed):
+def test_model_over_rest(floe, rest, tmp_path, mode, seed):
     stream = Stream(seed, steps=50, as_of=[0, 0, 20, 5, 0, 100][seed],
                     initial=[0, 30, 40, 0, 10, 60][seed])
     src = tmp_path / "changes.ndjson"
     src.write_text(stream.text())
-    table = f"{rest_server.namespace()}.orders"
-    floe(*rest_sink_args(rest_server.uri, table, mode, stream, [15, 20, 10, 50, 25, 8][seed]),
-         "--input", src)
-    snaps = check_rest_snapshots(rest_server, table, stream, mode)
+    table = f"{rest.namespace()}.orders"
+    floe(*rest_sink_args(rest.uri, table, mode, stream, [15, 20, 10, 50, 25, 8][seed]),
+         "--input", src, env=rest.floe_env)
+    snaps = check_rest_snapshots(rest, table, stream, mode)
     assert 3 <= len(snaps) <= 60, len(snaps)
 
 
@@ -51,17 +62,17 @@ def own_late_commit(err, table):
 
 
 @pytest.mark.parametrize("mode,seed", [("upsert", 1), ("append", 3)])
-def test_sigkill_and_rerun_over_rest(rest_server, tmp_path, mode, seed):
+def test_sigkill_and_rerun_over_rest(rest, tmp_path, mode, seed):
     r = random.Random(seed)
     stream = Stream(seed, steps=300, keys=60, burst=0.3)
     src = tmp_path / "changes.ndjson"
     src.write_text(stream.text())
-    table = f"{rest_server.namespace()}.orders"
-    args = [floe_bin(), *rest_sink_args(rest_server.uri, table, mode, stream, 8),
-            "--input", str(src)]
+    table = f"{rest.namespace()}.orders"
+    args = [floe_bin(), *rest_sink_args(rest.uri, table, mode, stream, 8), "--input", str(src)]
     kills = late = 0
     for attempt in range(200):
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=rest.floe_env)
         try:
             _, err = proc.communicate(timeout=r.uniform(0.2, 1.2) * (1 + attempt // 20))
         except subprocess.TimeoutExpired:
@@ -79,26 +90,27 @@ def test_sigkill_and_rerun_over_rest(rest_server, tmp_path, mode, seed):
         pytest.fail("the sink never finished")
     print(f"killed {kills} times; {late} runs met a late commit of a killed run")
     assert kills >= 2, "the input finished too fast to be interrupted; make it larger"
-    fronts = [frontier_value(s["summary"]["floe.frontier"]) for s in snapshots(rest_server, table)]
+    fronts = [frontier_value(s["summary"]["floe.frontier"]) for s in snapshots(rest, table)]
     assert fronts == sorted(set(fronts)), f"frontiers not strictly increasing: {fronts}"
-    check_rest_snapshots(rest_server, table, stream, mode, final_only=True)
+    check_rest_snapshots(rest, table, stream, mode, final_only=True)
 
 
-def test_append_and_inspect_over_rest(floe, rest_server, tmp_path):
-    table = f"{rest_server.namespace()}.plain"
+def test_append_and_inspect_over_rest(floe, rest, tmp_path):
+    table = f"{rest.namespace()}.plain"
     src = tmp_path / "rows.ndjson"
     src.write_text("".join(json.dumps({"id": i, "name": f"n{i}"}) + "\n" for i in range(5)))
+    env = rest.floe_env
     floe("append", "--table", table, "--schema", "id bigint not null, name text", "--input", src,
-         "--catalog", rest_server.uri)
-    floe("append", "--table", table, "--input", src, "--catalog", rest_server.uri)
-    out = floe("inspect", "--table", table, "--catalog", rest_server.uri, "--json").stdout
+         "--catalog", rest.uri, env=env)
+    floe("append", "--table", table, "--input", src, "--catalog", rest.uri, env=env)
+    out = floe("inspect", "--table", table, "--catalog", rest.uri, "--json", env=env).stdout
     info = json.loads(out)
     assert len(info["snapshots"]) == 2, info
-    md = rest_server.load(table)["metadata"]
+    md = rest.load(table)["metadata"]
     assert sorted(s["snapshot-id"] for s in md["snapshots"]) == \
         sorted(s["snapshot_id"] for s in info["snapshots"])
     cols = COLS[:2]
-    rows = duckdb_rest_rows(rest_server.uri, table, cols, [None])[0]
+    rows = duckdb_rest_rows(rest.uri, table, cols, [None], rest.duck_setup, rest.duck_attach)[0]
     assert sorted(rows) == sorted([(i, f"n{i}") for i in range(5)] * 2)
 
 

@@ -448,7 +448,8 @@ static void compact(floe__stash *st)
         total += (size_t)st->v[i].key_len + st->v[i].row_len;
     floe__arena *fresh = open_n ? floe__arena_new(total > (1 << 20) ? total : (1 << 20)) : NULL;
     uint8_t *dst = fresh ? floe__arena_alloc(fresh, total) : NULL;
-    memmove(st->v, st->v + st->closed_n, open_n * sizeof *st->v);
+    if (open_n)
+        memmove(st->v, st->v + st->closed_n, open_n * sizeof *st->v);
     st->n = open_n;
     for (size_t i = 0; i < open_n; i++) {
         floe__upd *u = &st->v[i];

@@ -104,8 +104,23 @@ public final class Reader {
 
     /** DB is a SQLite file (JdbcCatalog) or an http(s):// REST catalog URI
      *  (RESTCatalog; WAREHOUSE, when not empty, is sent as its warehouse). */
-    private static Catalog open(String db, String warehouse, String name) {
+    /**
+     * Extra catalog properties from FLOE_JAVA_CATALOG_PROPS ("k=v" pairs
+     * separated by newlines), e.g. io-impl and s3.endpoint for tables on S3.
+     */
+    private static Map<String, String> extraProps() {
         Map<String, String> props = new HashMap<>();
+        String env = System.getenv("FLOE_JAVA_CATALOG_PROPS");
+        if (env == null) return props;
+        for (String line : env.split("\n")) {
+            int eq = line.indexOf('=');
+            if (eq > 0) props.put(line.substring(0, eq), line.substring(eq + 1));
+        }
+        return props;
+    }
+
+    private static Catalog open(String db, String warehouse, String name) {
+        Map<String, String> props = extraProps();
         if (db.startsWith("http://") || db.startsWith("https://")) {
             RESTCatalog rest = new RESTCatalog();
             rest.setConf(new Configuration());
