@@ -50,6 +50,23 @@ int floe__catalog_write_metadata(floe__fileio *io, const char *location,
     return FLOE_OK;
 }
 
+int floe__catalog_check_namespace(const char *ns, floe_error *err)
+{
+    if (!ns || !*ns)
+        return floe__err_set(err, FLOE_EINVAL, "empty namespace");
+    if (ns[0] == '.' || floe__str_ends(ns, ".") || strstr(ns, ".."))
+        return floe__err_set(err, FLOE_EINVAL, "namespace \"%s\" has an empty level", ns);
+    return FLOE_OK;
+}
+
+int floe__catalog_check_ident(const char *ns, const char *name, floe_error *err)
+{
+    FLOE_FORWARD(floe__catalog_check_namespace(ns, err));
+    if (!name || !*name)
+        return floe__err_set(err, FLOE_EINVAL, "empty table name in namespace %s", ns);
+    return FLOE_OK;
+}
+
 /* A warehouse given as a plain path becomes an absolute file:// URI. */
 static int warehouse_uri(const char *warehouse, char **out, floe_error *err)
 {

@@ -39,6 +39,11 @@ typedef struct floe__loaded_table {
 
 void floe__loaded_table_free(floe__loaded_table *t);   /* accepts NULL */
 
+/* Names every catalog accepts: a dot-joined namespace without empty
+ * levels, and a non-empty table name.  FLOE_EINVAL otherwise. */
+int floe__catalog_check_namespace(const char *ns, floe_error *err);
+int floe__catalog_check_ident(const char *ns, const char *name, floe_error *err);
+
 typedef struct floe__catalog floe__catalog;
 
 typedef struct floe__catalog_ops {

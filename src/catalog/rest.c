@@ -91,23 +91,6 @@ static char *url_decode(const char *s)
     return out;
 }
 
-static int check_ns(const char *ns, floe_error *err)
-{
-    if (!ns || !*ns)
-        return floe__err_set(err, FLOE_EINVAL, "empty namespace");
-    if (ns[0] == '.' || floe__str_ends(ns, ".") || strstr(ns, ".."))
-        return floe__err_set(err, FLOE_EINVAL, "namespace \"%s\" has an empty level", ns);
-    return FLOE_OK;
-}
-
-static int check_ident(const char *ns, const char *name, floe_error *err)
-{
-    FLOE_FORWARD(check_ns(ns, err));
-    if (!name || !*name)
-        return floe__err_set(err, FLOE_EINVAL, "empty table name in namespace %s", ns);
-    return FLOE_OK;
-}
-
 /* The levels of dot-joined `ns`, each encoded, joined by `sep`. */
 static int put_namespace(floe__buf *b, const char *ns, const char *sep, bool encode_sep,
                          floe_error *err)
@@ -316,7 +299,7 @@ static int rest_create_namespace(floe__catalog *base, const char *ns, const json
                                  floe_error *err)
 {
     rest_catalog *c = (rest_catalog *)base;
-    FLOE_FORWARD(check_ns(ns, err));
+    FLOE_FORWARD(floe__catalog_check_namespace(ns, err));
     FLOE_RETURN_IF(props && !json_is_object(props), err, FLOE_EINVAL,
                    "namespace properties must be an object");
     json_t *body = json_pack("{s:o, s:o}", "namespace", levels_of(ns), "properties",
@@ -341,7 +324,7 @@ static int rest_namespace_exists(floe__catalog *base, const char *ns, bool *exis
                                  floe_error *err)
 {
     rest_catalog *c = (rest_catalog *)base;
-    FLOE_FORWARD(check_ns(ns, err));
+    FLOE_FORWARD(floe__catalog_check_namespace(ns, err));
     char *url = NULL;
     FLOE_FORWARD(make_url(c, "namespaces", ns, NULL, &url, err));
     floe__http_response resp;
@@ -430,7 +413,7 @@ static int rest_list_namespaces(floe__catalog *base, const char *parent, json_t 
 {
     rest_catalog *c = (rest_catalog *)base;
     if (parent && *parent)
-        FLOE_FORWARD(check_ns(parent, err));
+        FLOE_FORWARD(floe__catalog_check_namespace(parent, err));
     char *url = NULL;
     FLOE_FORWARD(make_url(c, "namespaces", NULL, NULL, &url, err));
     int rc = list_pages(c, url, parent, false, out, err);
@@ -444,7 +427,7 @@ static int rest_list_namespaces(floe__catalog *base, const char *parent, json_t 
 static int rest_list_tables(floe__catalog *base, const char *ns, json_t **out, floe_error *err)
 {
     rest_catalog *c = (rest_catalog *)base;
-    FLOE_FORWARD(check_ns(ns, err));
+    FLOE_FORWARD(floe__catalog_check_namespace(ns, err));
     char *ns_url = NULL, *url = NULL;
     FLOE_FORWARD(make_url(c, "namespaces", ns, NULL, &ns_url, err));
     url = floe__sprintf("%s/tables", ns_url);
@@ -476,7 +459,7 @@ static int rest_load_table(floe__catalog *base, const char *ns, const char *name
                            floe__loaded_table **out, floe_error *err)
 {
     rest_catalog *c = (rest_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     char *url = NULL;
     FLOE_FORWARD(make_url(c, "namespaces", ns, name, &url, err));
     rest_call rq = {"GET", url, NULL, FLOE_REST_READ, true};
@@ -513,7 +496,7 @@ static int rest_create_table(floe__catalog *base, const char *ns, const char *na
                              floe_error *err)
 {
     rest_catalog *c = (rest_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     FLOE_RETURN_IF(!def || !def->schema, err, FLOE_EINVAL, "creating %s.%s: no schema", ns,
                    name);
     FLOE_RETURN_IF(def->properties && !json_is_object(def->properties), err, FLOE_EINVAL,
@@ -540,7 +523,7 @@ static int rest_commit_table(floe__catalog *base, const char *ns, const char *na
                              floe__loaded_table **out, floe_error *err)
 {
     rest_catalog *c = (rest_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     FLOE_RETURN_IF((requirements && !json_is_array(requirements)) ||
                    (updates && !json_is_array(updates)), err, FLOE_EINVAL,
                    "requirements and updates must be JSON arrays");
@@ -565,7 +548,7 @@ static int rest_drop_table(floe__catalog *base, const char *ns, const char *name
                            floe_error *err)
 {
     rest_catalog *c = (rest_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     char *url = NULL;
     FLOE_FORWARD(make_url(c, "namespaces", ns, name, &url, err));
     floe__http_response resp;

@@ -111,23 +111,6 @@ static int exec_plain(sql_catalog *c, const char *sql, floe_error *err)
 
 /* ---- names ----------------------------------------------------------------------- */
 
-static int check_namespace(const char *ns, floe_error *err)
-{
-    if (!ns || !*ns)
-        return floe__err_set(err, FLOE_EINVAL, "empty namespace");
-    if (ns[0] == '.' || floe__str_ends(ns, ".") || strstr(ns, ".."))
-        return floe__err_set(err, FLOE_EINVAL, "namespace \"%s\" has an empty level", ns);
-    return FLOE_OK;
-}
-
-static int check_ident(const char *ns, const char *name, floe_error *err)
-{
-    FLOE_FORWARD(check_namespace(ns, err));
-    if (!name || !*name)
-        return floe__err_set(err, FLOE_EINVAL, "empty table name in namespace %s", ns);
-    return FLOE_OK;
-}
-
 /* "ns" -> "ns.%" with LIKE's wildcards escaped by '!'. */
 static char *like_children(const char *ns)
 {
@@ -180,7 +163,7 @@ static int sql_namespace_exists(floe__catalog *base, const char *ns, bool *exist
                                 floe_error *err)
 {
     sql_catalog *c = (sql_catalog *)base;
-    FLOE_FORWARD(check_namespace(ns, err));
+    FLOE_FORWARD(floe__catalog_check_namespace(ns, err));
     bool found = false;
     FLOE_FORWARD(ns_exists_in(c,
                               "SELECT table_namespace FROM iceberg_tables WHERE catalog_name = ?"
@@ -401,7 +384,7 @@ static int sql_load_table(floe__catalog *base, const char *ns, const char *name,
                           floe__loaded_table **out, floe_error *err)
 {
     sql_catalog *c = (sql_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     bool found;
     char *loc;
     FLOE_FORWARD(get_row(c, ns, name, &found, &loc, err));
@@ -507,7 +490,7 @@ static int sql_create_table(floe__catalog *base, const char *ns, const char *nam
                             floe_error *err)
 {
     sql_catalog *c = (sql_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     FLOE_FORWARD(require_namespace(c, ns, err));
     bool found;
     char *loc = NULL;
@@ -655,7 +638,7 @@ static int sql_commit_table(floe__catalog *base, const char *ns, const char *nam
                             floe__loaded_table **out, floe_error *err)
 {
     sql_catalog *c = (sql_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     if ((requirements && !json_is_array(requirements)) || (updates && !json_is_array(updates)))
         return floe__err_set(err, FLOE_EINVAL, "requirements and updates must be JSON arrays");
     bool found;
@@ -671,7 +654,7 @@ static int sql_drop_table(floe__catalog *base, const char *ns, const char *name,
                           floe_error *err)
 {
     sql_catalog *c = (sql_catalog *)base;
-    FLOE_FORWARD(check_ident(ns, name, err));
+    FLOE_FORWARD(floe__catalog_check_ident(ns, name, err));
     const char *args[] = {c->name, ns, name};
     int changes = 0;
     FLOE_FORWARD(exec_args(c,
