@@ -62,6 +62,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import sinkdata  # noqa: E402
+from procstat import peak_rss_mib  # noqa: E402
 from restserver import RestServer, s3_rest_server  # noqa: E402
 from s3server import S3Server  # noqa: E402
 
@@ -137,16 +138,6 @@ class Steps:
             self.samples += [(s - self.sum) / k] * k
             self.merged += k if k > 1 else 0
         self.sum, self.count = s, n
-
-
-def peak_rss_mib(pid):
-    """The peak resident set of a live process's memory (VmHWM), or 0."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            m = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
-        return int(m.group(1)) / 1024 if m else 0.0
-    except OSError:
-        return 0.0
 
 
 class Poller(threading.Thread):

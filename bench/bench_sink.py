@@ -10,7 +10,7 @@ On the same lineitem-like rows (bench/sinkdata.py; N default 1000000):
   pyiceberg    the same jobs with pyiceberg (table.append / table.upsert per
                batch; bench/pyiceberg_sink.py), on --pyiceberg-rows updates
 at a 1 s and a 10 s commit interval (100k updates per second of input time).
-Each run is a separate process: wall time, CPU time and peak RSS (wait4).
+Each run is a separate process: wall time, CPU time (wait4) and peak RSS (VmHWM, bench/procstat.py).
 Targets: append >= 0.8 x to-parquet; upsert >= 0.5 x append; floe faster
 than pyiceberg.  Results also go to bench/out/sink.json.
 """
@@ -18,13 +18,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import procstat  # noqa: E402
 import sinkdata  # noqa: E402
 
 FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
@@ -32,16 +31,9 @@ OUT = os.path.join(HERE, "out")
 
 
 def run(cmd, cwd=None):
-    """(wall s, cpu s, peak RSS MiB) of one process; fails loudly."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}\n{err}")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    """(wall s, cpu s, peak RSS MiB) of one process (bench/procstat.py);
+    fails loudly."""
+    return procstat.run_measured(cmd, cwd=cwd)[:3]
 
 
 def fresh(name):
