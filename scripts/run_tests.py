@@ -92,7 +92,7 @@ def pytest_stage(build, extra):
     env = dict(os.environ, FLOE_BUILD=build,
                ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    rc, out = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    rc, out = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=25",
                    "tests"] + extra, env=env)
     tail = out.strip().splitlines()[-1] if out.strip() else ""
     p = re.search(r"(\d+) passed", tail)
