@@ -6,7 +6,8 @@ Stages (each counts its tests as passed or failed):
   unit      every C unit-test program, release build and ASan+UBSan build
   fuzz      every fuzz target replaying its corpus, ASan+UBSan build
   valgrind  the unit tests and fuzz replays of the release build under memcheck
-  pytest    the Python suite (real readers: pyarrow, DuckDB, polars, ...)
+  pytest    the Python suite (real readers: pyarrow, DuckDB, polars, ...), on up
+            to four pytest-xdist workers (one per core)
             against the ASan+UBSan build of the floe program
 
 Usage: scripts/run_tests.py [--quick] [pytest args...]
@@ -92,8 +93,9 @@ def pytest_stage(build, extra):
     env = dict(os.environ, FLOE_BUILD=build,
                ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    rc, out = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=25",
-                   "tests"] + extra, env=env)
+    workers = str(max(1, min(4, os.cpu_count() or 1)))     # pytest-xdist
+    rc, out = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers,
+                   "--durations=25", "tests"] + extra, env=env)
     tail = out.strip().splitlines()[-1] if out.strip() else ""
     p = re.search(r"(\d+) passed", tail)
     f = re.search(r"(\d+) failed", tail)

@@ -36,8 +36,9 @@ def rest(request):
     return request.getfixturevalue({"local": "rest_server", "s3": "rest_s3_server"}[request.param])
 
 
-@pytest.mark.parametrize("mode,seed", [("upsert", 0), ("upsert", 2), ("append", 1),
-                                       ("append", 5)])
+@pytest.mark.parametrize("rest,mode,seed", [
+    ("local", "upsert", 0), ("local", "upsert", 2), ("local", "append", 1), ("local", "append", 5),
+    ("s3", "upsert", 2), ("s3", "append", 1)], indirect=["rest"])
 def test_model_over_rest(floe, rest, tmp_path, mode, seed):
     stream = Stream(seed, steps=50, as_of=[0, 0, 20, 5, 0, 100][seed],
                     initial=[0, 30, 40, 0, 10, 60][seed])
