@@ -6,9 +6,9 @@ Stages (each counts its tests as passed or failed):
   unit      every C unit-test program, release build and ASan+UBSan build
   fuzz      every fuzz target replaying its corpus, ASan+UBSan build
   valgrind  the unit tests and fuzz replays of the release build under memcheck
-  pytest    the Python suite (real readers: pyarrow, DuckDB, polars, ...), on up
-            to four pytest-xdist workers (one per core)
-            against the ASan+UBSan build of the floe program
+  pytest    the Python suite (real readers: pyarrow, DuckDB, polars, ...)
+            against the ASan+UBSan build of the floe program, on one
+            pytest-xdist worker per core (at most four)
 
 Usage: scripts/run_tests.py [--quick] [pytest args...]
   --quick   skip valgrind and run pytest against the release build only
