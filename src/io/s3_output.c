@@ -130,6 +130,28 @@ static void abort_upload(s3_output *so)
     so->upload_id = so->upload_q = NULL;
 }
 
+/* PUT the buffered bytes (an object, or a part with `query`) with their
+ * CRC32; the reply's ETag goes to etag[cap] when etag is not NULL.  The
+ * CRC used goes to crc[16]. */
+static int put_buffer(s3_output *so, const char *query, const char *what, char crc[16],
+                      char *etag, size_t cap, floe_error *err)
+{
+    crc32_header(so->part.data, so->part.len, crc);
+    floe__http_header h[] = {{"Content-Type", "application/octet-stream"},
+                             {"x-amz-checksum-crc32", crc}};
+    floe__http_response resp;
+    floe__http_response_init(&resp);
+    s3_req r = {.method = "PUT", .loc = &so->loc, .query = query,
+                .body = so->part.data ? (const void *)so->part.data : "",
+                .body_len = so->part.len, .headers = h, .n_headers = 2, .what = what};
+    int rc = request(so, &r, &resp, err);
+    if (rc == FLOE_OK && etag && !floe__http_response_header(&resp, "ETag", etag, cap))
+        rc = floe__err_set(err, FLOE_EIO, "S3 %s s3://%s/%s: the reply has no ETag", what,
+                           so->loc.bucket, so->loc.key);
+    floe__http_response_free(&resp);
+    return rc;
+}
+
 /* Send the buffer as the next part. */
 static int send_part(s3_output *so, floe_error *err)
 {
@@ -143,20 +165,8 @@ static int send_part(s3_output *so, floe_error *err)
     FLOE_RETURN_IF(ql < 0 || (size_t)ql >= sizeof query, err, FLOE_EIO,
                    "s3://%s/%s: the upload id is too long", so->loc.bucket, so->loc.key);
     snprintf(what, sizeof what, "UploadPart %d", number);
-    char crc[16];
-    crc32_header(so->part.data, so->part.len, crc);
-    floe__http_header h[] = {{"Content-Type", "application/octet-stream"},
-                             {"x-amz-checksum-crc32", crc}};
-    floe__http_response resp;
-    floe__http_response_init(&resp);
-    s3_req r = {.method = "PUT", .loc = &so->loc, .query = query,
-                .body = so->part.data ? (const void *)so->part.data : "",
-                .body_len = so->part.len, .headers = h, .n_headers = 2, .what = what};
-    int rc = request(so, &r, &resp, err);
-    char etag[256];
-    if (rc == FLOE_OK && !floe__http_response_header(&resp, "ETag", etag, sizeof etag))
-        rc = floe__err_set(err, FLOE_EIO, "S3 %s s3://%s/%s: the reply has no ETag", what,
-                           so->loc.bucket, so->loc.key);
+    char crc[16], etag[256];
+    int rc = put_buffer(so, query, what, crc, etag, sizeof etag, err);
     if (rc == FLOE_OK)
         rc = floe__buf_printf(&so->parts_xml, err, "<Part><PartNumber>%d</PartNumber><ETag>",
                               number);
@@ -165,7 +175,6 @@ static int send_part(s3_output *so, floe_error *err)
     if (rc == FLOE_OK)
         rc = floe__buf_printf(&so->parts_xml, err,
                               "</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part>", crc);
-    floe__http_response_free(&resp);
     FLOE_FORWARD(rc);
     so->n_parts = number;
     floe__buf_reset(&so->part);
@@ -210,17 +219,7 @@ static int s3o_write(floe__output *o, const void *p, size_t n, floe_error *err)
 static int put_object(s3_output *so, floe_error *err)
 {
     char crc[16];
-    crc32_header(so->part.data, so->part.len, crc);
-    floe__http_header h[] = {{"Content-Type", "application/octet-stream"},
-                             {"x-amz-checksum-crc32", crc}};
-    floe__http_response resp;
-    floe__http_response_init(&resp);
-    s3_req r = {.method = "PUT", .loc = &so->loc,
-                .body = so->part.data ? (const void *)so->part.data : "",
-                .body_len = so->part.len, .headers = h, .n_headers = 2, .what = "PUT"};
-    int rc = request(so, &r, &resp, err);
-    floe__http_response_free(&resp);
-    return rc;
+    return put_buffer(so, NULL, "PUT", crc, NULL, 0, err);
 }
 
 /* After NoSuchUpload on completion: did an earlier attempt complete it? */
