@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-scripts/install-deps.sh >/dev/null
+scripts/install-deps.sh --demo >/dev/null
 make -j"$(nproc)" build/floe >/dev/null
 rm -rf out/demo && mkdir -p out/demo && cd out/demo
 

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Installs what building and testing floe needs: Debian packages (compiler,
-# libraries, valgrind), the Python readers the tests check floe against and
-# versitygw, the S3 server of the S3 tests (built with Go into $GOBIN or
-# $(go env GOPATH)/bin).
+# libraries, valgrind, a JDK and Maven), the Python readers the tests check
+# floe against, the Java reader and Apache's REST catalog server (Maven),
+# and versitygw, the S3 server of the S3 tests (built with Go into $GOBIN
+# or $(go env GOPATH)/bin).
 # Safe to run again: it skips what is already there.
+#
+#   scripts/install-deps.sh          everything the test suite needs
+#   scripts/install-deps.sh --demo   only what the demo needs (no Java, no Go)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+demo=false
+[ "${1:-}" = "--demo" ] && demo=true
 
 APT_PACKAGES="build-essential pkg-config libzstd-dev libsnappy-dev zlib1g-dev \
 libsqlite3-dev libjansson-dev libcurl4-openssl-dev valgrind python3 python3-pip"
-command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
-command -v javac >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES default-jdk-headless"
+if ! $demo; then
+    command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
+    command -v javac >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES default-jdk-headless"
+fi
 
 missing=""
 for p in $APT_PACKAGES; do
@@ -32,17 +40,21 @@ if ! pip_install && ! { grep -q externally-managed "$log" && pip_install --break
     exit 1
 fi
 rm -f "$log"
+if $demo; then
+    echo "install-deps: done (demo)"
+    exit 0
+fi
 # The Java reader (Iceberg's JdbcCatalog + IcebergGenerics) used by the tests.
 if [ ! -f tests/java/target/classes/floe/Reader.class ] ||
    [ -n "$(find tests/java/src tests/java/pom.xml -newer tests/java/target/classes/floe/Reader.class)" ]; then
     (cd tests/java && mvn -q -B package -DskipTests)
 fi
-# versitygw: an S3 server that verifies SigV4, for tests/test_s3*.py.
-# Apache Iceberg's REST catalog server (test fixture) and its classpath
+# Apache Iceberg's REST catalog server (test fixture) and its classpath.
 if [ ! -d tests/rest/target/lib ] ||
    [ -n "$(find tests/rest/src tests/rest/pom.xml -newer tests/rest/target/lib)" ]; then
     (cd tests/rest && mvn -q -B package -DskipTests && touch target/lib)
 fi
+# versitygw: an S3 server that verifies SigV4, for tests/test_s3*.py.
 VERSITYGW_VERSION=v1.7.0
 gobin=$(go env GOBIN 2>/dev/null || true)
 [ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null | cut -d: -f1)/bin"
