@@ -18,20 +18,12 @@ static char tmp_root[256];
 
 static void make_tmp(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_root, sizeof tmp_root, "%s/floe-test-catalog-XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(tmp_root)) {
-        perror("mkdtemp");
-        exit(2);
-    }
+    unit_make_tmp(tmp_root, sizeof tmp_root, "catalog");
 }
 
 static void remove_tmp(void)
 {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp_root);
+    unit_remove_tmp(tmp_root);
 }
 
 /* "<tmp>/<name>" in a static buffer (one at a time). */

@@ -7,7 +7,7 @@
 #include "io/io_internal.h"
 #include "unit.h"
 
-static char dir[64];
+static char dir[256];
 
 static int count_entries(const char *path)
 {
@@ -81,16 +81,11 @@ TEST(open_in_unwritable_place_fails_cleanly)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/floe-test-io-XXXXXX");
-    if (!mkdtemp(dir))
-        return 1;
+    unit_make_tmp(dir, sizeof dir, "io");
     RUN(write_then_close_is_visible);
     RUN(abort_leaves_nothing);
     RUN(read_missing_is_not_found);
     RUN(open_in_unwritable_place_fails_cleanly);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return 1;
+    unit_remove_tmp(dir);
     return UNIT_DONE();
 }

@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct unit_state {
@@ -21,6 +22,27 @@ typedef struct unit_state {
 static unit_state unit_;
 
 #define TEST(name) static void name(void)
+
+/* A fresh directory "$TMPDIR/floe-test-<tag>-XXXXXX" (default /tmp) into
+ * out[cap]; exits with 2 when it cannot be made (the test cannot run). */
+static inline void unit_make_tmp(char *out, size_t cap, const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(out, cap, "%s/floe-test-%s-XXXXXX", base ? base : "/tmp", tag);
+    if (!mkdtemp(out)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+}
+
+/* Remove a directory made by unit_make_tmp, with everything in it. */
+static inline void unit_remove_tmp(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
 
 #define CHECK(cond)                                                            \
     do {                                                                       \
