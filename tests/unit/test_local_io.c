@@ -24,7 +24,7 @@ static int count_entries(const char *path)
 
 TEST(write_then_close_is_visible)
 {
-    char path[128];
+    char path[512];
     snprintf(path, sizeof path, "file://%s/a/b/obj.bin", dir);
     floe__output *o = NULL;
     CHECK_EQ_INT(floe__local_output_open(path, &o, NULL), FLOE_OK);
@@ -37,14 +37,14 @@ TEST(write_then_close_is_visible)
     CHECK_EQ_INT(floe__local_read_all(path, &b, NULL), FLOE_OK);
     CHECK(b.len == 5 && memcmp(b.data, "hello", 5) == 0);
     floe__buf_free(&b);
-    char sub[128];
+    char sub[512];
     snprintf(sub, sizeof sub, "%s/a/b", dir);
     CHECK_EQ_INT(count_entries(sub), 1);                    /* no temp file left */
 }
 
 TEST(abort_leaves_nothing)
 {
-    char path[128], sub[128];
+    char path[512], sub[512];
     snprintf(path, sizeof path, "%s/c/obj.bin", dir);
     snprintf(sub, sizeof sub, "%s/c", dir);
     floe__output *o = NULL;
