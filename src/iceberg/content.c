@@ -5,7 +5,7 @@
  * A content file owns its path, its metrics and its equality ids; lists
  * own their files.  Moving files between lists moves ownership.
  */
-#include "iceberg/table_internal.h"
+#include "iceberg/iceberg_internal.h"
 
 void floe__content_file_clear(floe__content_file *f)
 {

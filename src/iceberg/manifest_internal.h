@@ -16,7 +16,8 @@
 #ifndef FLOE_MANIFEST_INTERNAL_H
 #define FLOE_MANIFEST_INTERNAL_H
 
-#include "iceberg/table_internal.h"
+#include "iceberg/iceberg_internal.h"
+#include "io/io_internal.h"
 
 /* Manifest lists and manifests larger than this are refused when read. */
 #define FLOE_MANIFEST_MAX_BYTES ((size_t)256 << 20)

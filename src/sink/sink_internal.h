@@ -12,7 +12,7 @@
 #ifndef FLOE_SINK_INTERNAL_H
 #define FLOE_SINK_INTERNAL_H
 
-#include "iceberg/table_internal.h"
+#include "table/table_internal.h"
 #include "util/util_internal.h"
 
 /* ---- frontiers (frontier.c) ------------------------------------------------

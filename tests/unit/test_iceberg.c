@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "avro/avro_internal.h"
-#include "iceberg/manifest_internal.h"
+#include "table/table_internal.h"
 #include "source/source_internal.h"
 #include "unit.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_iceberg_tool.c - a command-line driver of floe's table layer
- * (iceberg/table_internal.h) for the peer tests (tests/test_iceberg_*.py):
+ * (table/table_internal.h) for the peer tests (tests/test_iceberg_*.py):
  * it writes data files, position deletes and equality deletes and commits
  * them, so pyiceberg, DuckDB and Java can check row deltas the CLI cannot
  * make yet.  Without arguments it runs a short self-test (so `make unit`
@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "iceberg/manifest_internal.h"
+#include "table/table_internal.h"
 #include "source/source_internal.h"
 #include "unit.h"
 

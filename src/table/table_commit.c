@@ -32,7 +32,7 @@
  */
 #include <stdio.h>
 
-#include "iceberg/manifest_internal.h"
+#include "table/table_internal.h"
 
 /* Summary keys floe computes; callers may not set them. */
 static const char *const STANDARD_KEYS[] = {

@@ -1,18 +1,20 @@
 /*
- * table_internal.h - writing to an Iceberg table: opening it (with the
- * compatibility and location rules of SPEC.md section 4), writing data and
- * delete files, and committing them as one snapshot.
+ * table_internal.h - the table layer: an Iceberg table reached through a
+ * catalog.  Opening it (with the compatibility and location rules of
+ * SPEC.md section 4), writing data and delete files under its location, and
+ * committing them as one snapshot through the catalog.
  *
- * This is what the sink (src/sink) and the public table API build on.  It
- * owns manifests, manifest lists and snapshot summaries; it does not know
- * frontiers or sink identities (those travel as summary properties).
+ * It sits above catalog/ (which knows table metadata but not tables) and
+ * below sink/ and the public table API (table_api.c).  It owns snapshot
+ * summaries and commit requirements; it does not know frontiers or sink
+ * identities (those travel as summary properties and refs).
  */
 #ifndef FLOE_TABLE_INTERNAL_H
 #define FLOE_TABLE_INTERNAL_H
 
 #include "catalog/catalog_internal.h"
+#include "iceberg/manifest_internal.h"
 #include "parquet/parquet_internal.h"
-#include "schema/schema_internal.h"
 
 /* ---- tables (table.c) --------------------------------------------------------- */
 typedef struct floe__table {
@@ -48,47 +50,6 @@ void floe__table_free(floe__table *t);
 /* Whether floe can write to the table as loaded: format version 2 and an
  * unpartitioned default spec (FLOE_EUNSUPPORTED naming what is not). */
 int floe__table_check_writable(const floe__table *t, floe_error *err);
-
-/* SPEC 4: same column names, order, nesting, nullability and types; a
- * table fixed[16] (or uuid) column is accepted where string (a declared
- * uuid) is expected; field ids are not compared.  FLOE_EINCOMPATIBLE with a
- * message naming the first difference and both schemas. */
-int floe__schema_compatible(const floe__schema *declared, const floe__schema *table,
-                            floe_error *err);
-
-/* A schema of the top-level columns `names` of `s`, keeping their field ids
- * (for equality delete files).  FLOE_EINVAL naming an unknown column. */
-int floe__schema_project(const floe__schema *s, const char *const *names, size_t n,
-                         floe__schema **out, floe_error *err);
-
-/* ---- content files (content.c) --------------------------------------------------- */
-typedef enum floe__content {
-    FLOE_CONTENT_DATA = 0,
-    FLOE_CONTENT_POSITION_DELETES = 1,
-    FLOE_CONTENT_EQUALITY_DELETES = 2,
-} floe__content;
-
-/* One written file, as a manifest entry will describe it. */
-typedef struct floe__content_file {
-    floe__content content;
-    char *path;                       /* full URI */
-    floe__file_metrics metrics;       /* record_count, file_size, columns, split offsets */
-    int32_t *equality_ids;            /* EQUALITY_DELETES only */
-    size_t n_equality_ids;
-} floe__content_file;
-
-void floe__content_file_clear(floe__content_file *f);   /* frees what it holds */
-
-/* A growable list of content files (what one batch/commit adds). */
-typedef struct floe__content_list {
-    floe__content_file *files;
-    size_t n, cap;
-} floe__content_list;
-void floe__content_list_clear(floe__content_list *l);   /* frees every file */
-/* Move *f to the end of l (*f ends zeroed); on failure *f is unchanged. */
-int floe__content_list_push(floe__content_list *l, floe__content_file *f, floe_error *err);
-/* Move every file of src to the end of dst (src ends empty). */
-int floe__content_list_take(floe__content_list *dst, floe__content_list *src, floe_error *err);
 
 /* ---- file writers (file_writer.c) ---------------------------------------------------
  * Rows of one schema into Parquet files under the table's data location,

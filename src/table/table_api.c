@@ -9,7 +9,7 @@
  */
 #include <stdio.h>
 
-#include "iceberg/table_internal.h"
+#include "table/table_internal.h"
 
 
 struct floe_catalog {

@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "iceberg/table_internal.h"
+#include "table/table_internal.h"
 
 #define DEFAULT_TARGET_FILE_SIZE ((uint64_t)512 << 20)
 #define POSDEL_PATH_ID 2147483546

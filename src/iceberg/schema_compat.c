@@ -1,11 +1,8 @@
 /*
- * table.c - opening an Iceberg table for writing (SPEC.md section 4): load
- * or create it, check the declared schema against the table's, carry the
- * declared source types over onto the table's schema tree, and work out
- * where data files go.  Also projections of a schema (equality delete key
+ * schema_compat.c - whether a table's schema can take rows of a declared
+ * schema (SPEC.md section 4), the declared source types carried over onto
+ * the table's tree, and projections of a schema (equality delete key
  * columns).
- *
- * It does not write files (file_writer.c) or commit (commit.c).
  *
  * Compatibility (floe__schema_compatible): the same column names in the
  * same order, the same nesting, nullability and Iceberg types (decimal
@@ -18,7 +15,7 @@
  */
 #include <stdio.h>
 
-#include "iceberg/table_internal.h"
+#include "iceberg/iceberg_internal.h"
 
 /* ---- rendering schemas for messages ---------------------------------------------- */
 
@@ -202,13 +199,13 @@ int floe__schema_compatible(const floe__schema *declared, const floe__schema *ta
 
 /* Give the table's fields the declared source types (the trees are
  * compatible).  A uuid stored as fixed[16]/uuid reads uuid strings. */
-static void copy_decl(floe__field *t, const floe__field *d)
+void floe__schema_adopt_decl(floe__field *t, const floe__field *d)
 {
     t->decl = d->decl;
     if (t->kind != d->kind)
         t->decl = FLOE_D_UUID;
     for (uint32_t i = 0; i < t->n_children; i++)
-        copy_decl(&t->children[i], &d->children[i]);
+        floe__schema_adopt_decl(&t->children[i], &d->children[i]);
 }
 
 /* ---- projection ----------------------------------------------------------------------- */
@@ -264,145 +261,3 @@ int floe__schema_project(const floe__schema *s, const char *const *names, size_t
     return FLOE_OK;
 }
 
-/* ---- opening ------------------------------------------------------------------------------ */
-
-void floe__table_free(floe__table *t)
-{
-    if (!t)
-        return;
-    floe__free(t->ns);
-    floe__free(t->name);
-    floe__loaded_table_free(t->loaded);
-    floe__fileio_free(t->own_io);
-    floe_schema_free(t->schema);
-    floe__free(t->data_location);
-    floe__free(t);
-}
-
-static int ensure_namespace(floe__table *t, floe_error *err)
-{
-    bool exists = false;
-    FLOE_FORWARD(floe__catalog_namespace_exists(t->catalog, t->ns, &exists, err));
-    if (exists)
-        return FLOE_OK;
-    int rc = floe__catalog_create_namespace(t->catalog, t->ns, NULL, err);
-    if (rc == FLOE_EEXISTS) {            /* created concurrently: fine */
-        floe_error_clear(err);
-        return FLOE_OK;
-    }
-    return rc;
-}
-
-static int create(floe__table *t, const floe__schema *declared, const json_t *props,
-                  floe_error *err)
-{
-    FLOE_FORWARD(ensure_namespace(t, err));
-    json_t *schema;
-    FLOE_FORWARD(floe__schema_to_jansson(declared, &schema, err));
-    floe__table_def def = {.schema = schema, .properties = props};
-    int rc = floe__catalog_create_table(t->catalog, t->ns, t->name, &def, &t->loaded, err);
-    json_decref(schema);
-    if (rc == FLOE_EEXISTS) {            /* lost a race to another creator: use theirs */
-        floe_error_clear(err);
-        rc = floe__catalog_load_table(t->catalog, t->ns, t->name, &t->loaded, err);
-    }
-    return rc;
-}
-
-/* Storage settings the catalog sent with the table (REST "config": vended
- * credentials, endpoint, region) apply to this table's files only. */
-static int apply_table_config(floe__table *t, floe__fileio *given, floe_error *err)
-{
-    const json_t *config = t->loaded->config;
-    if (!config || json_object_size(config) == 0)
-        return FLOE_OK;
-    if (t->own_io)
-        return floe__fileio_s3_configure(t->own_io, config, err);
-    FLOE_FORWARD_CTX(floe__fileio_s3_derive(given, config, &t->own_io, err), err,
-                     "applying the storage settings the catalog sent for %s.%s", t->ns,
-                     t->name);
-    t->io = t->own_io;
-    return FLOE_OK;
-}
-
-static int setup(floe__table *t, const floe__schema *declared, floe_error *err)
-{
-    FLOE_FORWARD(apply_table_config(t, t->io, err));
-    const floe__metadata *md = t->loaded->metadata;
-    FLOE_FORWARD_CTX(floe__schema_from_jansson(floe__metadata_current_schema(md), &t->schema,
-                                               err), err, "the table's current schema");
-    if (declared) {
-        FLOE_FORWARD(floe__schema_compatible(declared, t->schema, err));
-        copy_decl(&t->schema->root, &declared->root);
-    }
-    t->schema_id = floe__metadata_current_schema_id(md);
-    t->spec_id = floe__metadata_default_spec_id(md);
-    return floe__metadata_data_location(md, &t->data_location, err);
-}
-
-int floe__table_open(floe__catalog *c, floe__fileio *io, const char *ns, const char *name,
-                     const floe__schema *declared, const json_t *create_properties,
-                     floe__table **out, floe_error *err)
-{
-    FLOE_RETURN_IF(!c || !io || !ns || !name || !*ns || !*name, err, FLOE_EINVAL,
-                   "opening a table needs a catalog, a FileIO, a namespace and a name");
-    floe__table *t = floe__calloc(1, sizeof *t);
-    if (!t)
-        return FLOE_OOM(err);
-    t->catalog = c;
-    t->io = io;
-    t->ns = floe__strdup(ns);
-    t->name = floe__strdup(name);
-    int rc = t->ns && t->name ? FLOE_OK : FLOE_OOM(err);
-    if (rc == FLOE_OK)
-        rc = floe__catalog_load_table(c, ns, name, &t->loaded, err);
-    if (rc == FLOE_ENOTFOUND && declared) {
-        floe_error_clear(err);
-        rc = create(t, declared, create_properties, err);
-    }
-    if (rc == FLOE_OK)
-        rc = setup(t, declared, err);
-    if (rc != FLOE_OK) {
-        floe__table_free(t);
-        return floe__err_wrap(err, rc, "opening table %s.%s", ns, name);
-    }
-    *out = t;
-    return FLOE_OK;
-}
-
-int floe__table_refresh(floe__table *t, floe_error *err)
-{
-    floe__loaded_table *l = NULL;
-    FLOE_FORWARD_CTX(floe__catalog_load_table(t->catalog, t->ns, t->name, &l, err), err,
-                     "reloading table %s.%s", t->ns, t->name);
-    char *loc = NULL;
-    int rc = floe__metadata_data_location(l->metadata, &loc, err);
-    if (rc != FLOE_OK) {
-        floe__loaded_table_free(l);
-        return rc;
-    }
-    floe__loaded_table_free(t->loaded);
-    t->loaded = l;
-    if (t->own_io && l->config && json_object_size(l->config))
-        FLOE_FORWARD(floe__fileio_s3_configure(t->own_io, l->config, err));
-    floe__free(t->data_location);
-    t->data_location = loc;
-    return FLOE_OK;
-}
-
-int floe__table_check_writable(const floe__table *t, floe_error *err)
-{
-    const floe__metadata *md = t->loaded->metadata;
-    int v = floe__metadata_format_version(md);
-    if (v != 2)
-        return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "table %s.%s has format version %d: floe writes version 2 tables "
-                             "(upgrade the table first)", t->ns, t->name, v);
-    const json_t *fields = json_object_get(floe__metadata_default_spec(md), "fields");
-    if (json_array_size(fields) != 0)
-        return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "table %s.%s is partitioned (spec %d has %zu fields): floe writes "
-                             "only unpartitioned tables for now", t->ns, t->name,
-                             (int)floe__metadata_default_spec_id(md), json_array_size(fields));
-    return FLOE_OK;
-}
