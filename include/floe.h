@@ -39,32 +39,44 @@ extern "C" {
 
 /* ------------------------------------------------------------------------
  * Result codes.  The numbers are stable: never renumbered, never reused.
- * X(NAME, number, description)
+ * X(NAME, number, description, class) where class says what a caller may
+ * conclude from a failure with this code (the one place that decides it):
+ *   FLOE_FAIL_FINAL    retrying the same operation cannot help
+ *   FLOE_FAIL_RETRY    a transient failure: retrying may succeed (for a
+ *                      commit: nothing changed; reload and try again)
+ *   FLOE_FAIL_UNKNOWN  the operation may or may not have taken effect
+ *                      (retrying may succeed; look before you do)
  * ---------------------------------------------------------------------- */
+#define FLOE_FAIL_FINAL 0
+#define FLOE_FAIL_RETRY 1
+#define FLOE_FAIL_UNKNOWN 2
+
 #define FLOE_ERRNO_MAP(X)                                                      \
-    X(OK, 0, "success")                                                        \
-    X(ENOMEM, 1, "out of memory")                                              \
-    X(EINVAL, 2, "invalid argument")                                           \
-    X(ESCHEMA, 3, "invalid schema declaration")                                \
-    X(EINPUT, 4, "invalid input")                                              \
-    X(EIO, 5, "storage I/O error")                                             \
-    X(EFORMAT, 6, "malformed file or metadata")                                \
-    X(ELIMIT, 7, "size limit exceeded")                                        \
-    X(EUNSUPPORTED, 8, "unsupported feature")                                  \
-    X(ENOTFOUND, 9, "not found")                                               \
-    X(EEXISTS, 10, "already exists")                                           \
-    X(EINCOMPATIBLE, 11, "incompatible table")                                 \
-    X(ECONFLICT, 12, "commit conflict")                                        \
-    X(EUNKNOWN_OUTCOME, 13, "commit outcome unknown")                          \
-    X(EFENCED, 14, "fenced by a newer sink version")                           \
-    X(ESTATE, 15, "table in an unexpected state")                              \
-    X(ECATALOG, 16, "catalog error")                                           \
-    X(ENET, 17, "network error")                                               \
-    X(EAUTH, 18, "authentication failed")                                      \
-    X(EINTERNAL, 19, "internal error")
+    X(OK, 0, "success", FLOE_FAIL_FINAL)                                       \
+    X(ENOMEM, 1, "out of memory", FLOE_FAIL_FINAL)                             \
+    X(EINVAL, 2, "invalid argument", FLOE_FAIL_FINAL)                          \
+    X(ESCHEMA, 3, "invalid schema declaration", FLOE_FAIL_FINAL)               \
+    X(EINPUT, 4, "invalid input", FLOE_FAIL_FINAL)                             \
+    X(EIO, 5, "storage I/O error", FLOE_FAIL_RETRY)                            \
+    X(EFORMAT, 6, "malformed file or metadata", FLOE_FAIL_FINAL)               \
+    X(ELIMIT, 7, "size limit exceeded", FLOE_FAIL_FINAL)                       \
+    X(EUNSUPPORTED, 8, "unsupported feature", FLOE_FAIL_FINAL)                 \
+    X(ENOTFOUND, 9, "not found", FLOE_FAIL_FINAL)                              \
+    X(EEXISTS, 10, "already exists", FLOE_FAIL_FINAL)                          \
+    X(EINCOMPATIBLE, 11, "incompatible table", FLOE_FAIL_FINAL)                \
+    X(ECONFLICT, 12, "commit conflict", FLOE_FAIL_RETRY)                       \
+    X(EUNKNOWN_OUTCOME, 13, "commit outcome unknown", FLOE_FAIL_UNKNOWN)       \
+    X(EFENCED, 14, "fenced by a newer sink version", FLOE_FAIL_FINAL)          \
+    X(ESTATE, 15, "table in an unexpected state", FLOE_FAIL_FINAL)             \
+    X(ECATALOG, 16, "catalog error", FLOE_FAIL_FINAL)                          \
+    X(ENET, 17, "network error", FLOE_FAIL_RETRY)                              \
+    X(EAUTH, 18, "authentication failed", FLOE_FAIL_FINAL)                     \
+    X(EINTERNAL, 19, "internal error", FLOE_FAIL_FINAL)                        \
+    X(ETLS, 20, "TLS verification failed", FLOE_FAIL_FINAL)                    \
+    X(EINTERRUPTED, 21, "interrupted by a signal", FLOE_FAIL_FINAL)
 
 typedef enum floe_code {
-#define FLOE__CODE_ENUM(name, num, desc) FLOE_##name = num,
+#define FLOE__CODE_ENUM(name, num, desc, cls) FLOE_##name = num,
     FLOE_ERRNO_MAP(FLOE__CODE_ENUM)
 #undef FLOE__CODE_ENUM
 } floe_code;
@@ -72,6 +84,8 @@ typedef enum floe_code {
 /* The constant name ("FLOE_EINPUT") and description of a code; never NULL. */
 const char *floe_code_name(int code);
 const char *floe_code_string(int code);
+/* The failure class of a code (FLOE_FAIL_*); FLOE_FAIL_FINAL for unknown codes. */
+int floe_code_class(int code);
 
 /* ------------------------------------------------------------------------
  * Errors: a code plus a chain of messages, outermost context first.
@@ -89,7 +103,8 @@ const char *floe_error_message(const floe_error *err);
 size_t floe_error_depth(const floe_error *err);
 const char *floe_error_frame(const floe_error *err, size_t i);
 /* Whether trying the same operation again may succeed (conflicts, network
- * failures, throttling): 1 or 0. */
+ * failures, throttling, unknown outcomes): 1 or 0.  Decided by the code's
+ * class alone (floe_code_class). */
 int floe_error_retryable(const floe_error *err);
 
 /* Frees memory that a floe function handed to the caller ("caller frees"). */

@@ -173,9 +173,10 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
+/* A reply worth repeating a read for: its code's class says so. */
 static bool transient_status(long s)
 {
-    return s == 408 || s == 429 || (s >= 500 && s <= 599 && s != 501);
+    return floe_code_class(floe__rest_status_code(s, FLOE_REST_READ)) == FLOE_FAIL_RETRY;
 }
 
 static bool auth_status(long s)
@@ -212,12 +213,11 @@ static int exchange(rest_catalog *c, const rest_call *rc_, const floe__buf *body
 /* A transport failure of a commit that may have reached the server. */
 static int unknown_outcome(const rest_call *rc_, floe_error *err)
 {
-    char u[512], cause[512];
+    char u[512];
     display_url(rc_->url, u, sizeof u);
-    snprintf(cause, sizeof cause, "%s", floe_error_message(err));
-    return floe__err_set(err, FLOE_EUNKNOWN_OUTCOME, "%s %s: the connection failed after the "
-                         "request was sent, so the commit may or may not have been applied (%s)",
-                         rc_->method, u, cause);
+    return floe__err_recode(err, FLOE_EUNKNOWN_OUTCOME, "%s %s: the connection failed after "
+                            "the request was sent, so the commit may or may not have been "
+                            "applied", rc_->method, u);
 }
 
 /* Perform `rc_` with authentication and the retries described at the top.
@@ -240,11 +240,11 @@ static int call(rest_catalog *c, const rest_call *rc_, floe__http_response *resp
         if (rc == FLOE_OK)
             rc = exchange(c, rc_, rc_->body ? &body : NULL, resp, err);
         bool more = attempt < tries;
-        if (rc == FLOE_ENET && rc_->op == FLOE_REST_COMMIT && resp->maybe_sent) {
+        if (rc != FLOE_OK && rc_->op == FLOE_REST_COMMIT && resp->maybe_sent) {
             rc = unknown_outcome(rc_, err);
             break;
         }
-        if (rc == FLOE_ENET && more) {
+        if (floe_code_class(rc) == FLOE_FAIL_RETRY && more) {
             floe_error_clear(err);
         } else if (rc != FLOE_OK) {
             break;

@@ -191,7 +191,6 @@ static int token_refused(const floe__rest_auth *a, const floe__http_response *r,
     int code = r->status >= 500 || r->status == 429 ? FLOE_ENET : FLOE_EAUTH;
     floe__err_set(err, code, "OAuth2 token request to %s refused: HTTP %ld%s%s", where,
                   r->status, *clean ? ": " : "", clean);
-    floe__err_set_retryable(err, code == FLOE_ENET);
     return code;
 }
 

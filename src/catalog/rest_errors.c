@@ -115,7 +115,5 @@ int floe__rest_error(floe_error *err, const char *method, const char *path, long
         floe__err_set(err, code, "%s %s: HTTP %ld%s%s%s%s%s", method, path, status,
                       *r ? " " : "", r, what, *ex ? ": " : "", ex);
     }
-    floe__err_set_retryable(err, code == FLOE_ENET || code == FLOE_EUNKNOWN_OUTCOME ||
-                                     code == FLOE_ECONFLICT);
     return code;
 }

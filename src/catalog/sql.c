@@ -600,8 +600,8 @@ static int swap_pointer(sql_catalog *c, const char *ns, const char *name, const 
         floe__fileio_remove(c->io, new_loc, NULL);
         return rc;
     }
-    return floe__err_wrap(err, FLOE_EUNKNOWN_OUTCOME, "commit to %s.%s may or may not have "
-                                                      "landed", ns, name);
+    return floe__err_recode(err, FLOE_EUNKNOWN_OUTCOME, "commit to %s.%s may or may not have "
+                                                        "landed", ns, name);
 }
 
 static int commit_existing(sql_catalog *c, const char *ns, const char *name, const char *cur_loc,

@@ -161,27 +161,28 @@ static int set_signing(CURL *c, const floe__sigv4 *s, char **provider, floe_erro
     return FLOE_OK;
 }
 
-/* Whether a transport failure may go away on its own (a refused or reset
- * connection, a timeout) rather than needing a change of configuration
- * (certificate verification, a malformed URL, an unsupported protocol). */
-static bool transient_failure(CURLcode cc)
+/* The code of a transport failure: FLOE_ENET (class RETRY) when it may go
+ * away on its own (a refused or reset connection, a timeout, a name that
+ * did not resolve), FLOE_ETLS when certificate verification failed and
+ * FLOE_EINVAL for a URL or protocol curl cannot use (both FINAL: they need
+ * a change of configuration). */
+static int failure_code(CURLcode cc)
 {
     switch (cc) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_WEIRD_SERVER_REPLY:
-        return true;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_CRL_BADFILE:
+        return FLOE_ETLS;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return FLOE_EINVAL;
+    case CURLE_OUT_OF_MEMORY:
+        return FLOE_ENOMEM;
     default:
-        return false;
+        return FLOE_ENET;
     }
 }
 
@@ -240,7 +241,6 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
     resp->maybe_sent = false;
     struct curl_slist *headers = NULL;
     char *provider = NULL;
-    resp->transient = false;
     int rc = build_headers(req, &headers, err);
     if (rc == FLOE_OK && req->sigv4)
         rc = set_signing(c, req->sigv4, &provider, err);
@@ -276,10 +276,8 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
             resp->maybe_sent = maybe_sent(c, cc);
             char u[512];
             url_for_message(req->url, u, sizeof u);
-            resp->transient = transient_failure(cc);
-            rc = floe__err_set(err, FLOE_ENET, "%s %s: %s%s", req->method, u,
+            rc = floe__err_set(err, failure_code(cc), "%s %s: %s%s", req->method, u,
                                h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc), tls_hint(cc));
-            floe__err_set_retryable(err, resp->transient);
         } else {
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
         }

@@ -52,12 +52,7 @@ typedef struct floe__http_response {
     long status;                     /* the HTTP status */
     floe__buf body;
     floe__buf headers;               /* the raw header lines of the final response */
-    /* After FLOE_ENET: whether the failure may pass by itself (refused or
-     * reset connection, timeout: worth a retry) or needs a change of
-     * configuration (TLS verification, bad URL).  The error is marked
-     * retryable the same way (floe_error_retryable). */
-    bool transient;
-    /* After FLOE_ENET: whether the request may have reached the server
+    /* After a transport failure: whether the request may have reached the server
      * (false only when no byte of it was sent: DNS, connect or TLS
      * handshake failures).  A non-idempotent request that may have been
      * sent has an unknown outcome. */
@@ -72,9 +67,10 @@ const char *floe__http_response_header(const floe__http_response *r, const char 
                                        char *buf, size_t cap);
 
 /* Perform a request.  FLOE_OK whenever a response arrived, whatever its
- * status (the caller classifies it); FLOE_ENET when none did (connection
- * refused or reset, DNS, timeout, TLS failure), with the reason and
- * resp->transient; FLOE_ELIMIT when the body exceeds max_response.  `resp`
+ * status (the caller classifies it); when none did, FLOE_ENET (connection
+ * refused or reset, DNS, timeout: worth a retry), FLOE_ETLS (certificate
+ * verification failed) or FLOE_EINVAL (a URL curl cannot use), with the
+ * reason and resp->maybe_sent; FLOE_ELIMIT when the body exceeds max_response.  `resp`
  * is reset first.  Redirects are not followed.  The URL is sent as given
  * (no dot-segment removal), so a signed path is the path sent.
  * A body is sent with libcurl's default Content-Type

@@ -106,9 +106,10 @@ int floe__s3_request(floe__s3 *s, const s3_conf *c, const s3_req *r, floe__http_
                      floe_error *err);
 
 /* How a non-2xx reply is classified: the floe code and whether to retry. */
+/* What an S3 error reply means: a floe code (its class says whether the
+ * request is worth repeating) and a hint for the message. */
 typedef struct s3_verdict {
     int code;
-    bool retry;
     const char *hint;             /* advice appended to the message, "" when none */
 } s3_verdict;
 s3_verdict floe__s3_classify(long status, const char *s3_code);

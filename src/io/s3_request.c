@@ -123,34 +123,34 @@ s3_verdict floe__s3_classify(long status, const char *code)
     static const char *const redirect[] = {"PermanentRedirect", "TemporaryRedirect",
                                            "IllegalLocationConstraintException", NULL};
     if (code_is(code, transient) || status == 429 || (status >= 500 && status != 501))
-        return (s3_verdict){FLOE_EIO, true, ""};
+        return (s3_verdict){FLOE_EIO, ""};
     /* versitygw answers an unknown key id with 404 XAdminUserNotFound */
     static const char *const unknown_key[] = {"InvalidAccessKeyId", "XAdminUserNotFound", NULL};
     if (code_is(code, (const char *const[]){"RequestTimeTooSkewed", NULL}))
-        return (s3_verdict){FLOE_EAUTH, false, " (this machine's clock is off)"};
+        return (s3_verdict){FLOE_EAUTH, " (this machine's clock is off)"};
     if (code_is(code, unknown_key))
-        return (s3_verdict){FLOE_EAUTH, false,
+        return (s3_verdict){FLOE_EAUTH,
                             " (the server does not know the access key id: check "
                             "AWS_ACCESS_KEY_ID)"};
     if (code_is(code, (const char *const[]){"SignatureDoesNotMatch", NULL}))
-        return (s3_verdict){FLOE_EAUTH, false,
+        return (s3_verdict){FLOE_EAUTH,
                             " (the secret access key does not match the access key id: "
                             "check AWS_SECRET_ACCESS_KEY)"};
     if (code_is(code, token))
-        return (s3_verdict){FLOE_EAUTH, false, " (the session token is expired or invalid: "
+        return (s3_verdict){FLOE_EAUTH, " (the session token is expired or invalid: "
                                                "check AWS_SESSION_TOKEN)"};
     if (code_is(code, (const char *const[]){"AuthorizationHeaderMalformed", NULL}))
-        return (s3_verdict){FLOE_EAUTH, false, " (check the region: --s3-region, AWS_REGION)"};
+        return (s3_verdict){FLOE_EAUTH, " (check the region: --s3-region, AWS_REGION)"};
     if (code_is(code, redirect) || status == 301 || status == 307)
-        return (s3_verdict){FLOE_EINVAL, false,
+        return (s3_verdict){FLOE_EINVAL,
                             " (another region or endpoint serves the bucket: --s3-region, "
                             "--s3-endpoint)"};
     if (status == 401 || status == 403)
-        return (s3_verdict){FLOE_EAUTH, false,
+        return (s3_verdict){FLOE_EAUTH,
                             " (access denied: check the credentials and the bucket's policy)"};
     if (status == 404)
-        return (s3_verdict){FLOE_ENOTFOUND, false, ""};
-    return (s3_verdict){FLOE_EIO, false, ""};
+        return (s3_verdict){FLOE_ENOTFOUND, ""};
+    return (s3_verdict){FLOE_EINVAL, " (the storage server refused the request)"};
 }
 
 /* ---- HTTP clients ----------------------------------------------------------- */
@@ -257,18 +257,14 @@ static s3_verdict reply_error(const floe__http_response *resp, const s3_req *r, 
     return v;
 }
 
-/* One attempt; *retry says whether another may succeed. */
+/* One attempt; the code's class says whether another may succeed. */
 static int attempt_once(floe__s3 *s, const s3_conf *c, const s3_req *r,
-                        const floe__http_request *hr, floe__http_response *resp, bool *retry,
-                        floe_error *e)
+                        const floe__http_request *hr, floe__http_response *resp, floe_error *e)
 {
     floe__http *h;
-    *retry = false;
     FLOE_FORWARD(acquire(s, c, &h, e));
     int rc = floe__http_do(h, hr, resp, e);
     release(s, c, h);
-    if (rc == FLOE_ENET)
-        *retry = resp->transient;
     if (rc != FLOE_OK)
         return rc;
     bool ok = resp->status / 100 == 2;
@@ -276,9 +272,7 @@ static int attempt_once(floe__s3 *s, const s3_conf *c, const s3_req *r,
         ok = !floe__s3_xml_root_is((const char *)resp->body.data, resp->body.len, "Error");
     if (ok)
         return FLOE_OK;
-    s3_verdict v = reply_error(resp, r, e);
-    *retry = v.retry;
-    return v.code;
+    return reply_error(resp, r, e).code;
 }
 
 /* "S3 <what> s3://bucket/key (endpoint ..., region ...)" */
@@ -294,7 +288,6 @@ static int wrap(const s3_conf *c, const s3_req *r, int code, int attempts, bool 
     else
         floe__err_wrap(err, code, "S3 %s s3://%s/%s (AWS, region %s%s)", r->what,
                        r->loc->bucket, r->loc->key, c->region, tries);
-    floe__err_set_retryable(err, gave_up);
     return code;
 }
 
@@ -326,7 +319,8 @@ int floe__s3_request(floe__s3 *s, const s3_conf *c, const s3_req *r, floe__http_
     while (e) {
         floe_error_clear(e);
         attempts++;
-        rc = attempt_once(s, c, r, &hr, resp, &retry, e);
+        rc = attempt_once(s, c, r, &hr, resp, e);
+        retry = floe_code_class(rc) == FLOE_FAIL_RETRY;
         if (rc == FLOE_OK || !retry || attempts >= c->max_attempts)
             break;
         backoff(s, c, attempts);

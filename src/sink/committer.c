@@ -223,14 +223,12 @@ static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summ
     return floe__table_commit(t, &req, &id, err);
 }
 
-/* SPEC 7.4: conflicts, unknown outcomes and failures before anything was
- * sent (network, storage) are retried; a refusal by the catalog (a 4xx,
- * FLOE_ECATALOG) and everything that retrying cannot change are fatal. */
+/* SPEC 7.4: conflicts, unknown outcomes and transient failures (network,
+ * storage) are retried; everything else is fatal.  The code's class in
+ * FLOE_ERRNO_MAP decides. */
 static bool fatal(int rc)
 {
-    return rc == FLOE_EFENCED || rc == FLOE_ECATALOG || rc == FLOE_ESTATE || rc == FLOE_EINTERNAL ||
-           rc == FLOE_EINVAL || rc == FLOE_EUNSUPPORTED || rc == FLOE_EINCOMPATIBLE ||
-           rc == FLOE_ENOMEM || rc == FLOE_EFORMAT || rc == FLOE_EAUTH;
+    return floe_code_class(rc) == FLOE_FAIL_FINAL;
 }
 
 int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err)

@@ -407,7 +407,7 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
             floe_error_clear(err);
             rc = FLOE_OK;
         } else if (landed < 0) {
-            rc = floe__err_wrap(err, FLOE_EUNKNOWN_OUTCOME, "the catalog failed and whether the "
+            rc = floe__err_recode(err, FLOE_EUNKNOWN_OUTCOME, "the catalog failed and whether the "
                                 "commit landed cannot be told");
         }
         remove = landed == 0;

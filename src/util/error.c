@@ -1,10 +1,12 @@
 /*
- * error.c - result codes and the error object: a code, a retryable flag and
- * a chain of message frames (outermost context first).
+ * error.c - result codes and the error object: a code and a chain of
+ * message frames (outermost context first).
  *
  * The code table is generated from FLOE_ERRNO_MAP in floe.h, so names,
- * numbers and descriptions cannot drift apart.  Recording an error never
- * fails: when memory runs out the frame is dropped but the code is kept.
+ * numbers, descriptions and failure classes cannot drift apart: whether a
+ * failure is retryable or leaves the outcome unknown is decided there and
+ * nowhere else.  Recording an error never fails: when memory runs out the
+ * frame is dropped but the code is kept.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,6 @@
 
 struct floe_error {
     int code;
-    bool retryable;
     size_t depth;                 /* frames[0] is the outermost */
     char *frames[MAX_FRAMES];
     char *joined;                 /* cache for floe_error_message */
@@ -24,7 +25,7 @@ struct floe_error {
 const char *floe_code_name(int code)
 {
     switch (code) {
-#define NAME_CASE(name, num, desc) case num: return "FLOE_" #name;
+#define NAME_CASE(name, num, desc, cls) case num: return "FLOE_" #name;
         FLOE_ERRNO_MAP(NAME_CASE)
 #undef NAME_CASE
     }
@@ -34,11 +35,21 @@ const char *floe_code_name(int code)
 const char *floe_code_string(int code)
 {
     switch (code) {
-#define DESC_CASE(name, num, desc) case num: return desc;
+#define DESC_CASE(name, num, desc, cls) case num: return desc;
         FLOE_ERRNO_MAP(DESC_CASE)
 #undef DESC_CASE
     }
     return "unknown error code";
+}
+
+int floe_code_class(int code)
+{
+    switch (code) {
+#define CLASS_CASE(name, num, desc, cls) case num: return cls;
+        FLOE_ERRNO_MAP(CLASS_CASE)
+#undef CLASS_CASE
+    }
+    return FLOE_FAIL_FINAL;
 }
 
 floe_error *floe_error_new(void) { return floe__calloc(1, sizeof(floe_error)); }
@@ -60,7 +71,10 @@ void floe_error_free(floe_error *err)
 }
 
 int floe_error_code(const floe_error *err) { return err ? err->code : FLOE_OK; }
-int floe_error_retryable(const floe_error *err) { return err && err->retryable; }
+int floe_error_retryable(const floe_error *err)
+{
+    return err && floe_code_class(err->code) != FLOE_FAIL_FINAL;
+}
 size_t floe_error_depth(const floe_error *err) { return err ? err->depth : 0; }
 
 const char *floe_error_frame(const floe_error *err, size_t i)
@@ -107,8 +121,6 @@ int floe__err_set(floe_error *err, int code, const char *fmt, ...)
         return code;
     floe_error_clear(err);
     err->code = code;
-    err->retryable = (code == FLOE_ECONFLICT || code == FLOE_EUNKNOWN_OUTCOME ||
-                      code == FLOE_ENET);
     va_list ap;
     va_start(ap, fmt);
     char *msg = floe__vsprintf(fmt, ap);
@@ -118,19 +130,12 @@ int floe__err_set(floe_error *err, int code, const char *fmt, ...)
     return code;
 }
 
-int floe__err_wrap(floe_error *err, int code, const char *fmt, ...)
+/* Add msg as the outermost frame (takes it; NULL: nothing added). */
+static void push_frame(floe_error *err, char *msg)
 {
-    if (!err)
-        return code;
-    if (err->code == FLOE_OK)
-        err->code = code;
     invalidate(err);
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = floe__vsprintf(fmt, ap);
-    va_end(ap);
     if (!msg)
-        return err->code;
+        return;
     if (err->depth == MAX_FRAMES) {          /* drop the innermost context */
         floe__free(err->frames[MAX_FRAMES - 2]);
         err->frames[MAX_FRAMES - 2] = err->frames[MAX_FRAMES - 1];
@@ -139,13 +144,31 @@ int floe__err_wrap(floe_error *err, int code, const char *fmt, ...)
     memmove(err->frames + 1, err->frames, err->depth * sizeof(char *));
     err->frames[0] = msg;
     err->depth++;
+}
+
+int floe__err_wrap(floe_error *err, int code, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    if (err->code == FLOE_OK)
+        err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    push_frame(err, floe__vsprintf(fmt, ap));
+    va_end(ap);
     return err->code;
 }
 
-void floe__err_set_retryable(floe_error *err, bool retryable)
+int floe__err_recode(floe_error *err, int code, const char *fmt, ...)
 {
-    if (err)
-        err->retryable = retryable;
+    if (!err)
+        return code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    push_frame(err, floe__vsprintf(fmt, ap));
+    va_end(ap);
+    return code;
 }
 
 void floe__err_move(floe_error *dst, floe_error *src)

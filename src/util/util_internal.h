@@ -31,15 +31,22 @@ void floe__alloc_fail_after(long n);
 
 /* ---- errors (error.c) ----------------------------------------------------
  * floe__err_set() records a root cause with its code; floe__err_wrap() adds
- * an outer context frame to the chain.  Both accept err == NULL and return
- * the code they were given (or the error's code), so call sites read:
+ * an outer context frame to the chain and keeps the root cause's code (the
+ * given one only when none was set); floe__err_recode() adds a frame and
+ * replaces the code: a layer that knows better reclassifies a failure (a
+ * catalog failure after which nobody can tell whether the commit landed
+ * becomes FLOE_EUNKNOWN_OUTCOME).  All accept err == NULL and return the
+ * code in force, so call sites read:
  *     return floe__err_set(err, FLOE_EINPUT, "line %zu: bad value", line);
+ * Whether a code is retryable or leaves the outcome unknown is its class in
+ * FLOE_ERRNO_MAP (floe_code_class), decided nowhere else.
  */
 int floe__err_set(floe_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int floe__err_wrap(floe_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void floe__err_set_retryable(floe_error *err, bool retryable);
+int floe__err_recode(floe_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Move the state of src into dst (dst is cleared first; src is cleared). */
 void floe__err_move(floe_error *dst, floe_error *src);
 

@@ -459,6 +459,66 @@ TEST(status_mapping)
     CHECK_EQ_STR(out, "ab?");
 }
 
+/* SPEC 7.4 through the public API, with an error object: the catalog
+ * refuses the commit (a 400, which need not mean it did not land) and the
+ * reload that would tell fails too.  The outcome is unknown: the code says
+ * so, and freeing the commit keeps the data file its snapshot may
+ * reference. */
+TEST(an_untellable_commit_is_unknown_and_keeps_its_files)
+{
+    char dir[256];
+    unit_make_tmp(dir, sizeof dir, "rest-unknown");
+    char *md = floe__sprintf("{\"format-version\":2,\"table-uuid\":\"9c12d441-03fe-4693-9a96-"
+                             "a0705ddf69c1\",\"location\":\"file://%s/t\",%s", dir,
+                             strstr(METADATA, "\"last-sequence-number\""));
+    char *reply = floe__sprintf("{\"metadata-location\":\"file://%s/t/metadata/00000-a.metadata"
+                                ".json\",\"metadata\":%s}", dir, md);
+    server s;
+    server_start(&s);
+    script(&s, 200, reply);                               /* floe_table_open */
+    script(&s, 400, "{\"error\":{\"message\":\"nope\",\"type\":\"BadRequestException\"}}");
+    for (int i = 0; i < 3; i++)                           /* every reload try fails */
+        script(&s, 503, NULL);
+    server_run(&s);
+    char uri[64];
+    snprintf(uri, sizeof uri, "http://127.0.0.1:%d/", s.port);
+    floe_connect_options o;
+    floe_connect_options_init(&o);
+    o.catalog = uri;
+    floe_error *err = floe_error_new();
+    floe_catalog *cat = NULL;
+    floe_table *t = NULL;
+    floe_file_writer *w = NULL;
+    floe_commit *c = NULL;
+    floe_row *row = NULL;
+    const char *path = NULL;
+    CHECK_EQ_INT(floe_catalog_open(&o, &cat, err), FLOE_OK);
+    CHECK_EQ_INT(floe_table_open(cat, "ns.t", NULL, NULL, &t, err), FLOE_OK);
+    CHECK_EQ_INT(floe_data_writer_new(t, NULL, &w, err), FLOE_OK);
+    CHECK_EQ_INT(floe_row_new(floe_table_schema(t), &row, err), FLOE_OK);
+    CHECK_EQ_INT(floe_row_set_json(row, "{\"id\": 7}", 9, err), FLOE_OK);
+    CHECK_EQ_INT(floe_file_writer_write(w, row, &path, NULL, err), FLOE_OK);
+    char *kept = floe__strdup(floe__local_path(path));
+    CHECK_EQ_INT(floe_commit_new(t, &c, err), FLOE_OK);
+    CHECK_EQ_INT(floe_commit_add_files(c, w, err), FLOE_OK);
+    CHECK_EQ_INT(floe_commit_submit(c, -1, NULL, err), FLOE_EUNKNOWN_OUTCOME);
+    CHECK_EQ_INT(floe_error_code(err), FLOE_EUNKNOWN_OUTCOME);
+    CHECK(floe_error_retryable(err));
+    CHECK(strstr(floe_error_message(err), "cannot be told") != NULL);
+    floe_commit_free(c);
+    CHECK(access(kept, F_OK) == 0);                       /* the data file stays */
+    floe_row_free(row);
+    floe_table_free(t);
+    floe_catalog_free(cat);
+    floe_error_free(err);
+    server_stop(&s);
+    CHECK_EQ_INT(s.n_log, 5);
+    floe__free(kept);
+    floe__free(reply);
+    floe__free(md);
+    unit_remove_tmp(dir);
+}
+
 int main(void)
 {
     RUN(config_prefix_overrides_and_paths);
@@ -470,5 +530,6 @@ int main(void)
     RUN(a_refused_static_token_is_an_auth_error_without_the_token);
     RUN(unreachable_is_a_network_error_and_a_commit_not_sent_is_not_unknown);
     RUN(status_mapping);
+    RUN(an_untellable_commit_is_unknown_and_keeps_its_files);
     return UNIT_DONE();
 }

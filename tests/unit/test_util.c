@@ -29,6 +29,29 @@ TEST(error_chain)
     CHECK_EQ_INT(floe__err_set(NULL, FLOE_EIO, "ignored"), FLOE_EIO);
 }
 
+/* A layer that knows better reclassifies a failure: the code changes, the
+ * cause chain stays, and retryability follows the new code's class. */
+TEST(error_recode_and_classes)
+{
+    floe_error *e = floe_error_new();
+    floe__err_set(e, FLOE_ECATALOG, "HTTP 400");
+    CHECK(!floe_error_retryable(e));
+    CHECK_EQ_INT(floe__err_recode(e, FLOE_EUNKNOWN_OUTCOME, "cannot tell"),
+                 FLOE_EUNKNOWN_OUTCOME);
+    CHECK_EQ_INT(floe_error_code(e), FLOE_EUNKNOWN_OUTCOME);
+    CHECK_EQ_STR(floe_error_message(e), "cannot tell: HTTP 400");
+    CHECK(floe_error_retryable(e));
+    CHECK_EQ_INT(floe__err_wrap(e, FLOE_ECATALOG, "outer"), FLOE_EUNKNOWN_OUTCOME);
+    floe_error_free(e);
+    CHECK_EQ_INT(floe_code_class(FLOE_EUNKNOWN_OUTCOME), FLOE_FAIL_UNKNOWN);
+    CHECK_EQ_INT(floe_code_class(FLOE_ECONFLICT), FLOE_FAIL_RETRY);
+    CHECK_EQ_INT(floe_code_class(FLOE_ENET), FLOE_FAIL_RETRY);
+    CHECK_EQ_INT(floe_code_class(FLOE_ETLS), FLOE_FAIL_FINAL);
+    CHECK_EQ_INT(floe_code_class(FLOE_EFENCED), FLOE_FAIL_FINAL);
+    CHECK_EQ_INT(floe_code_class(12345), FLOE_FAIL_FINAL);
+    CHECK_EQ_INT(floe__err_recode(NULL, FLOE_EIO, "x"), FLOE_EIO);
+}
+
 TEST(buffer_limit)
 {
     floe__buf b;
@@ -174,6 +197,7 @@ TEST(memory_output)
 int main(void)
 {
     RUN(error_chain);
+    RUN(error_recode_and_classes);
     RUN(buffer_limit);
     RUN(alloc_fault_injection);
     RUN(arena);
