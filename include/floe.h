@@ -411,8 +411,8 @@ size_t floe_commit_file_count(const floe_commit *c);
 /* Commit the files as one snapshot on top of snapshot `base_snapshot_id`
  * (-1: the table has no snapshot yet): main must still point at it, so a
  * concurrent change is a conflict, never a silent duplicate.  The operation
- * is "append" (only data files) or "overwrite" (delete files too); an empty
- * commit is allowed (it records properties).  Results:
+ * is "append" (only data files), "delete" (only delete files) or
+ * "overwrite" (both); an empty commit is an "append" and is allowed (it records properties).  Results:
  *   FLOE_OK            committed; *snapshot_id (may be NULL) is the new
  *                      snapshot and the table handle shows it.
  *   FLOE_ECONFLICT     the table moved (or the handle is stale): nothing
@@ -440,6 +440,10 @@ void floe_commit_free(floe_commit *c);
  * and floe_sink_metrics may be called from any thread at any time.
  * ---------------------------------------------------------------------- */
 typedef struct floe_sink floe_sink;
+
+/* The largest multiplicity of one update, and of one consolidated (row,
+ * time): append mode writes |diff| rows for it. */
+#define FLOE_SINK_MAX_DIFF 1000000
 
 typedef enum floe_sink_mode {
     FLOE_SINK_MODE_AUTO = 0,        /* upsert when a key is given, append otherwise */
@@ -471,26 +475,46 @@ typedef struct floe_sink_options {
      * snapshot id: the moment to acknowledge the input upstream. */
     void (*on_commit)(void *ctx, const char *frontier, int64_t snapshot_id);
     void *commit_ctx;
+    /* Resume explicitly at this frontier ("[t]", "t" or "[]") when the
+     * table holds rows but its record of this sink's progress was lost
+     * (history expired: SPEC 5.1).  Refused (FLOE_EINVAL) when the table
+     * records another frontier for this sink.  NULL: the table says. */
+    const char *resume_from;
+    /* 1: this sink id is new to a table that already holds rows (written by
+     * other writers or sink ids).  Without it such a table is refused
+     * (FLOE_ESTATE, listing the sink ids the table knows): starting from
+     * scratch there could double rows.  An empty table needs no such word. */
+    int new_sink;
 } floe_sink_options;
 
 void floe_sink_options_init(floe_sink_options *opts);
 
 /* Open the catalog, load or create the table (checking a declared schema
  * against an existing table), read where the table says the sink stands
- * and whether this sink version is fenced (FLOE_EFENCED). */
+ * (SPEC 5.1: this sink id's newest snapshot on main's history; other
+ * writers' snapshots are passed over) and whether this sink version is
+ * fenced (FLOE_EFENCED).  Every option is checked before anything is
+ * created.  FLOE_ESTATE when the table holds rows this sink id cannot
+ * account for, or its progress cannot be recovered: the message says what
+ * happened and which option (new_sink, resume_from) goes on. */
 int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *err);
 void floe_sink_free(floe_sink *sink);
 
-/* The frontier the table records, "[t]" / "[]", or NULL for a fresh table.
- * Input below it is skipped (it is committed already). */
+/* The frontier the sink resumes at, "[t]" / "[]", or NULL for a fresh
+ * start.  Input below it is skipped (it is committed already). */
 const char *floe_sink_resume_frontier(const floe_sink *sink);
-/* 1 when the table already records the empty frontier: nothing to do. */
+/* 1 when the table already records the empty frontier for this sink: its
+ * input was closed.  Pushing an update then is FLOE_ESTATE. */
 int floe_sink_complete(const floe_sink *sink);
 
-/* One NDJSON change record (SPEC 2): an update or a progress record.
- * Errors (FLOE_EINPUT) say why; the caller adds the line number. */
+/* One NDJSON change record (SPEC 2): an update or a progress record
+ * ({"progress": null} closes the input, as floe_sink_finish).  Errors
+ * (FLOE_EINPUT) say why; the caller adds the line number. */
 int floe_sink_push_json(floe_sink *sink, const char *line, size_t len, floe_error *err);
-/* One update.  `row` must be of floe_sink_row_schema(sink). */
+/* One update.  `row` must be of floe_sink_row_schema(sink).  |diff| is at
+ * most FLOE_SINK_MAX_DIFF, and so is the sum of the diffs of one (row,
+ * time) (FLOE_ELIMIT beyond).  An update for a sink whose input was closed
+ * is FLOE_ESTATE. */
 int floe_sink_push(floe_sink *sink, const floe_row *row, uint64_t time, int64_t diff,
                    floe_error *err);
 /* The schema input rows are parsed with (owned by the sink). */
@@ -498,7 +522,14 @@ const floe_schema *floe_sink_row_schema(const floe_sink *sink);
 /* The input frontier moves to `time`: every update still to come has a time
  * >= it.  Closed batches are written and committed before this returns. */
 int floe_sink_advance(floe_sink *sink, uint64_t time, floe_error *err);
-/* The input is complete: commit everything; the table then records "[]". */
+/* This input ends here, but the stream does not (a later run brings the
+ * next file, the rest of the stream): commit every update pushed and record
+ * the frontier just past the newest update, or the input frontier if that
+ * is later (SPEC 2, 5.7), so a later run continues.  Nothing more may be
+ * pushed afterwards. */
+int floe_sink_end(floe_sink *sink, floe_error *err);
+/* The input is complete: commit everything; the table then records "[]"
+ * for this sink, and a later run with updates is an error. */
 int floe_sink_finish(floe_sink *sink, floe_error *err);
 
 typedef struct floe_sink_stats {

@@ -15,10 +15,13 @@ from sinkmodel import APPEND_EXTRA, COLS, INF, SCHEMA, Stream, frontier_value, m
 TABLE = "demo.orders"
 
 
-def sink_args(tmp_path, mode, stream, interval):
+def sink_args(tmp_path, mode, stream, interval, close=True):
+    """The model's streams are complete inputs: --close records [] at their end."""
     args = ["sink", "--table", TABLE, "--schema", SCHEMA, "--mode", mode,
             "--catalog", f"sqlite:{tmp_path}/catalog.db", "--warehouse", f"{tmp_path}/wh",
             "--commit-interval", str(interval), "--as-of", str(stream.as_of), "--quiet"]
+    if close:
+        args.append("--close")
     if mode == "upsert":
         args += ["--key", "id"]
     return args

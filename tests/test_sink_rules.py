@@ -117,21 +117,28 @@ def test_resume_from_the_recorded_frontier(tmp_path):
     check_snapshots(tmp_path, stream, "upsert")
 
 
-def test_a_table_that_records_the_empty_frontier_has_nothing_to_do(floe, tmp_path):
+def test_a_closed_table_takes_no_more_updates(floe, tmp_path):
+    """SPEC 2: once a sink's input was closed ([] recorded), a run without
+    updates has nothing to do and a run with updates is an error, never a
+    silent no-op."""
     stream = Stream(13, steps=20)
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
     floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
     n = len(table_snapshots(db_of(tmp_path), TABLE))
-    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
-    assert "nothing to do" in res.stderr
+    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", "-",
+               input='{"progress": 99999}\n')
+    assert "its input was closed" in res.stderr
+    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src, check=False)
+    assert res.returncode != 0
+    assert "takes no more updates" in res.stderr and "in.ndjson:" in res.stderr, res.stderr
     assert len(table_snapshots(db_of(tmp_path), TABLE)) == n
 
 
 def test_input_closing_before_initialization(floe, tmp_path):
     lines = [json.dumps({"time": 0, "diff": 1, "row": {"id": i, "name": f"n{i}"}}) for i in range(5)]
     floe("sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--catalog",
-         f"sqlite:{db_of(tmp_path)}", "--warehouse", f"{tmp_path}/wh", "--input", "-",
+         f"sqlite:{db_of(tmp_path)}", "--warehouse", f"{tmp_path}/wh", "--input", "-", "--close",
          input="\n".join(lines) + "\n")
     snaps = java_reader.read_snapshots(db_of(tmp_path), f"file://{tmp_path}/wh", TABLE)
     assert [s[1]["floe.frontier"] for s in snaps] == ["[1]", "[]"]
@@ -181,23 +188,29 @@ def test_a_running_older_sink_is_fenced_and_stops(floe, tmp_path):
     check_snapshots(tmp_path, stream, "upsert")
 
 
-def test_a_foreign_snapshot_is_an_error(floe, tmp_path):
+def test_a_foreign_append_between_runs_is_passed_over(floe, tmp_path):
+    """SPEC 5.1: a pyiceberg INSERT (a snapshot without floe's properties)
+    between two runs does not stop the sink: it resumes from its own
+    progress, and the foreign row stays."""
     stream = Stream(17, steps=20)
     run = Running(tmp_path, "upsert", stream, 20)
     pv = progress_values(stream)
     run.feed(lines_until(stream, pv[2]))
-    run.wait_for_frontier(pv[2] - 20)
+    reached = run.wait_for_frontier(pv[2] - 20)
     run.kill()
     table = pyiceberg_catalog(db_of(tmp_path), f"file://{tmp_path}/wh").load_table(TABLE)
     row = {c.name: None for c in COLS}
     row["id"] = 123456
     table.append(pa.Table.from_pylist([row], schema=table.schema().as_arrow()))
-    # ^ a snapshot without floe's properties
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
-    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src, check=False)
-    assert res.returncode != 0
-    assert "carries no floe progress" in res.stderr
+    res = floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
+    assert f"resuming {TABLE} at frontier [" in res.stderr
+    snaps = java_reader.read_snapshots(db_of(tmp_path), f"file://{tmp_path}/wh", TABLE)
+    foreign = (123456, None, None, None, None, None)
+    assert sorted(snaps[-1][2], key=repr) == sorted(stream.expected(INF, "upsert") + [foreign],
+                                                    key=repr)
+    assert committed_frontier(db_of(tmp_path), TABLE) == INF and reached is not None
 
 
 def test_a_replace_snapshot_is_skipped(floe, tmp_path):

@@ -145,17 +145,6 @@ static int make_url(rest_catalog *c, const char *tail, const char *ns, const cha
     return rc;
 }
 
-/* The URL for messages: no query, no user info. */
-static void display_url(const char *url, char *out, size_t cap)
-{
-    size_t n = strcspn(url, "?#");
-    const char *host = strstr(url, "://");
-    host = host && (size_t)(host - url) < n ? host + 3 : url;
-    const char *at = memchr(host, '@', strcspn(host, "/?#"));
-    const char *from = at ? at + 1 : host;
-    snprintf(out, cap, "%.*s%.*s", (int)(host - url), url, (int)(url + n - from), from);
-}
-
 /* ---- the request loop ------------------------------------------------------------------ */
 
 typedef struct rest_call {
@@ -214,7 +203,7 @@ static int exchange(rest_catalog *c, const rest_call *rc_, const floe__buf *body
 static int unknown_outcome(const rest_call *rc_, floe_error *err)
 {
     char u[512];
-    display_url(rc_->url, u, sizeof u);
+    floe__url_for_message(rc_->url, u, sizeof u);
     return floe__err_recode(err, FLOE_EUNKNOWN_OUTCOME, "%s %s: the connection failed after "
                             "the request was sent, so the commit may or may not have been "
                             "applied", rc_->method, u);
@@ -272,7 +261,7 @@ static int call_ok(rest_catalog *c, const rest_call *rc_, floe__http_response *r
     if (resp->status >= 200 && resp->status <= 299)
         return FLOE_OK;
     char u[512];
-    display_url(rc_->url, u, sizeof u);
+    floe__url_for_message(rc_->url, u, sizeof u);
     return floe__rest_error(err, rc_->method, u, resp->status, &resp->body, rc_->op);
 }
 
@@ -342,7 +331,7 @@ static int rest_namespace_exists(floe__catalog *base, const char *ns, bool *exis
             *exists = true;
         } else {
             char u[512];
-            display_url(url, u, sizeof u);
+            floe__url_for_message(url, u, sizeof u);
             rc = floe__rest_error(err, rq.method, u, resp.status, &resp.body, FLOE_REST_READ);
         }
     }
@@ -702,7 +691,7 @@ int floe__catalog_rest_open(const floe_connect_options *o, floe__catalog **out, 
         rc = fetch_config(c, o->warehouse, err);
     if (rc != FLOE_OK) {
         char u[512];
-        display_url(o->catalog, u, sizeof u);
+        floe__url_for_message(o->catalog, u, sizeof u);
         rest_free(&c->base);
         return floe__err_wrap(err, rc, "opening REST catalog %s", u);
     }

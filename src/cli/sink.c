@@ -2,8 +2,11 @@
  * sink.c - `floe sink`: an NDJSON change stream (a file or stdin) into an
  * Iceberg table, exactly once (SPEC.md sections 2-10).
  *
- * Each line is {"time","diff","row"} or {"progress"}; the end of the input
- * closes it (the empty frontier), which commits everything.  A bad line stops
+ * Each line is {"time","diff","row"} or {"progress"}.  At the end of the
+ * input everything read is committed and the table records the frontier
+ * just past the newest update, so a later run over the next file continues;
+ * with --close (or an input line {"progress": null}) the input is complete
+ * and the table records [].  A bad line stops
  * the run with an error naming the line; the table stays at its last
  * committed frontier, and running the same command again resumes there.
  * Progress goes to stderr on a terminal; --metrics-addr serves Prometheus
@@ -22,7 +25,7 @@ static const char USAGE[] =
     "[--mode upsert|append] [--input PATH|-] [--catalog URI] [--warehouse URI] "
     "[--catalog-name NAME] [--commit-interval DURATION] [--as-of T] [--sink-id ID] "
     "[--sink-version N] [--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
-    "[--metrics-addr HOST:PORT]";
+    "[--close] [--new-sink] [--resume-from FRONTIER] [--metrics-addr HOST:PORT]";
 
 #define MAX_WARNINGS 20
 
@@ -32,7 +35,7 @@ typedef struct run {
     cli_lines *lines;
     metrics_server *metrics;
     const char *input;
-    bool progress;
+    bool progress, close;
     uint64_t warnings;
     uint64_t started_ns, last_progress_ns;
 } run;
@@ -120,6 +123,8 @@ static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **sch
     cli_connect_options(opts, &o->connect);
     o->sink_id = cli_get(opts, "sink-id");
     o->spill_dir = cli_get(opts, "spill-dir");
+    o->resume_from = cli_get(opts, "resume-from");
+    o->new_sink = cli_has(opts, "new-sink");
     o->on_warning = on_warning;
     o->warning_ctx = r;
     o->on_commit = on_commit;
@@ -199,7 +204,8 @@ static int stream(run *r)
     }
     if (got < 0)
         return -1;
-    if (floe_sink_finish(r->sink, r->err) != FLOE_OK) {
+    int rc = r->close ? floe_sink_finish(r->sink, r->err) : floe_sink_end(r->sink, r->err);
+    if (rc != FLOE_OK) {
         report_halt(r, "at the end of the input");
         return -1;
     }
@@ -220,6 +226,11 @@ int cmd_sink(int argc, char **argv)
         {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL},
         {"compression", true, "zstd (default), snappy, gzip or none", NULL},
         {"target-file-size", true, "data file roll-over size (default 512m)", NULL},
+        {"close", false, "the input is complete: record frontier [] at its end (no later run "
+                         "may add updates)", NULL},
+        {"new-sink", false, "this sink id is new to a table that already holds rows", NULL},
+        {"resume-from", true, "resume at this frontier when the table lost this sink's "
+                              "progress (expired history)", NULL},
         {"metrics-addr", true, "serve Prometheus metrics on HOST:PORT", NULL},
         {"memory-limit", true, "updates held in memory before spilling to disk (default 512m)", NULL},
         {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
@@ -238,6 +249,7 @@ int cmd_sink(int argc, char **argv)
     run r = {0};
     r.input = cli_get(opts, "input") ? cli_get(opts, "input") : "-";
     r.progress = !cli_has(opts, "quiet") && (cli_has(opts, "progress") || isatty(2));
+    r.close = cli_has(opts, "close");
     r.started_ns = r.last_progress_ns = now_ns();
     r.err = floe_error_new();
     floe_sink_options o;
@@ -250,10 +262,10 @@ int cmd_sink(int argc, char **argv)
     } else if (cli_has(opts, "metrics-addr") &&
                !(r.metrics = metrics_server_start(cli_get(opts, "metrics-addr"), r.sink))) {
         status = 1;
-    } else if (floe_sink_complete(r.sink)) {
-        fprintf(stderr, "floe: %s already records frontier []: nothing to do\n", o.table);
-        status = 0;
     } else if (cli_lines_open(r.input, &r.lines) == FLOE_OK) {
+        if (floe_sink_complete(r.sink))
+            fprintf(stderr, "floe: %s already records frontier [] for this sink: its input was "
+                            "closed, so only an input without updates is accepted\n", o.table);
         if (floe_sink_resume_frontier(r.sink))
             fprintf(stderr, "floe: resuming %s at frontier %s\n", o.table,
                     floe_sink_resume_frontier(r.sink));

@@ -214,21 +214,6 @@ static bool maybe_sent(CURL *c, CURLcode cc)
              cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT);
 }
 
-/* The URL without its query string and without user:password@, for
- * messages. */
-static void url_for_message(const char *url, char *out, size_t cap)
-{
-    size_t n = strcspn(url, "?#");
-    const char *scheme_end = strstr(url, "://");
-    const char *host = scheme_end && (size_t)(scheme_end - url) < n ? scheme_end + 3 : NULL;
-    const char *at = host ? memchr(host, '@', strcspn(host, "/?#")) : NULL;
-    if (at)
-        snprintf(out, cap, "%.*s%.*s", (int)(host - url), url, (int)(url + n - (at + 1)),
-                 at + 1);
-    else
-        snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), url);
-}
-
 int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_response *resp,
                   floe_error *err)
 {
@@ -275,7 +260,7 @@ int floe__http_do(floe__http *h, const floe__http_request *req, floe__http_respo
         else if (cc != CURLE_OK) {
             resp->maybe_sent = maybe_sent(c, cc);
             char u[512];
-            url_for_message(req->url, u, sizeof u);
+            floe__url_for_message(req->url, u, sizeof u);
             rc = floe__err_set(err, failure_code(cc), "%s %s: %s%s", req->method, u,
                                h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc), tls_hint(cc));
         } else {

@@ -73,14 +73,32 @@ static int set_endpoint(s3_conf *c, const char *e, floe_error *err)
     return FLOE_OK;
 }
 
+/* An endpoint may carry user info or a query (secrets): never shown. */
+static int endpoint_error(const char *endpoint, const char *why, floe_error *err)
+{
+    char shown[512];
+    floe__url_for_message(endpoint, shown, sizeof shown);
+    return floe__err_set(err, FLOE_EINVAL, "S3 endpoint '%s': %s", shown, why);
+}
+
+static bool has_userinfo_or_query(const char *url)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    return memchr(host, '@', strcspn(host, "/?#")) != NULL || strpbrk(url, "?#") != NULL;
+}
+
 static int check_conf(const s3_conf *c, floe_error *err)
 {
+    if (c->endpoint && has_userinfo_or_query(c->endpoint))
+        return endpoint_error(c->endpoint, "credentials and query strings do not belong in the "
+                              "endpoint (give keys in AWS_ACCESS_KEY_ID / "
+                              "AWS_SECRET_ACCESS_KEY)", err);
     if (c->endpoint && !floe__str_starts(c->endpoint, "http://") &&
         !floe__str_starts(c->endpoint, "https://"))
-        return floe__err_set(err, FLOE_EINVAL, "S3 endpoint '%s': want http(s)://HOST[:PORT]",
-                             c->endpoint);
+        return endpoint_error(c->endpoint, "want http(s)://HOST[:PORT]", err);
     if (c->endpoint && !c->endpoint[strcspn(c->endpoint, ":") + 3])
-        return floe__err_set(err, FLOE_EINVAL, "S3 endpoint '%s' has no host", c->endpoint);
+        return endpoint_error(c->endpoint, "it has no host", err);
     for (const char *p = c->region; *p; p++)
         FLOE_RETURN_IF(!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
                          (*p >= 'A' && *p <= 'Z') || *p == '_'),

@@ -1,16 +1,28 @@
 /*
- * commit.c - the committer: sealed batches into snapshots, exactly once
+ * committer.c - the committer: sealed batches into snapshots, exactly once
  * (SPEC.md sections 5.1 and 7).
  *
  * One attempt: reload the table; refuse schema or partition-spec evolution;
- * read the last floe progress.  If it is our own commit of this very batch
- * (same sink id and version, frontier == upper) the response of an earlier
- * attempt was lost: done.  A newer sink version fences us; a range that
- * another writer already covered is fatal.  Otherwise commit asserting the
- * current snapshot (no rebasing).  Conflicts and unknown outcomes are retried
- * after a reload (which also finds a commit that did land), failures before
- * anything was sent are retried, anything else is fatal; at most max_tries
- * attempts with doubling backoff.
+ * read this sink id's progress on main's history (progress.c) and judge the
+ * batch [lower, upper) against it:
+ *
+ *   our version, frontier == upper    our earlier attempt landed (its
+ *                                     response was lost): done
+ *   our version, frontier > upper     an earlier run of this sink committed
+ *                                     the batch already (its commit landed
+ *                                     after this run started): skip it
+ *   newer version (on main or tag)    fenced
+ *   frontier == lower                 commit
+ *   lower < frontier < upper          part of the batch is in the table: stop
+ *   frontier < lower, or our earlier  main was rolled back past what this
+ *   snapshots gone from main          sink committed: stop
+ *
+ * A commit asserts the current snapshot (no rebasing) and moves the tag
+ * floe-<sink id> to the new snapshot in the same metadata update.
+ * Conflicts and unknown outcomes are retried after a reload (which also
+ * finds a commit that did land), transient failures are retried, anything
+ * else is fatal (the code's class decides); at most max_tries attempts
+ * with doubling backoff.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,70 +34,14 @@
 struct floe__committer {
     floe__committer_config cfg;
     floe__committer_stats stats;
+    char tag[300];                    /* floe-<sink id> */
+    /* what the table must show: nothing of ours yet (!has_last), or our
+     * progress at last_frontier, recorded by last_snapshot (-1: given by
+     * the user, not yet recorded in the table) */
+    bool has_last;
+    floe__frontier last_frontier;
+    int64_t last_snapshot;
 };
-
-/* ---- progress (SPEC 5.1) ------------------------------------------------------------ */
-
-static int by_sequence_desc(const void *a, const void *b)
-{
-    const floe__snapshot *x = *(const floe__snapshot *const *)a;
-    const floe__snapshot *y = *(const floe__snapshot *const *)b;
-    if (x->sequence_number != y->sequence_number)
-        return x->sequence_number > y->sequence_number ? -1 : 1;
-    return x->timestamp_ms > y->timestamp_ms ? -1 : x->timestamp_ms < y->timestamp_ms;
-}
-
-static int progress_of(const floe__snapshot *s, floe__progress *out, floe_error *err)
-{
-    const char *f = floe__snapshot_summary_get(s, FLOE_PROP_FRONTIER);
-    const char *id = floe__snapshot_summary_get(s, FLOE_PROP_SINK_ID);
-    const char *ver = floe__snapshot_summary_get(s, FLOE_PROP_SINK_VERSION);
-    if (!f || !id || !ver)
-        return FLOE_ENOTFOUND;
-    char *end = NULL;
-    unsigned long long v = strtoull(ver, &end, 10);
-    if (!*ver || *end || ver[0] == '-')
-        return floe__err_set(err, FLOE_EFORMAT, "snapshot %" PRId64 ": bad %s '%s'",
-                             s->snapshot_id, FLOE_PROP_SINK_VERSION, ver);
-    FLOE_FORWARD_CTX(floe__frontier_parse(f, &out->frontier, err), err,
-                     "snapshot %" PRId64 ": %s", s->snapshot_id, FLOE_PROP_FRONTIER);
-    out->has = true;
-    snprintf(out->sink_id, sizeof out->sink_id, "%s", id);
-    out->sink_version = v;
-    out->snapshot_id = s->snapshot_id;
-    return FLOE_OK;
-}
-
-int floe__read_progress(const floe__metadata *md, floe__progress *out, floe_error *err)
-{
-    memset(out, 0, sizeof *out);
-    size_t n = floe__metadata_snapshot_count(md);
-    if (n == 0)
-        return FLOE_OK;
-    const floe__snapshot **order = floe__malloc(n * sizeof *order);
-    if (!order)
-        return FLOE_OOM(err);
-    for (size_t i = 0; i < n; i++)
-        order[i] = floe__metadata_snapshot_at(md, i);
-    qsort(order, n, sizeof *order, by_sequence_desc);
-    int rc = FLOE_OK;
-    for (size_t i = 0; i < n; i++) {
-        rc = progress_of(order[i], out, err);
-        if (rc != FLOE_ENOTFOUND)
-            break;
-        rc = FLOE_OK;
-        const char *op = order[i]->operation;
-        if (op && strcmp(op, "replace") == 0)
-            continue;
-        rc = floe__err_set(err, FLOE_ESTATE,
-                           "snapshot %" PRId64 " (operation %s) carries no floe progress: the "
-                           "table was changed by another writer, so floe cannot tell where to "
-                           "resume", order[i]->snapshot_id, op ? op : "unknown");
-        break;
-    }
-    floe__free(order);
-    return rc;
-}
 
 /* ---- committing ------------------------------------------------------------------------ */
 
@@ -96,6 +52,10 @@ int floe__committer_new(const floe__committer_config *cfg, floe__committer **out
     if (!c)
         return FLOE_OOM(err);
     c->cfg = *cfg;
+    floe__progress_tag(cfg->sink_id, c->tag, sizeof c->tag);
+    c->has_last = cfg->has_base;
+    c->last_frontier = cfg->base_frontier;
+    c->last_snapshot = cfg->has_base ? cfg->base_snapshot : -1;
     if (c->cfg.max_tries <= 0)
         c->cfg.max_tries = 5;
     if (c->cfg.backoff_ms == 0)
@@ -118,10 +78,93 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
-typedef enum verdict { PROCEED, ALREADY_LANDED } verdict;
+typedef enum verdict { PROCEED, ALREADY_LANDED, COVERED } verdict;
 
-/* Step 1-2 of an attempt on freshly reloaded metadata. */
-static int check_table(floe__committer *c, const floe__sealed *s, verdict *v, floe_error *err)
+/* A batch and the frontiers a judgement talks about, as text. */
+typedef struct judged {
+    const floe__committer *c;
+    const floe__sealed *s;
+    const floe__progress *p;
+    char have[32], lo[32], hi[32], last[32];
+} judged;
+
+static void judged_init(judged *j, const floe__committer *c, const floe__sealed *s,
+                        const floe__progress *p)
+{
+    j->c = c;
+    j->s = s;
+    j->p = p;
+    floe__frontier_format(p->frontier, j->have, sizeof j->have);
+    floe__frontier_format(s->desc.lower, j->lo, sizeof j->lo);
+    floe__frontier_format(s->desc.upper, j->hi, sizeof j->hi);
+    floe__frontier_format(c->last_frontier, j->last, sizeof j->last);
+}
+
+static int fenced(const judged *j, uint64_t version, const char *frontier, floe_error *err)
+{
+    return floe__err_set(err, FLOE_EFENCED,
+                         "fenced: sink '%s' version %" PRIu64 " committed frontier %s; this "
+                         "sink is version %" PRIu64, j->c->cfg.sink_id, version, frontier,
+                         j->c->cfg.sink_version);
+}
+
+static int rolled_back(const judged *j, floe_error *err)
+{
+    char where[96] = "no snapshot of this sink is on main's history any more";
+    if (j->p->state == FLOE__PROGRESS_FOUND)
+        snprintf(where, sizeof where, "its newest snapshot on main's history records %s",
+                 j->have);
+    return floe__err_set(err, FLOE_ESTATE,
+                         "main was rolled back past what sink '%s' committed: %s, but this run "
+                         "committed through %s; those rows are no longer in the table.  Run "
+                         "again to resume where main's history says (the input must still "
+                         "hold the rows)", j->c->cfg.sink_id, where, j->last);
+}
+
+static int judge_found(const judged *j, verdict *v, floe_error *err)
+{
+    const floe__progress *p = j->p;
+    const floe__sealed *s = j->s;
+    bool same = p->sink_version == j->c->cfg.sink_version;
+    if (p->sink_version > j->c->cfg.sink_version)
+        return fenced(j, p->sink_version, j->have, err);
+    int up = floe__frontier_cmp(p->frontier, s->desc.upper);
+    int low = floe__frontier_cmp(p->frontier, s->desc.lower);
+    *v = same && up == 0 ? ALREADY_LANDED : same && up > 0 ? COVERED : PROCEED;
+    if (*v != PROCEED || low == 0)
+        return FLOE_OK;
+    if (low < 0)
+        return rolled_back(j, err);
+    return floe__err_set(err, FLOE_ESTATE,
+                         "batch [%s, %s) is already partly in the table: sink '%s' version %"
+                         PRIu64 " committed frontier %s%s", j->lo, j->hi, j->c->cfg.sink_id,
+                         p->sink_version, j->have,
+                         same ? " after this run started (an earlier run's commit landed "
+                                "late); nothing of this batch was committed: run again to "
+                                "resume there" : "");
+}
+
+static int judge_absent(const judged *j, verdict *v, floe_error *err)
+{
+    *v = PROCEED;
+    if (!j->c->has_last || j->c->last_snapshot < 0)
+        return FLOE_OK;            /* nothing of ours committed yet: nothing to find */
+    if (j->p->state == FLOE__PROGRESS_NONE)
+        return rolled_back(j, err);
+    return floe__err_set(err, FLOE_ESTATE,
+                         "the progress of sink '%s' can no longer be verified: main's history "
+                         "is cut at snapshot %" PRId64 " (its parent %" PRId64 " was expired and "
+                         "no metadata file in the metadata-log has it) before this sink's last "
+                         "snapshot %" PRId64 ", so whether main was rolled back cannot be "
+                         "told.  If it was not, run again with --resume-from '%s'",
+                         j->c->cfg.sink_id, j->p->cut_at, j->p->missing, j->c->last_snapshot,
+                         j->last);
+}
+
+/* Steps 1-2 of an attempt on freshly reloaded metadata; *p is what the
+ * table says of this sink. */
+static int check_table(floe__committer *c, const floe__sealed *s, verdict *v, floe__progress *pp,
+                       floe_error *err)
 {
     floe__table *t = c->cfg.table;
     const floe__metadata *md = t->loaded->metadata;
@@ -132,36 +175,17 @@ static int check_table(floe__committer *c, const floe__sealed *s, verdict *v, fl
                              "sink (schema id %d -> %d, spec id %d -> %d); evolution is refused",
                              t->schema_id, floe__metadata_current_schema_id(md), t->spec_id,
                              floe__metadata_default_spec_id(md));
-    floe__progress p;
-    FLOE_FORWARD(floe__read_progress(md, &p, err));
-    *v = PROCEED;
-    if (!p.has)
-        return FLOE_OK;
-    char have[32], lo[32], hi[32];
-    floe__frontier_format(p.frontier, have, sizeof have);
-    floe__frontier_format(s->desc.lower, lo, sizeof lo);
-    floe__frontier_format(s->desc.upper, hi, sizeof hi);
-    if (strcmp(p.sink_id, c->cfg.sink_id) == 0 && p.sink_version == c->cfg.sink_version &&
-        floe__frontier_cmp(p.frontier, s->desc.upper) == 0) {
-        *v = ALREADY_LANDED;
-        return FLOE_OK;
+    FLOE_FORWARD(floe__progress_read(md, t->io, c->cfg.sink_id, pp, err));
+    judged j;
+    judged_init(&j, c, s, pp);
+    if (pp->tag_has_progress && pp->tag_version > c->cfg.sink_version) {
+        char f[32];
+        floe__frontier_format(pp->tag_frontier, f, sizeof f);
+        return fenced(&j, pp->tag_version, f, err);
     }
-    if (p.sink_version > c->cfg.sink_version)
-        return floe__err_set(err, FLOE_EFENCED,
-                             "fenced: sink '%s' version %" PRIu64 " committed frontier %s; this "
-                             "sink is version %" PRIu64, p.sink_id, p.sink_version, have,
-                             c->cfg.sink_version);
-    if (floe__frontier_cmp(s->desc.upper, p.frontier) <= 0 ||
-        floe__frontier_cmp(s->desc.lower, p.frontier) < 0)
-        return floe__err_set(err, FLOE_ESTATE,
-                             "batch [%s, %s) was already covered by another writer (sink '%s' "
-                             "version %" PRIu64 " committed frontier %s)", lo, hi, p.sink_id,
-                             p.sink_version, have);
-    if (floe__frontier_cmp(s->desc.lower, p.frontier) > 0)
-        return floe__err_set(err, FLOE_EINTERNAL,
-                             "batch [%s, %s) does not follow the table's frontier %s", lo, hi,
-                             have);
-    return FLOE_OK;
+    if (pp->state == FLOE__PROGRESS_FOUND)
+        return judge_found(&j, v, err);
+    return judge_absent(&j, v, err);
 }
 
 static int summary_of(const floe__committer *c, const floe__sealed *s, json_t **out,
@@ -201,16 +225,17 @@ static void count_committed(floe__committer *c, const floe__sealed *s, uint64_t 
     }
 }
 
-/* One attempt: FLOE_OK when the batch is in the table. */
-static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summary, bool *landed,
-                   floe_error *err)
+/* One attempt: FLOE_OK when the batch is in the table (*v says how) and
+ * *id is the snapshot that records its upper. */
+static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summary, verdict *v,
+                   int64_t *id, floe_error *err)
 {
     floe__table *t = c->cfg.table;
     FLOE_FORWARD(floe__table_refresh(t, err));
-    verdict v;
-    FLOE_FORWARD(check_table(c, s, &v, err));
-    if (v == ALREADY_LANDED) {
-        *landed = true;
+    floe__progress p;
+    FLOE_FORWARD(check_table(c, s, v, &p, err));
+    if (*v != PROCEED) {
+        *id = p.snapshot_id;
         return FLOE_OK;
     }
     floe__commit_request req = {
@@ -218,9 +243,26 @@ static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summ
         .n_files = s->files.n,
         .summary = summary,
         .base_snapshot_id = floe__metadata_current_snapshot_id(t->loaded->metadata),
+        .tag = c->tag,
     };
-    int64_t id = 0;
-    return floe__table_commit(t, &req, &id, err);
+    return floe__table_commit(t, &req, id, err);
+}
+
+/* A batch an earlier run committed: its own files are not needed. */
+static void skip_covered(floe__committer *c, const floe__sealed *s, int64_t by)
+{
+    for (size_t i = 0; i < s->files.n; i++)
+        floe__fileio_remove(c->cfg.table->io, s->files.files[i].path, NULL);
+    c->stats.covered++;
+    if (!c->cfg.warn)
+        return;
+    char lo[32], hi[32], msg[400];
+    floe__frontier_format(s->desc.lower, lo, sizeof lo);
+    floe__frontier_format(s->desc.upper, hi, sizeof hi);
+    snprintf(msg, sizeof msg, "batch [%s, %s) was already committed by an earlier run of sink "
+             "'%s' (snapshot %" PRId64 ", whose commit landed after this run started): "
+             "skipped", lo, hi, c->cfg.sink_id, by);
+    c->cfg.warn(c->cfg.warn_ctx, msg);
 }
 
 /* SPEC 7.4: conflicts, unknown outcomes and transient failures (network,
@@ -238,13 +280,17 @@ int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error
     uint64_t start = floe__monotonic_ns();
     unsigned delay = c->cfg.backoff_ms;
     int rc = FLOE_OK;
+    int64_t id = -1;
     for (int try = 1; try <= c->cfg.max_tries; try++) {
-        bool landed = false;
-        rc = attempt(c, s, summary, &landed, err);
+        verdict v = PROCEED;
+        rc = attempt(c, s, summary, &v, &id, err);
         if (rc == FLOE_OK) {
-            if (landed)
+            if (v == ALREADY_LANDED)
                 c->stats.lost_responses++;
-            count_committed(c, s, floe__monotonic_ns() - start);
+            if (v == COVERED)
+                skip_covered(c, s, id);
+            else
+                count_committed(c, s, floe__monotonic_ns() - start);
             break;
         }
         if (rc == FLOE_ECONFLICT)
@@ -264,8 +310,12 @@ int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error
         return floe__err_wrap(err, rc, "committing batch [%s, %s) failed %d times; giving up", lo,
                               hi, c->cfg.max_tries);
     }
-    if (rc == FLOE_OK && c->cfg.on_commit)
-        c->cfg.on_commit(c->cfg.on_commit_ctx, s->desc.upper,
-                         floe__metadata_current_snapshot_id(c->cfg.table->loaded->metadata));
-    return rc;
+    if (rc != FLOE_OK)
+        return rc;
+    c->has_last = true;
+    c->last_frontier = s->desc.upper;
+    c->last_snapshot = id;
+    if (c->cfg.on_commit)
+        c->cfg.on_commit(c->cfg.on_commit_ctx, s->desc.upper, id);
+    return FLOE_OK;
 }

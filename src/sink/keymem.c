@@ -1,9 +1,11 @@
 /*
  * keymem.c - the per-batch key memory of upsert mode (SPEC.md section 6).
  *
- * Maps key bytes to the (file, position) of the row this batch inserted for
- * the key, so that a later retraction in the same batch becomes a position
- * delete.  Open addressing with linear probing over 16-byte slots:
+ * Maps key bytes to the (file, position) of every row this batch inserted
+ * for the key (a multiset: a key inserted twice, as a key of the whole row
+ * with duplicates can be, has two), so that each later retraction in the
+ * same batch becomes a position delete of one of them.  Open addressing
+ * with linear probing over 16-byte slots:
  *
  *   word 0: key reference (48 bits) | 16 bits of the key's hash (a filter)
  *   word 1: file (24 bits) | position (40 bits); file DEAD = tombstone
@@ -11,8 +13,12 @@
  * Keys live back to back in 1 MiB blocks, each behind a u32 length; a key
  * reference is (block << 20 | offset) + 1, 0 meaning an empty slot.  A taken
  * key leaves a tombstone (its slot keeps the key) so probing stays correct,
- * and a later put for the same key revives the slot.  Memory per key: a
- * slot / load factor (0.375..0.75 -> 21..43 bytes) plus 4 + the key bytes.
+ * and a later put for the same key revives the slot; a put for a key whose
+ * slot is live takes a further slot sharing the key's bytes.  All slots of
+ * a key lie on its probe path before the first empty slot (nothing is ever
+ * removed), so a probe that reaches an empty slot has seen them all.
+ * Memory per key: a slot / load factor (0.375..0.75 -> 21..43 bytes) plus
+ * 4 + the key bytes.
  */
 #include "sink/sink_internal.h"
 
@@ -90,13 +96,24 @@ static bool key_eq(const floe__keymem *km, const slot *s, uint16_t h, const uint
 
 static uint16_t filter_of(uint64_t h) { return (uint16_t)(h >> 48); }
 
-/* The slot holding key, or the empty slot where it would go. */
-static slot *find(floe__keymem *km, uint64_t h, const uint8_t *key, size_t len)
+static bool is_dead(const slot *s) { return (s->file_pos >> POS_BITS) == DEAD; }
+
+/* Along key's probe path: the first of its slots that is live (want_live)
+ * or dead (!want_live), else the empty slot ending the path; *ref gets the
+ * key's reference when any slot holds it (0 otherwise). */
+static slot *find(floe__keymem *km, uint64_t h, const uint8_t *key, size_t len, bool want_live,
+                  uint64_t *ref)
 {
     size_t mask = km->cap - 1;
+    *ref = 0;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         slot *s = &km->slots[i];
-        if (s->ref_hash == 0 || key_eq(km, s, filter_of(h), key, len))
+        if (s->ref_hash == 0)
+            return s;
+        if (!key_eq(km, s, filter_of(h), key, len))
+            continue;
+        *ref = s->ref_hash >> 16;
+        if (is_dead(s) != want_live)
             return s;
     }
 }
@@ -153,25 +170,24 @@ int floe__keymem_put(floe__keymem *km, const uint8_t *key, size_t len, floe__key
                    "row position out of the key memory's range");
     if ((km->used + 1) * 4 > km->cap * 3)
         FLOE_FORWARD(grow(km, err));
-    uint64_t h = hash_bytes(key, len);
-    slot *s = find(km, h, key, len);
-    if (s->ref_hash == 0) {
-        uint64_t ref = 0;
-        FLOE_FORWARD(store_key(km, key, len, &ref, err));
+    uint64_t h = hash_bytes(key, len), ref = 0;
+    slot *s = find(km, h, key, len, false, &ref);
+    if (s->ref_hash == 0) {                 /* no dead slot of the key: a new one */
+        if (ref == 0)
+            FLOE_FORWARD(store_key(km, key, len, &ref, err));
         s->ref_hash = ref << 16 | filter_of(h);
-        s->file_pos = (uint64_t)DEAD << POS_BITS;
         km->used++;
     }
-    if ((s->file_pos >> POS_BITS) == DEAD)
-        km->live++;
+    km->live++;
     s->file_pos = (uint64_t)at.file << POS_BITS | at.pos;
     return FLOE_OK;
 }
 
 bool floe__keymem_take(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos *at)
 {
-    slot *s = find(km, hash_bytes(key, len), key, len);
-    if (s->ref_hash == 0 || (s->file_pos >> POS_BITS) == DEAD)
+    uint64_t ref;
+    slot *s = find(km, hash_bytes(key, len), key, len, true, &ref);
+    if (s->ref_hash == 0)
         return false;
     at->file = (uint32_t)(s->file_pos >> POS_BITS);
     at->pos = s->file_pos & MAX_POS;

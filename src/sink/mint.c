@@ -10,7 +10,10 @@
  * oldest future batch's upper <= F it is retired and one more is minted at
  * the end of the window, so the window keeps two batches ahead of the one
  * being filled.  When the input closes, a final batch with an empty
- * upper covers the rest.
+ * upper covers the rest.  When an input ends without closing (SPEC 5.7),
+ * the final batch ends at the frontier the sink chose (just past the newest
+ * update): minted up to it, or, when batches reaching past it were handed
+ * out already, the writer cuts them there (floe__writer_truncate).
  *
  * One refinement keeps a long idle jump cheap: when the frontier has already
  * passed end+ci, the next batch is minted as [end, F) rather than [end,
@@ -164,6 +167,23 @@ int floe__minter_advance(floe__minter *m, floe__frontier f, floe_error *err)
         m->phase = STEADY;
     }
     return steady(m, f.t, err);
+}
+
+int floe__minter_end(floe__minter *m, floe__frontier end, floe_error *err)
+{
+    FLOE_RETURN_IF(end.empty || floe__frontier_cmp(end, m->frontier) < 0, err, FLOE_EINTERNAL,
+                   "the end of an input must be a frontier at or past the input's");
+    m->frontier = end;
+    if (m->phase == DONE)
+        return FLOE_OK;
+    phase was = m->phase;
+    m->phase = DONE;
+    m->n_inflight = 0;
+    if (was == WAITING && end.t <= m->catchup_start.t)
+        return FLOE_OK;                 /* nothing past the catch-up start */
+    if (floe__frontier_cmp(m->last_upper, end) < 0)
+        return mint(m, m->last_upper, end, false, err);
+    return FLOE_OK;                     /* minted past it: the writer cuts there */
 }
 
 int floe__minter_next(floe__minter *m, floe__batch *out)

@@ -5,11 +5,14 @@
  *   advance  -> minter (new batch descriptions) -> writer
  *               stash (closed interval, consolidated) -> writer
  *               writer (sealed batches, oldest first) -> committer
- *   finish   -> advance to the empty frontier
+ *   end      -> the last batch ends just past the newest update (or at the
+ *               input frontier, if later); everything is committed
+ *   finish   -> advance to the empty frontier (the input is complete)
  *
- * Setup resolves the table (created with the declared schema, plus _diff and
- * _timestamp in append mode), the key (declared columns, or the whole row)
- * and the resume point, and fences an older sink version at once.
+ * Setup checks every option, then resolves the table (created with the
+ * declared schema, plus _diff and _timestamp in append mode), the key
+ * (declared columns, or the whole row) and the resume point (resume.c),
+ * and fences an older sink version at once.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -38,8 +41,11 @@ struct floe_sink {
     size_t *key_cols;                /* top-level indexes of the key columns, in key order */
     size_t n_key;
     size_t key_span;                 /* 1 + the largest of key_cols */
-    floe__progress progress;
+    floe__resume resume;
     char resume_text[32];
+    bool ended;                      /* floe_sink_end ran: nothing more comes */
+    bool has_newest;
+    uint64_t newest;                 /* the newest update time stashed (after as-of) */
     floe__minter *minter;
     floe__stash *stash;
     floe__writer *writer;
@@ -98,10 +104,10 @@ static void publish(floe_sink *s)
         st.committed_frontier_empty = cs.frontier.empty;
         st.committed_frontier = cs.frontier.t;
     }
-    if (!st.has_committed_frontier && s->progress.has) {
+    if (!st.has_committed_frontier && s->resume.has) {
         st.has_committed_frontier = 1;
-        st.committed_frontier_empty = s->progress.frontier.empty;
-        st.committed_frontier = s->progress.frontier.t;
+        st.committed_frontier_empty = s->resume.frontier.empty;
+        st.committed_frontier = s->resume.frontier.t;
     }
     st.close_seconds_total_us = s->close_ns_total / 1000;
     st.batches_sealed = s->batches_sealed;
@@ -300,26 +306,45 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->ccfg.sink_version = s->version;
     s->ccfg.on_commit = on_committed;
     s->ccfg.on_commit_ctx = s;
-    FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_interval, s->progress.has,
-                                  s->progress.frontier, &s->minter, err));
+    s->ccfg.has_base = s->resume.has;
+    s->ccfg.base_frontier = s->resume.frontier;
+    s->ccfg.base_snapshot = s->resume.snapshot_id;
+    s->ccfg.warn = on_warning;
+    s->ccfg.warn_ctx = s;
+    FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_interval, s->resume.has,
+                                  s->resume.frontier, &s->minter, err));
     FLOE_FORWARD(floe__stash_new(o->spill_dir, o->memory_limit, &s->stash, err));
     FLOE_FORWARD(floe__writer_new(&s->wcfg, &s->writer, err));
     return floe__committer_new(&s->ccfg, &s->committer, err);
 }
 
+/* --resume-from: "[t]", "t" or "[]". */
+static int parse_resume_from(const char *text, floe__frontier *out, floe_error *err)
+{
+    char buf[48];
+    snprintf(buf, sizeof buf, text[0] == '[' ? "%s" : "[%s]", text);
+    if (strlen(text) < 32 && floe__frontier_parse(buf, out, NULL) == FLOE_OK)
+        return FLOE_OK;
+    return floe__err_set(err, FLOE_EINVAL, "--resume-from '%.40s' is not a frontier ([t], t or "
+                         "[])", text);
+}
+
 static int read_resume(floe_sink *s, floe_error *err)
 {
-    FLOE_FORWARD(floe__read_progress(s->table->loaded->metadata, &s->progress, err));
-    if (!s->progress.has)
+    char table[512];
+    snprintf(table, sizeof table, "%s.%s", s->ns, s->name);
+    floe__resume_ask ask = {.table = table, .sink_id = s->sink_id, .version = s->version,
+                            .new_sink = s->opts.new_sink != 0};
+    if (s->opts.resume_from) {
+        ask.has_resume_from = true;
+        FLOE_FORWARD(parse_resume_from(s->opts.resume_from, &ask.resume_from, err));
+    }
+    FLOE_FORWARD(floe__resume_decide(&ask, s->table->loaded->metadata, s->table->io, &s->resume,
+                                     err));
+    if (!s->resume.has)
         return FLOE_OK;
-    floe__frontier_format(s->progress.frontier, s->resume_text, sizeof s->resume_text);
-    if (s->progress.sink_version > s->version)
-        return floe__err_set(err, FLOE_EFENCED,
-                             "fenced: %s.%s was written by sink '%s' version %" PRIu64
-                             " (frontier %s); this sink is version %" PRIu64,
-                             s->ns, s->name, s->progress.sink_id, s->progress.sink_version,
-                             s->resume_text, s->version);
-    s->complete = s->progress.frontier.empty;
+    floe__frontier_format(s->resume.frontier, s->resume_text, sizeof s->resume_text);
+    s->complete = s->resume.frontier.empty;
     return FLOE_OK;
 }
 
@@ -416,7 +441,7 @@ void floe_sink_free(floe_sink *s)
 
 const char *floe_sink_resume_frontier(const floe_sink *s)
 {
-    return s->progress.has ? s->resume_text : NULL;
+    return s->resume.has ? s->resume_text : NULL;
 }
 
 int floe_sink_complete(const floe_sink *s) { return s->complete; }
@@ -447,23 +472,44 @@ static int extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error 
     return FLOE_OK;
 }
 
-static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t time, int64_t diff,
-                      floe_error *err)
+/* Updates the sink must refuse, whatever their row. */
+static int check_update(const floe_sink *s, uint64_t time, int64_t diff, floe_error *err)
 {
     char f[32];
-    if (s->input_frontier.empty || time < s->input_frontier.t) {
+    FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
+    if (s->complete)
+        return floe__err_set(err, FLOE_ESTATE,
+                             "%s.%s records frontier [] for sink '%s': its input was closed, "
+                             "so it takes no more updates (use another --sink-id for a new "
+                             "stream)", s->ns, s->name, s->sink_id);
+    if (s->input_frontier.empty)
+        return floe__err_set(err, FLOE_EINPUT, "an update after the input was closed");
+    if (time < s->input_frontier.t) {
         floe__frontier_format(s->input_frontier, f, sizeof f);
         return floe__err_set(err, FLOE_EINPUT, "time %" PRIu64 " is behind the frontier %s",
                              time, f);
     }
+    if (diff > FLOE_SINK_MAX_DIFF || diff < -FLOE_SINK_MAX_DIFF)
+        return floe__err_set(err, FLOE_ELIMIT, "diff %" PRId64 " is beyond the largest "
+                             "multiplicity of one update, %d", diff, FLOE_SINK_MAX_DIFF);
+    return FLOE_OK;
+}
+
+static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t time, int64_t diff,
+                      floe_error *err)
+{
+    FLOE_FORWARD(check_update(s, time, diff, err));
     s->updates_in++;
     s->bytes_in += len;
     if (++s->since_publish >= PUBLISH_EVERY)
         publish(s);
-    if (s->complete || (s->progress.has && time < s->progress.frontier.t))
+    if (s->resume.has && time < s->resume.frontier.t)
         return FLOE_OK;                       /* committed before a restart */
     if (time < s->as_of)
         time = s->as_of;
+    if (!s->has_newest || time > s->newest)
+        s->newest = time;
+    s->has_newest = true;
     FLOE_RETURN_IF(len > UINT32_MAX, err, FLOE_ELIMIT, "row of %zu bytes is too large", len);
     FLOE_FORWARD(extract_key(s, row, len, err));
     return floe__stash_push(s->stash, time, diff, s->key.data, (uint32_t)s->key.len, row,
@@ -524,6 +570,7 @@ static int seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
 
 static int advance(floe_sink *s, floe__frontier f, floe_error *err)
 {
+    FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
     if (floe__frontier_cmp(f, s->input_frontier) < 0) {
         char have[32], want[32];
         floe__frontier_format(s->input_frontier, have, sizeof have);
@@ -554,6 +601,39 @@ int floe_sink_advance(floe_sink *s, uint64_t time, floe_error *err)
 int floe_sink_finish(floe_sink *s, floe_error *err)
 {
     return advance(s, floe__frontier_closed(), err);
+}
+
+/* SPEC 5.7: the last batch ends just past the newest update, or at the
+ * input frontier when that is later. */
+static floe__frontier end_frontier(const floe_sink *s)
+{
+    floe__frontier f = s->input_frontier;
+    if (s->has_newest && !f.empty && s->newest >= f.t && s->newest < UINT64_MAX)
+        f = floe__frontier_at(s->newest + 1);
+    else if (s->has_newest && !f.empty && s->newest == UINT64_MAX)
+        f = floe__frontier_closed();        /* nothing lies past 2^64-1 */
+    return f;
+}
+
+int floe_sink_end(floe_sink *s, floe_error *err)
+{
+    FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended already");
+    floe__frontier f = end_frontier(s);
+    if (f.empty || s->complete)
+        return advance(s, f, err);
+    s->input_frontier = f;
+    int rc = floe__minter_end(s->minter, f, err);
+    if (rc == FLOE_OK)
+        rc = take_batches(s, err);
+    if (rc == FLOE_OK)
+        rc = write_closed(s, f, err);
+    if (rc == FLOE_OK)
+        rc = floe__writer_truncate(s->writer, f, err);
+    if (rc == FLOE_OK)
+        rc = seal_and_commit(s, f, err);
+    s->ended = true;
+    publish(s);
+    return rc;
 }
 
 int floe_sink_push_json(floe_sink *s, const char *line, size_t len, floe_error *err)

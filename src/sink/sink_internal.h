@@ -72,6 +72,11 @@ void floe__minter_free(floe__minter *m);
  * empty frontier means the input closed).  New descriptions become available
  * through floe__minter_next. */
 int floe__minter_advance(floe__minter *m, floe__frontier f, floe_error *err);
+/* The input ends at `end` without closing (SPEC 5.7): the last batch ends
+ * there.  Mints what is missing up to it; batches already handed out that
+ * reach past it are the writer's to cut (floe__writer_truncate).  Nothing
+ * is minted afterwards. */
+int floe__minter_end(floe__minter *m, floe__frontier end, floe_error *err);
 /* The next minted description not yet handed out: 1 and *out set, or 0. */
 int floe__minter_next(floe__minter *m, floe__batch *out);
 /* Whether every time is covered by a handed-out batch (the final batch with
@@ -113,8 +118,9 @@ int floe__stash_push(floe__stash *st, uint64_t time, int64_t diff, const uint8_t
 /* Start handing out the consolidated updates with time below `f` (all of
  * them when f is empty).  Call floe__stash_next until it returns 0, then
  * floe__stash_end_close.  No push may happen in between.  Order: equal
- * (time, key, row) are merged; the updates of one key come together, in
- * (time, row) order; different keys come in no particular order. */
+ * (time, key, row) are merged; the updates of one key (of one row, when the
+ * key is empty) come together, in (time, row) order; different keys come
+ * in no particular order. */
 int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err);
 /* The next consolidated update: *got true and *u set (its pointers stay
  * valid until the next call), or *got false at the end. */
@@ -123,9 +129,10 @@ void floe__stash_end_close(floe__stash *st);
 void floe__stash_get_stats(const floe__stash *st, floe__stash_stats *out);
 
 /* ---- key memory (keymem.c) ----------------------------------------------------
- * Per upsert batch: key -> where the batch inserted the key's live row
- * (file index, position).  Open addressing over 24-byte slots; key bytes in
- * one growing buffer.  About 40 bytes per key plus the key's own bytes. */
+ * Per upsert batch: key -> where the batch inserted each of the key's live
+ * rows (file index, position): a multiset, so duplicates of a row keyed by
+ * the whole row are each remembered.  Open addressing over 16-byte slots;
+ * key bytes in 1 MiB blocks.  About 31 bytes per key plus the key's own. */
 typedef struct floe__keymem floe__keymem;
 typedef struct floe__keypos {
     uint32_t file;            /* index into the batch's file table */
@@ -134,10 +141,11 @@ typedef struct floe__keypos {
 
 int floe__keymem_new(floe__keymem **out, floe_error *err);
 void floe__keymem_free(floe__keymem *km);
-/* Remember (or overwrite) where key's live row is. */
+/* Remember one more live row of key. */
 int floe__keymem_put(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos at,
                      floe_error *err);
-/* Look a key up and forget it: true and *at set when it had a live row. */
+/* Take one of key's live rows (any): true and *at set, or false when the
+ * batch holds none. */
 bool floe__keymem_take(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos *at);
 size_t floe__keymem_count(const floe__keymem *km);
 size_t floe__keymem_bytes(const floe__keymem *km);   /* memory held */
@@ -193,6 +201,9 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
 /* One consolidated update; updates come in (time, key, row) order and their
  * times must lie in a known batch. */
 int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err);
+/* The input ended at `end` (floe__minter_end): the open batch holding end
+ * ends there, later ones (which can hold no update) are dropped. */
+int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err);
 /* Seal (close the files of) the next batch whose upper <= f, oldest first:
  * *out is it (caller frees), or NULL when no batch can be sealed yet. */
 int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out,
@@ -207,18 +218,74 @@ void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out);
 #define FLOE_PROP_SINK_ID "floe.sink-id"
 #define FLOE_PROP_SINK_VERSION "floe.sink-version"
 
+/* ---- progress (progress.c) ------------------------------------------------------
+ * SPEC 5.1: where this sink id stands in a table.  Every floe commit also
+ * points the tag "floe-<sink id>" at its snapshot, so expiry keeps it. */
+#define FLOE_PROGRESS_TAG_PREFIX "floe-"
+
+typedef enum floe__progress_state {
+    FLOE__PROGRESS_NONE,        /* main's whole history walked: no snapshot of this sink id */
+    FLOE__PROGRESS_FOUND,       /* the newest snapshot of this sink id on main's history */
+    FLOE__PROGRESS_UNKNOWN,     /* main's history is cut (an expired parent) before one */
+} floe__progress_state;
+
 typedef struct floe__progress {
-    bool has;                 /* false: no snapshot carries floe properties */
-    floe__frontier frontier;
-    char sink_id[256];
-    uint64_t sink_version;
-    int64_t snapshot_id;
+    floe__progress_state state;
+    floe__frontier frontier;    /* FOUND: its floe.frontier */
+    uint64_t sink_version;      /* FOUND: its floe.sink-version */
+    int64_t snapshot_id;        /* FOUND: the snapshot; else -1 */
+    int64_t cut_at, missing;    /* UNKNOWN: the snapshot whose parent `missing` is gone */
+    bool has_tag;               /* the tag floe-<sink id> exists ... */
+    int64_t tag_snapshot_id;    /* ... and points here */
+    bool tag_has_progress;      /* that snapshot exists and carries this sink id: */
+    floe__frontier tag_frontier;
+    uint64_t tag_version;
+    bool tag_on_main;           /* the walk passed the tag's snapshot */
 } floe__progress;
 
-/* SPEC 5.1: walk the snapshots newest first (by sequence number); the first
- * with floe's properties gives the progress; `replace` snapshots are
- * skipped; any other snapshot without them is FLOE_ESTATE. */
-int floe__read_progress(const floe__metadata *md, floe__progress *out, floe_error *err);
+/* "floe-<sink id>" into out. */
+void floe__progress_tag(const char *sink_id, char *out, size_t n);
+/* Walk main's history in `md` for `sink_id` (SPEC 5.1).  io, when not NULL,
+ * lets the walk look up expired parents in the older metadata files of the
+ * metadata-log.  Errors: FLOE_EFORMAT for malformed floe properties on a
+ * snapshot of this sink id, or a parent chain that never ends. */
+int floe__progress_read(const floe__metadata *md, floe__fileio *io, const char *sink_id,
+                        floe__progress *out, floe_error *err);
+/* A snapshot's floe properties: FLOE_ENOTFOUND when it has none,
+ * FLOE_EFORMAT when they are malformed.  *sink_id points into the snapshot. */
+int floe__snapshot_progress(const floe__snapshot *s, floe__frontier *frontier, uint64_t *version,
+                            const char **sink_id, floe_error *err);
+/* Whether main's current snapshot holds rows (by its totals; true when it
+ * has none to tell). */
+bool floe__table_holds_rows(const floe__metadata *md);
+/* The sink ids a table knows ("'a', 'b'": from floe-* tags and main's
+ * history as far as it reaches), appended to out. */
+int floe__progress_known_ids(const floe__metadata *md, floe__buf *out, floe_error *err);
+
+/* ---- where a sink starts (resume.c) ---------------------------------------------- */
+typedef struct floe__resume_ask {
+    const char *table;          /* "NS.NAME", for messages */
+    const char *sink_id;
+    uint64_t version;
+    bool has_resume_from;       /* the user says where this sink stands */
+    floe__frontier resume_from;
+    bool new_sink;              /* the user says this sink id is new to the table */
+} floe__resume_ask;
+
+typedef struct floe__resume {
+    bool has;                   /* false: a fresh start */
+    floe__frontier frontier;
+    int64_t snapshot_id;        /* the snapshot recording it; -1 when given by the user */
+} floe__resume;
+
+/* SPEC 5.1-5.2 for a sink opening `md`: resume from this sink id's
+ * progress on main's history, from the user's frontier, or fresh; refused
+ * (FLOE_ESTATE, saying what happened and how to go on) when the table holds
+ * rows this sink cannot account for, or its progress cannot be recovered;
+ * FLOE_EFENCED when a newer version of the sink wrote it; FLOE_EINVAL when
+ * --resume-from disagrees with what the table records. */
+int floe__resume_decide(const floe__resume_ask *a, const floe__metadata *md, floe__fileio *io,
+                        floe__resume *out, floe_error *err);
 
 typedef struct floe__committer floe__committer;
 typedef void (*floe__committed_fn)(void *ctx, floe__frontier upper, int64_t snapshot_id);
@@ -227,15 +294,25 @@ typedef struct floe__committer_config {
     floe__table *table;
     const char *sink_id;
     uint64_t sink_version;
+    /* Where the sink starts: has_base false for a fresh start (nothing of
+     * this sink id in the table); else base_frontier, and base_snapshot the
+     * snapshot that recorded it (-1 when the user gave it with
+     * --resume-from).  The committer checks each attempt against it. */
+    bool has_base;
+    floe__frontier base_frontier;
+    int64_t base_snapshot;
     int max_tries;                      /* 0: 5 */
     unsigned backoff_ms;                /* first retry delay; 0: 50 ms, doubling, max 2 s */
     floe__committed_fn on_commit;       /* after each commit (SPEC 7.5); may be NULL */
     void *on_commit_ctx;
+    floe__warn_fn warn;                 /* may be NULL */
+    void *warn_ctx;
 } floe__committer_config;
 
 typedef struct floe__committer_stats {
     uint64_t snapshots;                 /* batches committed (incl. recognised lost responses) */
     uint64_t lost_responses;            /* commits found to have landed on a reload */
+    uint64_t covered;                   /* batches an earlier run of this sink had committed */
     uint64_t conflicts, failures;       /* attempts that ended in a conflict / another failure */
     uint64_t commit_ns_total, commit_ns_last;
     uint64_t data_files, delete_files, rows, bytes;   /* committed */
@@ -246,9 +323,15 @@ typedef struct floe__committer_stats {
 int floe__committer_new(const floe__committer_config *cfg, floe__committer **out,
                         floe_error *err);
 void floe__committer_free(floe__committer *c);
-/* Commit one sealed batch (after every older one).  Fatal errors:
- * FLOE_EFENCED, FLOE_ESTATE (schema/spec changed, range written by another
- * writer, unknown snapshots), or the last failure after max_tries. */
+/* Commit one sealed batch (after every older one), one snapshot that also
+ * moves the tag floe-<sink id> to it.  Before each attempt the table is
+ * reloaded and this sink id's progress read (SPEC 7.2): our own earlier
+ * attempt that landed is success; a batch an earlier run of this sink
+ * (same id and version) already committed entirely is skipped with a
+ * warning.  Fatal errors: FLOE_EFENCED; FLOE_ESTATE (schema/spec changed,
+ * a range another writer covered, a rollback of main past what this sink
+ * committed, progress that can no longer be verified); the last failure
+ * after max_tries. */
 int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err);
 void floe__committer_get_stats(const floe__committer *c, floe__committer_stats *out);
 

@@ -287,21 +287,22 @@ int floe__stash_push(floe__stash *st, uint64_t time, int64_t diff, const uint8_t
 
 /* ---- closing an interval ---------------------------------------------------------- */
 
-/* Whether a and b belong to one group: the same key, or (no key) the same
- * time and row. */
+/* Whether a and b belong to one group: the same key, or (no key: append
+ * mode, or upsert keyed by the whole row) the same row.  A group holds one
+ * key's updates at every time, so the writer sees an insertion before the
+ * later retraction that cancels it, whatever the key. */
 static bool same_group(const floe__upd *a, const floe__upd *b)
 {
     if (a->key_len || b->key_len)
         return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
-    return a->time == b->time && a->row_len == b->row_len &&
-           memcmp(a->row, b->row, a->row_len) == 0;
+    return a->row_len == b->row_len && memcmp(a->row, b->row, a->row_len) == 0;
 }
 
 static uint64_t group_hash(const floe__upd *u)
 {
     if (u->key_len)
         return floe__hash64(u->key, u->key_len, 0);
-    return floe__hash64(u->row, u->row_len, u->time * 0x9E3779B97F4A7C15ull);
+    return floe__hash64(u->row, u->row_len, 0);
 }
 
 /* Reorder v[0..k) so groups are contiguous and each is sorted (see the
@@ -415,6 +416,21 @@ static int hold(floe__stash *st, floe__upd *u, floe_error *err)
     return FLOE_OK;
 }
 
+static int too_many(const floe__upd *u, floe_error *err)
+{
+    return floe__err_set(err, FLOE_ELIMIT,
+                         "the updates of one row at time %llu sum to a multiplicity beyond %d "
+                         "(FLOE_SINK_MAX_DIFF)", (unsigned long long)u->time, FLOE_SINK_MAX_DIFF);
+}
+
+/* Checked: diffs of one (time, key, row) never wrap. */
+static int add_diff(floe__upd *u, int64_t d, floe_error *err)
+{
+    if (__builtin_add_overflow(u->diff, d, &u->diff))
+        return too_many(u, err);
+    return FLOE_OK;
+}
+
 int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err)
 {
     FLOE_RETURN_IF(!st->closing, err, FLOE_EINTERNAL, "stash next outside a close");
@@ -429,9 +445,11 @@ int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err)
             FLOE_FORWARD(hold(st, u, err));
         FLOE_FORWARD(consume(st, who, err));
         for (long next; (next = pick(st)) != -2 && cmp_upd(source(st, next), u) == 0;) {
-            u->diff += source(st, next)->diff;
+            FLOE_FORWARD(add_diff(u, source(st, next)->diff, err));
             FLOE_FORWARD(consume(st, next, err));
         }
+        if (u->diff > FLOE_SINK_MAX_DIFF || u->diff < -FLOE_SINK_MAX_DIFF)
+            return too_many(u, err);
         if (u->diff != 0) {
             *got = true;
             return FLOE_OK;

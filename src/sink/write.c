@@ -186,7 +186,8 @@ static int write_posdel(floe__writer *w, open_batch *b, floe__keypos at, floe_er
 
 static uint64_t magnitude(int64_t d) { return d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d; }
 
-/* Append mode: the row, then _diff (int) and _timestamp (long). */
+/* Append mode: the row, then _diff (int) and _timestamp (long: the time,
+ * saturated at 2^63-1, never wrapped to a negative). */
 static int write_append(floe__writer *w, open_batch *b, const floe__upd *u, floe_error *err)
 {
     floe__buf_reset(&w->scratch);
@@ -196,7 +197,7 @@ static int write_append(floe__writer *w, open_batch *b, const floe__upd *u, floe
     tail[0] = FLOE_SLOT_PRESENT;
     floe__put_le32(tail + 1, u->diff < 0 ? (uint32_t)-1 : 1u);
     tail[5] = FLOE_SLOT_PRESENT;
-    floe__put_le64(tail + 6, u->time);
+    floe__put_le64(tail + 6, u->time > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : u->time);
     floe__buf_put_unchecked(&w->scratch, tail, sizeof tail);
     floe__keypos at;
     for (uint64_t i = magnitude(u->diff); i > 0; i--)
@@ -345,6 +346,30 @@ int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err)
         FLOE_FORWARD(floe__buf_append(&w->g_key, u->key, u->key_len, err));
     }
     return group_add(w, u, err);
+}
+
+/* ---- the end of an input ------------------------------------------------------------- */
+
+int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err)
+{
+    FLOE_FORWARD(flush_group(w, err));
+    open_batch **link = &w->head, *last = NULL;
+    while (*link) {
+        open_batch *b = *link;
+        if (floe__frontier_cmp(b->desc.lower, end) >= 0) {
+            FLOE_RETURN_IF(b->rows || b->posdels || b->eqdels, err, FLOE_EINTERNAL,
+                           "a batch past the end of the input holds rows");
+            *link = b->next;
+            batch_free(b, true);
+            continue;
+        }
+        if (floe__frontier_cmp(b->desc.upper, end) > 0)
+            b->desc.upper = end;
+        last = b;
+        link = &b->next;
+    }
+    w->tail = last;
+    return FLOE_OK;
 }
 
 /* ---- sealing ------------------------------------------------------------------------- */

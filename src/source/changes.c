@@ -3,8 +3,8 @@
  *
  *   {"time": 5, "diff": 1, "row": {...}}     an update
  *   {"progress": 7}                          the frontier moves to [7]
- *   {"progress": [7]} / {"progress": []}     the same in frontier form; []
- *                                            closes the input
+ *   {"progress": [7]}                        the same in frontier form
+ *   {"progress": null} / {"progress": []}    the input is complete (closed)
  *
  * Members may come in any order; unknown members, missing ones and values of
  * the wrong type are errors naming the member.  The row is parsed in place
@@ -24,6 +24,11 @@ static int bad(floe_error *err, const char *start, const char *at, const char *w
 static int parse_progress(const char *start, const char *p, const char *end, const char **endp,
                           floe__change *out, floe_error *err)
 {
+    if ((size_t)(end - p) >= 4 && memcmp(p, "null", 4) == 0) {
+        out->closed = true;
+        *endp = p + 4;
+        return FLOE_OK;
+    }
     bool bracket = p < end && *p == '[';
     if (bracket) {
         p = floe__json_ws(p + 1, end);
@@ -35,7 +40,8 @@ static int parse_progress(const char *start, const char *p, const char *end, con
     }
     const char *q = floe__json_u64(p, end, &out->time);
     if (!q)
-        return bad(err, start, p, "\"progress\" must be a time (an integer 0..2^64-1), [time] or []");
+        return bad(err, start, p, "\"progress\" must be a time (an integer 0..2^64-1), [time], "
+                   "or null (the input is complete)");
     if (bracket) {
         q = floe__json_ws(q, end);
         if (q >= end || *q != ']')

@@ -14,13 +14,15 @@
  *      inherited sequence numbers.
  *   4. The manifest list: the new manifests first, then every manifest of
  *      the parent snapshot exactly as the parent's list describes it.
- *   5. The summary: operation (append, or overwrite when delete files are
- *      added), added-* counts (when not zero, as Java and pyiceberg write
+ *   5. The summary: operation (append: data files only, or nothing;
+ *      delete: delete files only; overwrite: both), added-* counts (when not zero, as Java and pyiceberg write
  *      them), changed-partition-count, the total-* counts carried from the
  *      parent's summary (a total the parent lacks is left out, as Java
  *      does), then the caller's properties.
  *   6. Requirements assert-table-uuid and assert-ref-snapshot-id(main =
- *      base, or absent), updates add-snapshot and set-snapshot-ref(main).
+ *      base, or absent), updates add-snapshot, set-snapshot-ref(main) and,
+ *      when asked, set-snapshot-ref of a tag to the new snapshot (floe's
+ *      progress tag: one atomic metadata update moves both).
  * Failure classes: FLOE_ECONFLICT (nothing changed: the manifests and list
  * are removed); FLOE_EUNKNOWN_OUTCOME (may have landed: everything is
  * kept, since the new metadata may reference it); any other failure the
@@ -271,6 +273,15 @@ static int put_total(json_t *o, const floe__snapshot *parent, const char *key, u
     return put_count(o, key, prev + added, true, err);
 }
 
+/* As Java's AppendFiles / RowDelta name them: data only (or nothing) is an
+ * append, deletes only a delete, both an overwrite. */
+static const char *operation(const counts *c)
+{
+    if (c->delete_files == 0)
+        return "append";
+    return c->data_files ? "overwrite" : "delete";
+}
+
 static int build_summary(attempt *a, const counts *c, floe_error *err)
 {
     json_t *o = a->summary = json_object();
@@ -278,7 +289,7 @@ static int build_summary(attempt *a, const counts *c, floe_error *err)
         return FLOE_OOM(err);
     const floe__snapshot *p = a->parent < 0 ? NULL : floe__metadata_snapshot_by_id(a->md,
                                                                                 a->parent);
-    FLOE_FORWARD(put_str(o, "operation", c->delete_files ? "overwrite" : "append", err));
+    FLOE_FORWARD(put_str(o, "operation", operation(c), err));
     FLOE_FORWARD(put_count(o, "added-data-files", c->data_files, false, err));
     FLOE_FORWARD(put_count(o, "added-records", c->records, false, err));
     FLOE_FORWARD(put_count(o, "added-files-size", c->files_size, false, err));
@@ -320,6 +331,14 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
     *ups = json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot", "snapshot",
                      snap, "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
                      "snapshot-id", (json_int_t)a->snapshot_id);
+    if (*ups && a->req->tag &&
+        json_array_append_new(*ups, json_pack("{s:s, s:s, s:s, s:I}", "action",
+                                              "set-snapshot-ref", "ref-name", a->req->tag,
+                                              "type", "tag", "snapshot-id",
+                                              (json_int_t)a->snapshot_id)) != 0) {
+        json_decref(*ups);
+        *ups = NULL;
+    }
     const char *uuid = floe__metadata_table_uuid(a->md);
     *reqs = json_pack("[{s:s, s:s}, {s:s, s:s, s:o}]", "type", "assert-table-uuid", "uuid",
                       uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref", "main",

@@ -100,7 +100,8 @@ void floe__posdel_writer_abort(floe__posdel_writer *w);
  * manifest list carrying every manifest of the current snapshot forward,
  * and a summary with the standard totals plus `summary` (extra string
  * properties, e.g. floe.frontier).  Operation "append" when only data files
- * are added, "overwrite" when delete files are.  The commit asserts the
+ * (or nothing) are added, "delete" when only delete files are, "overwrite"
+ * when both are.  The commit asserts the
  * table uuid and that main still points at `base_snapshot_id` (-1: that the
  * table has no snapshot), so any concurrent change is a conflict, never a
  * silent duplicate.  No rebasing.
@@ -120,6 +121,8 @@ typedef struct floe__commit_request {
     size_t n_files;
     const json_t *summary;            /* object of strings, or NULL */
     int64_t base_snapshot_id;
+    const char *tag;                  /* NULL, or a tag ref moved to the new snapshot in
+                                         the same metadata update */
 } floe__commit_request;
 
 int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t *snapshot_id,

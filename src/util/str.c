@@ -40,6 +40,16 @@ bool floe__str_ends(const char *s, const char *suffix)
     return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
+void floe__url_for_message(const char *url, char *out, size_t cap)
+{
+    size_t n = strcspn(url, "?#");
+    const char *scheme_end = strstr(url, "://");
+    const char *host = scheme_end && (size_t)(scheme_end - url) < n ? scheme_end + 3 : url;
+    const char *at = memchr(host, '@', strcspn(host, "/?#"));
+    const char *from = at ? at + 1 : host;
+    snprintf(out, cap, "%.*s%.*s", (int)(host - url), url, (int)(url + n - from), from);
+}
+
 char *floe__path_join(const char *a, const char *b)
 {
     size_t na = strlen(a);

@@ -8,6 +8,7 @@
 #ifndef FLOE_UTIL_INTERNAL_H
 #define FLOE_UTIL_INTERNAL_H
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -96,9 +97,10 @@ int floe__buf_append(floe__buf *b, const void *p, size_t n, floe_error *err);
 int floe__buf_putc(floe__buf *b, uint8_t c, floe_error *err);
 int floe__buf_printf(floe__buf *b, floe_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Append without checking capacity: the caller reserved enough. */
+/* Append without growing: the caller reserved enough. */
 static inline void floe__buf_put_unchecked(floe__buf *b, const void *p, size_t n)
 {
+    assert(b->cap - b->len >= n);
     memcpy(b->data + b->len, p, n);
     b->len += n;
 }
@@ -163,6 +165,10 @@ bool floe__str_ends(const char *s, const char *suffix);
 /* Join two URI/path parts with exactly one '/', trimming trailing '/' of a
  * and leading '/' of b (caller frees). */
 char *floe__path_join(const char *a, const char *b);
+/* A URL fit for a message or a log line: without its query string and
+ * fragment and without user:password@ (either may hold a secret), cut to
+ * cap bytes. */
+void floe__url_for_message(const char *url, char *out, size_t cap);
 /* Standard base64 (RFC 4648, with padding).  decode returns FLOE_EINPUT on
  * bad characters or padding. */
 int floe__base64_decode(const char *s, size_t n, floe__buf *out, floe_error *err);

@@ -709,7 +709,7 @@ static int commit_rows(floe__table *t, const char *const *rows, size_t n, json_t
 {
     floe__content_list files = {0};
     int rc = n ? write_rows(t, rows, n, NULL, &files) : FLOE_OK;
-    floe__commit_request req = {files.files, files.n, summary, base};
+    floe__commit_request req = {files.files, files.n, summary, base, NULL};
     if (rc == FLOE_OK)
         rc = floe__table_commit(t, &req, id, err);
     if (rc != FLOE_OK)
@@ -749,16 +749,16 @@ TEST(commit_summaries_and_totals)
     CHECK(summary_of(t, "added-delete-files") == NULL);
     const floe__snapshot *s1 = floe__metadata_current_snapshot(t->loaded->metadata);
     CHECK(s1 && s1->sequence_number == 1 && !s1->has_parent && s1->has_schema_id);
-    /* a position delete: overwrite, totals carried */
+    /* only a position delete: operation "delete" (Java RowDelta), totals carried */
     floe__posdel_writer *pw = NULL;
     floe__content_list files = {0};
     CHECK_EQ_INT(floe__posdel_writer_new(t, NULL, &pw, NULL), FLOE_OK);
     floe__posdel_add(pw, "file:///x.parquet", 0, NULL);
     floe__posdel_add(pw, "file:///x.parquet", 1, NULL);
     CHECK_EQ_INT(floe__posdel_writer_close(pw, &files, NULL), FLOE_OK);
-    floe__commit_request req = {files.files, files.n, NULL, id1};
+    floe__commit_request req = {files.files, files.n, NULL, id1, NULL};
     CHECK_EQ_INT(floe__table_commit(t, &req, &id2, e.err), FLOE_OK);
-    CHECK_EQ_STR(summary_of(t, "operation"), "overwrite");
+    CHECK_EQ_STR(summary_of(t, "operation"), "delete");
     CHECK_EQ_STR(summary_of(t, "added-position-deletes"), "2");
     CHECK_EQ_STR(summary_of(t, "added-delete-files"), "1");
     CHECK_EQ_STR(summary_of(t, "total-position-deletes"), "2");
@@ -851,7 +851,7 @@ TEST(refuses_partitioned_and_v1_tables)
                                            e.err), FLOE_EUNSUPPORTED);
         CHECK(strstr(floe_error_message(e.err), "partitioned") != NULL);
         CHECK_EQ_INT(floe__posdel_writer_new(t, NULL, &pw, NULL), FLOE_EUNSUPPORTED);
-        floe__commit_request req = {NULL, 0, NULL, -1};
+        floe__commit_request req = {NULL, 0, NULL, -1, NULL};
         CHECK_EQ_INT(floe__table_commit(t, &req, NULL, NULL), FLOE_EUNSUPPORTED);
     }
     floe__table_free(t);
@@ -1090,7 +1090,7 @@ TEST(out_of_memory_in_commits)
         t = open_t(&e, name, "id bigint not null, s text", NULL);
         if (!t)
             break;
-        floe__commit_request req = {files.files, files.n, NULL, -1};
+        floe__commit_request req = {files.files, files.n, NULL, -1, NULL};
         int64_t id = -1;
         floe__alloc_fail_after(n);
         int rc = floe__table_commit(t, &req, &id, e.err);

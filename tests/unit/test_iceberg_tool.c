@@ -262,7 +262,7 @@ static int run_delta(delta *d, int64_t *snapshot_id)
     else if (json_is_integer(base))
         b = json_integer_value(base);
     floe__commit_request req = {d->files.files, d->files.n, json_object_get(d->spec, "summary"),
-                                b};
+                                b, NULL};
     return floe__table_commit(d->tb, &req, snapshot_id, d->t->err);
 }
 
@@ -362,7 +362,7 @@ static int commit_files(tool *t, floe__table *tb, const floe__content_list *file
     snprintf(wk, sizeof wk, "%d", worker);
     json_t *summary = json_pack("{s:s}", "worker", wk);
     floe__commit_request req = {files->files, files->n, summary,
-                                floe__metadata_current_snapshot_id(tb->loaded->metadata)};
+                                floe__metadata_current_snapshot_id(tb->loaded->metadata), NULL};
     int rc = floe__table_commit(tb, &req, id, t->err);
     json_decref(summary);
     return rc;

@@ -1,10 +1,10 @@
-/* test_keymem.c - the upsert key memory: put, take, overwrite, growth. */
+/* test_keymem.c - the upsert key memory: a multiset of positions per key, growth. */
 #include <stdio.h>
 
 #include "sink/sink_internal.h"
 #include "unit.h"
 
-TEST(put_take_overwrite)
+TEST(put_take_multiset)
 {
     floe__keymem *km = NULL;
     CHECK_EQ_INT(floe__keymem_new(&km, NULL), FLOE_OK);
@@ -12,18 +12,44 @@ TEST(put_take_overwrite)
     CHECK_EQ_INT(floe__keymem_put(km, (const uint8_t *)"k1", 2, at, NULL), FLOE_OK);
     CHECK(!floe__keymem_take(km, (const uint8_t *)"k2", 2, &got));
     CHECK(!floe__keymem_take(km, (const uint8_t *)"k", 1, &got));        /* prefix */
-    at.pos = 43;
+    at.pos = 43;                                      /* a second row of the same key */
     CHECK_EQ_INT(floe__keymem_put(km, (const uint8_t *)"k1", 2, at, NULL), FLOE_OK);
-    CHECK_EQ_INT(floe__keymem_count(km), 1);
+    CHECK_EQ_INT(floe__keymem_count(km), 2);
+    uint64_t seen = 0;
     CHECK(floe__keymem_take(km, (const uint8_t *)"k1", 2, &got));
-    CHECK(got.file == 3 && got.pos == 43);
-    CHECK(!floe__keymem_take(km, (const uint8_t *)"k1", 2, &got));      /* taken */
+    seen += got.pos;
+    CHECK(floe__keymem_take(km, (const uint8_t *)"k1", 2, &got));
+    seen += got.pos;
+    CHECK(seen == 42 + 43 && got.file == 3);                  /* each once */
+    CHECK(!floe__keymem_take(km, (const uint8_t *)"k1", 2, &got));      /* all taken */
     CHECK_EQ_INT(floe__keymem_count(km), 0);
-    at.pos = 7;
+    at.pos = 7;                                       /* revives a dead slot */
     CHECK_EQ_INT(floe__keymem_put(km, (const uint8_t *)"k1", 2, at, NULL), FLOE_OK);
     CHECK(floe__keymem_take(km, (const uint8_t *)"k1", 2, &got) && got.pos == 7);
     CHECK_EQ_INT(floe__keymem_put(km, (const uint8_t *)"", 0, at, NULL), FLOE_OK);
     CHECK(floe__keymem_take(km, (const uint8_t *)"", 0, &got));
+    floe__keymem_free(km);
+}
+
+/* Many copies of a few keys, interleaved, across table growth. */
+TEST(duplicates_survive_growth)
+{
+    floe__keymem *km = NULL;
+    CHECK_EQ_INT(floe__keymem_new(&km, NULL), FLOE_OK);
+    for (uint32_t i = 0; i < 5000; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "d%u", i % 7);
+        floe__keypos at = {0, i};
+        CHECK_EQ_INT(floe__keymem_put(km, (const uint8_t *)key, strlen(key), at, NULL), FLOE_OK);
+    }
+    size_t taken = 0;
+    floe__keypos got;
+    while (floe__keymem_take(km, (const uint8_t *)"d3", 2, &got)) {
+        CHECK(got.pos % 7 == 3);
+        taken++;
+    }
+    CHECK_EQ_INT(taken, 714);
+    CHECK_EQ_INT(floe__keymem_count(km), 5000 - 714);
     floe__keymem_free(km);
 }
 
@@ -52,7 +78,8 @@ TEST(many_keys_and_memory_per_key)
 
 int main(void)
 {
-    RUN(put_take_overwrite);
+    RUN(put_take_multiset);
+    RUN(duplicates_survive_growth);
     RUN(many_keys_and_memory_per_key);
     return UNIT_DONE();
 }

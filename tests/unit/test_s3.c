@@ -136,6 +136,16 @@ TEST(settings_are_checked_and_overridden)
     floe__fileio *io = NULL;
     o.endpoint = "ftp://x";
     CHECK_EQ_INT(floe__fileio_s3_new(&o, &io, NULL), FLOE_EINVAL);
+    floe_error *e1 = floe_error_new();                  /* secrets in the endpoint */
+    const char *leaky[] = {"http://u:hunter2@host:9000/", "http://host/?X-Amz-Signature=hunter2",
+                           "ftp://u:hunter2@host", "http://host#hunter2"};
+    for (size_t i = 0; i < sizeof leaky / sizeof leaky[0]; i++) {
+        o.endpoint = leaky[i];
+        CHECK_EQ_INT(floe__fileio_s3_new(&o, &io, e1), FLOE_EINVAL);
+        CHECK(strstr(floe_error_message(e1), "S3 endpoint") != NULL);
+        CHECK(strstr(floe_error_message(e1), "hunter2") == NULL);
+    }
+    floe_error_free(e1);
     o.endpoint = "127.0.0.1:9000/";
     o.region = "bad region";
     CHECK_EQ_INT(floe__fileio_s3_new(&o, &io, NULL), FLOE_EINVAL);

@@ -52,6 +52,19 @@ TEST(error_recode_and_classes)
     CHECK_EQ_INT(floe__err_recode(NULL, FLOE_EIO, "x"), FLOE_EIO);
 }
 
+TEST(urls_for_messages_keep_no_secrets)
+{
+    char out[128];
+    floe__url_for_message("https://user:pw@host:81/a/b?token=s#f", out, sizeof out);
+    CHECK_EQ_STR(out, "https://host:81/a/b");
+    floe__url_for_message("http://host/p", out, sizeof out);
+    CHECK_EQ_STR(out, "http://host/p");
+    floe__url_for_message("host/x@y?q", out, sizeof out);   /* '@' past the host stays */
+    CHECK_EQ_STR(out, "host/x@y");
+    floe__url_for_message("https://a@b", out, 6);
+    CHECK_EQ_STR(out, "https");
+}
+
 TEST(buffer_limit)
 {
     floe__buf b;
@@ -198,6 +211,7 @@ int main(void)
 {
     RUN(error_chain);
     RUN(error_recode_and_classes);
+    RUN(urls_for_messages_keep_no_secrets);
     RUN(buffer_limit);
     RUN(alloc_fault_injection);
     RUN(arena);
