@@ -243,12 +243,18 @@ typedef struct floe_connect_options {
     /* TLS: certificates are always verified; trust this extra CA bundle
      * (PEM) for private endpoints. */
     const char *ca_file;            /* FLOE_CA_FILE */
+    /* 1: open an existing catalog only: a SQLite database file that does
+     * not exist is FLOE_ENOTFOUND, and nothing is created (for commands
+     * that only read).  Default 0: it is created when missing. */
+    int must_exist;
 } floe_connect_options;
 
 void floe_connect_options_init(floe_connect_options *opts);
 
 /* Open the catalog `opts` names (NULL: all defaults).  The database of a
- * SQLite catalog and its directory are created when missing.  Errors:
+ * SQLite catalog and its directory are created when missing (unless
+ * opts->must_exist: then FLOE_ENOTFOUND); a warehouse that is neither local
+ * files nor S3 is FLOE_EUNSUPPORTED before anything is created.  Errors:
  * FLOE_EINVAL (malformed URI), FLOE_EUNSUPPORTED, FLOE_ECATALOG (the
  * catalog cannot be opened or set up), FLOE_ENET / FLOE_EAUTH (a REST
  * catalog cannot be reached or refuses the credentials).  *out is the
@@ -324,6 +330,31 @@ const char *floe_table_snapshot_property(const floe_table *table, size_t i, cons
  * order; FLOE_EINVAL when out of range. */
 int floe_table_snapshot_property_at(const floe_table *table, size_t i, size_t j,
                                     const char **key, const char **value, floe_error *err);
+
+/* What a table records of floe sinks (SPEC 5.1): their ids and where each
+ * stands on the history of branch main. */
+typedef enum floe_progress_state {
+    FLOE_PROGRESS_NONE = 0,       /* no snapshot of the sink id on main's history */
+    FLOE_PROGRESS_FOUND = 1,      /* its newest one there says where it stands */
+    FLOE_PROGRESS_UNKNOWN = 2,    /* main's history is cut (expired) before one */
+} floe_progress_state;
+
+typedef struct floe_sink_progress {
+    floe_progress_state state;
+    char frontier[32];            /* FOUND: "[t]" or "[]"; else "" */
+    uint64_t sink_version;        /* FOUND */
+    int64_t snapshot_id;          /* FOUND: the snapshot recording it; else -1 */
+    int64_t tag_snapshot_id;      /* the sink's tag floe-<sink id>, or -1 */
+} floe_sink_progress;
+
+/* The sink ids the table knows (from floe-* tags and main's history), as
+ * one allocation the caller frees with floe_free: *ids is an array of *n
+ * strings. */
+int floe_table_sink_ids(const floe_table *table, char ***ids, size_t *n, floe_error *err);
+/* Where sink `sink_id` stands in the table as last loaded.  May read older
+ * metadata files when main's history was expired. */
+int floe_table_sink_progress(const floe_table *table, const char *sink_id,
+                             floe_sink_progress *out, floe_error *err);
 
 /* ------------------------------------------------------------------------
  * Writing files.  Writers put rows into Parquet files under the table's
@@ -545,7 +576,15 @@ typedef struct floe_sink_stats {
     uint64_t input_frontier;
     int has_committed_frontier, committed_frontier_empty;
     uint64_t committed_frontier;
+    /* Wall-clock staleness of the table: seconds since the oldest input
+     * (update or progress record) that no commit covers yet arrived; 0 when
+     * everything read is committed. */
+    double freshness_seconds;
+    uint64_t batches_skipped;               /* already committed by an earlier run */
 } floe_sink_stats;
+/* Current figures: the input counters, the input frontier and the
+ * freshness are read live (they never lag the input), the rest as of the
+ * last commit or close. */
 void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out);
 /* The Prometheus text exposition of the sink's metrics (caller frees). */
 int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err);

@@ -88,6 +88,20 @@ static int warehouse_uri(const char *warehouse, char **out, floe_error *err)
     return *out ? FLOE_OK : FLOE_OOM(err);
 }
 
+/* New tables' files go to local files or S3; anything else fails before a
+ * namespace or table is made. */
+static int check_warehouse_scheme(const char *wh, floe_error *err)
+{
+    static const char *const ok[] = {"file:", "s3://", "s3a://", "s3n://"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (floe__str_starts(wh, ok[i]))
+            return FLOE_OK;
+    char shown[256];
+    floe__url_for_message(wh, shown, sizeof shown);
+    return floe__err_set(err, FLOE_EUNSUPPORTED, "warehouse %s: floe stores files on the local "
+                         "file system (a path or file://) or on S3 (s3://bucket/prefix)", shown);
+}
+
 void floe_connect_options_init(floe_connect_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -151,8 +165,15 @@ int floe__catalog_open(const floe_connect_options *opts, floe__fileio **io, floe
         return floe__err_set(err, FLOE_EINVAL,
                              "unknown catalog URI '%s' (want sqlite:PATH or http(s)://...)",
                              o.catalog);
+    if (o.must_exist)
+        FLOE_FORWARD(floe__catalog_sql_require(o.catalog, err));
     char *wh = NULL;
     FLOE_FORWARD(warehouse_uri(o.warehouse ? o.warehouse : FLOE_DEFAULT_WAREHOUSE, &wh, err));
+    int scheme = check_warehouse_scheme(wh, err);
+    if (scheme != FLOE_OK) {
+        floe__free(wh);
+        return scheme;
+    }
     /* S3 and local files by scheme: metadata may point anywhere */
     int rc = floe__fileio_for_connect(&o, io, err);
     if (rc == FLOE_OK)

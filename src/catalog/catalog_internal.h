@@ -168,6 +168,9 @@ void floe__connect_resolve(const floe_connect_options *o, floe_connect_options *
 
 int floe__catalog_sql_open(const char *uri, const char *catalog_name, const char *warehouse,
                            floe__fileio *io, floe__catalog **out, floe_error *err);
+/* FLOE_ENOTFOUND (saying so) unless the database file of a sqlite: URI
+ * exists: for commands that only read and must create nothing. */
+int floe__catalog_sql_require(const char *uri, floe_error *err);
 
 /* ---- the REST catalog (rest.c) --------------------------------------------------
  * o: resolved options (floe__connect_resolve); o->catalog is the

@@ -30,6 +30,7 @@
  */
 #include <sqlite3.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "catalog/catalog_internal.h"
 
@@ -710,6 +711,19 @@ static int db_path(const char *uri, char **out, floe_error *err)
         return floe__err_set(err, FLOE_EINVAL, "catalog URI %s names no database file", uri);
     *out = floe__strndup(p, n);
     return *out ? FLOE_OK : FLOE_OOM(err);
+}
+
+int floe__catalog_sql_require(const char *uri, floe_error *err)
+{
+    char *path = NULL;
+    FLOE_FORWARD(db_path(uri, &path, err));
+    int rc = access(path, F_OK) == 0 ? FLOE_OK
+                                     : floe__err_set(err, FLOE_ENOTFOUND,
+                                                     "there is no catalog database at %s (floe "
+                                                     "sink and floe append create one; --catalog "
+                                                     "names another)", path);
+    floe__free(path);
+    return rc;
 }
 
 /* Create the directory holding the database file when it is missing. */

@@ -85,7 +85,7 @@ static int setup(job *j, const cli_opt *opts)
         }
     }
     const char *ident = cli_get(opts, "table");
-    if (cli_open_catalog(opts, &j->catalog, j->err) != FLOE_OK)
+    if (cli_open_catalog(opts, false, &j->catalog, j->err) != FLOE_OK)
         return -1;
     if (floe_table_open(j->catalog, ident, j->declared, NULL, &j->table, j->err) != FLOE_OK) {
         if (floe_error_code(j->err) == FLOE_ENOTFOUND && !j->declared)

@@ -67,8 +67,9 @@ void cli_report(const char *what, const floe_error *err);
     {"ca-file", true, "trust this CA bundle (PEM) too (env FLOE_CA_FILE)", NULL}
 /* Fill `o` from those options (pointers into argv). */
 void cli_connect_options(const cli_opt *opts, floe_connect_options *o);
-/* Open the catalog the options name; reports failures on stderr. */
-int cli_open_catalog(const cli_opt *opts, floe_catalog **out, floe_error *err);
+/* Open the catalog the options name (must_exist: never create one);
+ * reports failures on stderr. */
+int cli_open_catalog(const cli_opt *opts, bool must_exist, floe_catalog **out, floe_error *err);
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_string(FILE *f, const char *s);
 

@@ -190,7 +190,7 @@ int cmd_inspect(int argc, char **argv)
     snap *s = NULL;
     size_t n = 0;
     int status = 1;
-    if (!err || cli_open_catalog(opts, &cat, err) != FLOE_OK) {
+    if (!err || cli_open_catalog(opts, true, &cat, err) != FLOE_OK) {
         /* reported */
     } else if (floe_table_open(cat, ident, NULL, NULL, &t, err) != FLOE_OK) {
         cli_report("inspect", err);

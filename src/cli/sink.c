@@ -257,12 +257,14 @@ int cmd_sink(int argc, char **argv)
     int status = 1;
     if (!r.err || options(opts, &o, &r, &schema_text) != 0) {
         status = 2;
+    } else if (cli_lines_open(r.input, &r.lines) != FLOE_OK) {   /* before anything is made */
+        status = 1;
     } else if (floe_sink_open(&o, &r.sink, r.err) != FLOE_OK) {
         cli_report(o.table, r.err);
     } else if (cli_has(opts, "metrics-addr") &&
                !(r.metrics = metrics_server_start(cli_get(opts, "metrics-addr"), r.sink))) {
         status = 1;
-    } else if (cli_lines_open(r.input, &r.lines) == FLOE_OK) {
+    } else {
         if (floe_sink_complete(r.sink))
             fprintf(stderr, "floe: %s already records frontier [] for this sink: its input was "
                             "closed, so only an input without updates is accepted\n", o.table);

@@ -22,10 +22,11 @@ void cli_connect_options(const cli_opt *opts, floe_connect_options *o)
     o->ca_file = cli_get(opts, "ca-file");
 }
 
-int cli_open_catalog(const cli_opt *opts, floe_catalog **out, floe_error *err)
+int cli_open_catalog(const cli_opt *opts, bool must_exist, floe_catalog **out, floe_error *err)
 {
     floe_connect_options co;
     cli_connect_options(opts, &co);
+    co.must_exist = must_exist;
     int rc = floe_catalog_open(&co, out, err);
     if (rc != FLOE_OK)              /* the message names the catalog (without secrets) */
         cli_report("opening the catalog", err);

@@ -228,6 +228,18 @@ static int gather_ids(const floe__metadata *md, json_t *names, floe_error *err)
     return FLOE_OK;
 }
 
+int floe__progress_sink_ids(const floe__metadata *md, json_t **out, floe_error *err)
+{
+    json_t *names = json_array();
+    int rc = names ? gather_ids(md, names, err) : FLOE_OOM(err);
+    if (rc != FLOE_OK) {
+        json_decref(names);
+        return rc;
+    }
+    *out = names;
+    return FLOE_OK;
+}
+
 int floe__progress_known_ids(const floe__metadata *md, floe__buf *out, floe_error *err)
 {
     json_t *names = json_array();

@@ -15,7 +15,9 @@
  * and fences an older sink version at once.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -56,8 +58,12 @@ struct floe_sink {
     floe__buf row, key;
     const uint8_t **spans;           /* scratch: start of each top-level slot */
     floe_sink_options opts;
-    uint64_t updates_in, bytes_in, since_publish;
+    uint64_t since_publish;
     uint64_t close_ns_total, batches_sealed;
+    floe__freshness fresh;
+    /* read live by floe_sink_stats_get from any thread */
+    _Atomic uint64_t updates_in, bytes_in, live_frontier, oldest_uncommitted_ns;
+    _Atomic bool live_closed;
     pthread_mutex_t lock;            /* guards `published` */
     floe_sink_stats published;
 };
@@ -76,8 +82,6 @@ void floe_sink_options_init(floe_sink_options *o)
 static void publish(floe_sink *s)
 {
     floe_sink_stats st = {0};
-    st.updates_in = s->updates_in;
-    st.bytes_in = s->bytes_in;
     if (s->stash) {
         floe__stash_stats ss;
         floe__stash_get_stats(s->stash, &ss);
@@ -100,6 +104,7 @@ static void publish(floe_sink *s)
         st.rows_committed = cs.rows;
         st.bytes_committed = cs.bytes;
         st.commit_seconds_total_us = cs.commit_ns_total / 1000;
+        st.batches_skipped = cs.covered;
         st.has_committed_frontier = cs.has_frontier;
         st.committed_frontier_empty = cs.frontier.empty;
         st.committed_frontier = cs.frontier.t;
@@ -111,20 +116,40 @@ static void publish(floe_sink *s)
     }
     st.close_seconds_total_us = s->close_ns_total / 1000;
     st.batches_sealed = s->batches_sealed;
-    st.input_frontier_empty = s->input_frontier.empty;
-    st.input_frontier = s->input_frontier.t;
     pthread_mutex_lock(&s->lock);
     s->published = st;
     pthread_mutex_unlock(&s->lock);
     s->since_publish = 0;
 }
 
+/* The input frontier and freshness, published for other threads at once. */
+static void note_input(floe_sink *s, uint64_t t)
+{
+    floe__fresh_note(&s->fresh, t, floe__monotonic_ns());
+    atomic_store_explicit(&s->oldest_uncommitted_ns, floe__fresh_oldest_ns(&s->fresh),
+                          memory_order_relaxed);
+}
+
+static void note_frontier(floe_sink *s, floe__frontier f)
+{
+    s->input_frontier = f;
+    atomic_store_explicit(&s->live_frontier, f.t, memory_order_relaxed);
+    atomic_store_explicit(&s->live_closed, f.empty, memory_order_relaxed);
+}
+
 void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out)
 {
-    floe_sink *s = (floe_sink *)sink;     /* the lock is the only thing touched */
+    floe_sink *s = (floe_sink *)sink;     /* the lock and the atomics are all that is touched */
     pthread_mutex_lock(&s->lock);
     *out = s->published;
     pthread_mutex_unlock(&s->lock);
+    out->updates_in = atomic_load_explicit(&s->updates_in, memory_order_relaxed);
+    out->bytes_in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
+    out->input_frontier = atomic_load_explicit(&s->live_frontier, memory_order_relaxed);
+    out->input_frontier_empty = atomic_load_explicit(&s->live_closed, memory_order_relaxed);
+    uint64_t oldest = atomic_load_explicit(&s->oldest_uncommitted_ns, memory_order_relaxed);
+    uint64_t now = floe__monotonic_ns();
+    out->freshness_seconds = oldest && now > oldest ? (double)(now - oldest) / 1e9 : 0.0;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -277,6 +302,9 @@ static void on_warning(void *ctx, const char *msg)
 static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
 {
     floe_sink *s = ctx;
+    floe__fresh_committed(&s->fresh, upper);
+    atomic_store_explicit(&s->oldest_uncommitted_ns, floe__fresh_oldest_ns(&s->fresh),
+                          memory_order_relaxed);
     publish(s);
     if (s->opts.on_commit) {
         char f[32];
@@ -348,21 +376,71 @@ static int read_resume(floe_sink *s, floe_error *err)
     return FLOE_OK;
 }
 
-static int sink_setup(floe_sink *s, floe_error *err)
+static void clear_key(floe_sink *s)
+{
+    floe_schema_free(s->eq_schema_owned);
+    floe__free(s->eq_ids);
+    floe__free(s->key_cols);
+    s->eq_schema_owned = NULL;
+    s->eq_schema = NULL;
+    s->eq_ids = NULL;
+    s->key_cols = NULL;
+    s->n_key = s->n_eq = s->key_span = 0;
+}
+
+/* Everything that can be checked without the table, checked before the
+ * catalog or the table is touched, so a refused option leaves nothing
+ * behind (the key against a declared schema, --resume-from). */
+static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err)
 {
     const floe_sink_options *o = &s->opts;
     FLOE_FORWARD(split_ident(s, o->table, err));
     FLOE_RETURN_IF(o->commit_interval == 0, err, FLOE_EINVAL, "the commit interval must be positive");
-    s->upsert = o->mode == FLOE_SINK_MODE_UPSERT || (o->mode == FLOE_SINK_MODE_AUTO && o->key);
     FLOE_RETURN_IF(!s->upsert && o->key, err, FLOE_EINVAL, "--key needs upsert mode");
-    s->sink_id = floe__strdup(o->sink_id ? o->sink_id : o->table);
-    if (!s->sink_id)
-        return FLOE_OOM(err);
-    if (s->own_catalog)
-        FLOE_FORWARD(floe__catalog_open(&o->connect, &s->io, &s->catalog, err));
-    floe__schema *declared = NULL;
-    FLOE_FORWARD_CTX(declared_schema(s, &declared, err), err, "--schema");
+    floe__frontier f;
+    if (o->resume_from)
+        FLOE_FORWARD(parse_resume_from(o->resume_from, &f, err));
+    if (!declared || !s->upsert)
+        return FLOE_OK;
+    s->input = declared;
+    int rc = setup_key(s, err);
+    clear_key(s);
+    s->input = NULL;
+    return rc;
+}
+
+static int open_table(floe_sink *s, const floe__schema *declared, floe_error *err)
+{
     int rc = floe__table_open(s->catalog, s->io, s->ns, s->name, declared, NULL, &s->table, err);
+    if (rc == FLOE_ENOTFOUND && !declared)
+        return floe__err_set(err, rc, "table %s.%s does not exist: pass --schema to create it",
+                             s->ns, s->name);
+    FLOE_FORWARD(rc);
+    return floe__table_check_writable(s->table, err);
+}
+
+static int sink_setup(floe_sink *s, floe_error *err)
+{
+    const floe_sink_options *o = &s->opts;
+    s->upsert = o->mode == FLOE_SINK_MODE_UPSERT || (o->mode == FLOE_SINK_MODE_AUTO && o->key);
+    floe__schema *declared = NULL;
+    int rc = declared_schema(s, &declared, err);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "--schema");
+    rc = preflight(s, declared, err);
+    s->sink_id = rc == FLOE_OK ? floe__strdup(o->sink_id ? o->sink_id : o->table) : NULL;
+    if (rc == FLOE_OK && !s->sink_id)
+        rc = FLOE_OOM(err);
+    if (rc == FLOE_OK && s->own_catalog) {
+        floe_connect_options co = o->connect;
+        co.must_exist = co.must_exist || !declared;    /* nothing to create without a schema */
+        rc = floe__catalog_open(&co, &s->io, &s->catalog, err);
+        if (rc == FLOE_ENOTFOUND)
+            rc = floe__err_set(err, rc, "table %s.%s does not exist (there is no catalog "
+                               "yet): pass --schema to create it", s->ns, s->name);
+    }
+    if (rc == FLOE_OK)
+        rc = open_table(s, declared, err);
     floe_schema_free(declared);
     FLOE_FORWARD(rc);
     if (s->upsert)
@@ -400,7 +478,8 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
     s->opts = *opts;
     s->version = opts->sink_version ? opts->sink_version : 1;
     s->as_of = opts->as_of;
-    s->input_frontier = floe__frontier_at(0);
+    note_frontier(s, floe__frontier_at(0));
+    floe__fresh_init(&s->fresh);
     floe__buf_init(&s->row, 0);
     floe__buf_init(&s->key, 0);
     int rc = sink_setup(s, err);
@@ -418,6 +497,7 @@ void floe_sink_free(floe_sink *s)
         return;
     floe__committer_free(s->committer);
     floe__writer_free(s->writer);
+    floe__fresh_free(&s->fresh);
     floe__stash_free(s->stash);
     floe__minter_free(s->minter);
     floe__table_free(s->table);
@@ -499,14 +579,15 @@ static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t tim
                       floe_error *err)
 {
     FLOE_FORWARD(check_update(s, time, diff, err));
-    s->updates_in++;
-    s->bytes_in += len;
+    atomic_fetch_add_explicit(&s->updates_in, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->bytes_in, len, memory_order_relaxed);
     if (++s->since_publish >= PUBLISH_EVERY)
         publish(s);
     if (s->resume.has && time < s->resume.frontier.t)
         return FLOE_OK;                       /* committed before a restart */
     if (time < s->as_of)
         time = s->as_of;
+    note_input(s, time);
     if (!s->has_newest || time > s->newest)
         s->newest = time;
     s->has_newest = true;
@@ -578,7 +659,9 @@ static int advance(floe_sink *s, floe__frontier f, floe_error *err)
         return floe__err_set(err, FLOE_EINPUT, "the frontier moved backwards, from %s to %s",
                              have, want);
     }
-    s->input_frontier = f;
+    note_frontier(s, f);
+    if (!f.empty && f.t > 0)
+        note_input(s, f.t - 1);
     int rc = FLOE_OK;
     if (!s->complete) {
         rc = floe__minter_advance(s->minter, f, err);
@@ -621,7 +704,7 @@ int floe_sink_end(floe_sink *s, floe_error *err)
     floe__frontier f = end_frontier(s);
     if (f.empty || s->complete)
         return advance(s, f, err);
-    s->input_frontier = f;
+    note_frontier(s, f);
     int rc = floe__minter_end(s->minter, f, err);
     if (rc == FLOE_OK)
         rc = take_batches(s, err);
@@ -662,6 +745,8 @@ static int sample(floe__buf *b, const char *name, const char *label, double v, f
 {
     FLOE_FORWARD(floe__buf_printf(b, err, "%s{sink=\"", name));
     FLOE_FORWARD(escaped_label(b, label, err));
+    if (isnan(v))                        /* Prometheus spells it NaN */
+        return floe__buf_printf(b, err, "\"} NaN\n");
     return floe__buf_printf(b, err, "\"} %.17g\n", v);
 }
 
@@ -705,7 +790,9 @@ int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
         {"floe_bytes_committed_total", "counter", "File bytes committed.", (double)st.bytes_committed},
         {"floe_primary_key_violations_total", "counter", "Keys inserted twice at one time.", (double)st.pk_violations},
         {"floe_input_frontier", "gauge", "The input frontier (-1 once the input is closed).", st.input_frontier_empty ? -1.0 : (double)st.input_frontier},
-        {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input).", !st.has_committed_frontier ? 0.0 : st.committed_frontier_empty ? -1.0 : (double)st.committed_frontier},
+        {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input; NaN: nothing committed yet).", !st.has_committed_frontier ? NAN : st.committed_frontier_empty ? -1.0 : (double)st.committed_frontier},
+        {"floe_freshness_seconds", "gauge", "Seconds since the oldest input no commit covers yet arrived (0: all committed).", st.freshness_seconds},
+        {"floe_batches_skipped_total", "counter", "Batches an earlier run of this sink had committed already.", (double)st.batches_skipped},
     };
     int rc = summary(&b, id, "floe_commit_duration_seconds", "Time spent committing a batch.",
                      st.commit_seconds_total_us / 1e6, (double)st.snapshots_committed, err);

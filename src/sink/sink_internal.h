@@ -258,8 +258,10 @@ int floe__snapshot_progress(const floe__snapshot *s, floe__frontier *frontier, u
 /* Whether main's current snapshot holds rows (by its totals; true when it
  * has none to tell). */
 bool floe__table_holds_rows(const floe__metadata *md);
-/* The sink ids a table knows ("'a', 'b'": from floe-* tags and main's
- * history as far as it reaches), appended to out. */
+/* The sink ids a table knows (from floe-* tags and main's history as far
+ * as it reaches): a new JSON array of strings, and the same as text
+ * ("'a', 'b'") appended to out. */
+int floe__progress_sink_ids(const floe__metadata *md, json_t **out, floe_error *err);
 int floe__progress_known_ids(const floe__metadata *md, floe__buf *out, floe_error *err);
 
 /* ---- where a sink starts (resume.c) ---------------------------------------------- */
@@ -334,6 +336,29 @@ void floe__committer_free(floe__committer *c);
  * after max_tries. */
 int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err);
 void floe__committer_get_stats(const floe__committer *c, floe__committer_stats *out);
+
+/* ---- freshness (freshness.c) ---------------------------------------------------------------
+ * The wall-clock age of the oldest input no commit covers yet. */
+typedef struct floe__fresh_mark {
+    uint64_t max_time;                  /* the largest input time seen up to this arrival */
+    uint64_t arrived_ns;                /* monotonic clock */
+} floe__fresh_mark;
+
+typedef struct floe__freshness {
+    floe__fresh_mark *marks;            /* max_time and arrived_ns both increasing */
+    size_t n, cap;
+} floe__freshness;
+
+void floe__fresh_init(floe__freshness *f);
+void floe__fresh_free(floe__freshness *f);
+/* An input covering time t arrived at now_ns (an update at t; a progress
+ * record to F counts as t = F - 1).  Never fails: without memory it
+ * coalesces, which can only make the answer older. */
+void floe__fresh_note(floe__freshness *f, uint64_t t, uint64_t now_ns);
+/* Everything below frontier c is committed. */
+void floe__fresh_committed(floe__freshness *f, floe__frontier c);
+/* When the oldest uncommitted input arrived (monotonic ns), 0 when none. */
+uint64_t floe__fresh_oldest_ns(const floe__freshness *f);
 
 /* ---- the sink (sink.c) ------------------------------------------------------------------
  * floe_sink_open with a catalog and FileIO of the caller's (borrowed; they

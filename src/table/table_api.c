@@ -40,6 +40,8 @@ struct floe_commit {
     bool spent;                      /* committed */
 };
 
+floe__table *floe__table_of(const floe_table *t) { return t->t; }
+
 /* ---- catalogs ------------------------------------------------------------------------- */
 
 int floe_catalog_open(const floe_connect_options *opts, floe_catalog **out, floe_error *err)

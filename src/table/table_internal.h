@@ -133,4 +133,8 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
  * keys in req->summary are FLOE_EINVAL. */
 bool floe__summary_key_reserved(const char *key);
 
+/* The internal table behind a public handle (table_api.c), for the public
+ * functions layers above implement (the sink's progress readers). */
+floe__table *floe__table_of(const floe_table *t);
+
 #endif /* FLOE_TABLE_INTERNAL_H */
