@@ -12,6 +12,8 @@
  *   column.c    data pages, dictionary page, column chunks
  *   writer.c    the file: row groups, footer, metrics
  *   api.c       the public floe_parquet_* functions
+ * The Parquet enums below are shared with the reader, whose pieces are in
+ * parquet/pqr_internal.h.
  */
 #ifndef FLOE_PQ_INTERNAL_H
 #define FLOE_PQ_INTERNAL_H
@@ -20,17 +22,28 @@
 
 /* ---- Parquet enums (parquet.thrift) ---------------------------------------- */
 enum {
-    PQ_T_BOOLEAN = 0, PQ_T_INT32 = 1, PQ_T_INT64 = 2, PQ_T_FLOAT = 4,
+    PQ_T_BOOLEAN = 0, PQ_T_INT32 = 1, PQ_T_INT64 = 2, PQ_T_INT96 = 3, PQ_T_FLOAT = 4,
     PQ_T_DOUBLE = 5, PQ_T_BYTE_ARRAY = 6, PQ_T_FLBA = 7,
 };
-enum { PQ_ENC_PLAIN = 0, PQ_ENC_RLE = 3, PQ_ENC_RLE_DICTIONARY = 8 };
-enum { PQ_PAGE_DATA = 0, PQ_PAGE_DICTIONARY = 2 };
+enum {
+    PQ_ENC_PLAIN = 0, PQ_ENC_PLAIN_DICTIONARY = 2, PQ_ENC_RLE = 3, PQ_ENC_BIT_PACKED = 4,
+    PQ_ENC_DELTA_BINARY_PACKED = 5, PQ_ENC_DELTA_LENGTH_BYTE_ARRAY = 6,
+    PQ_ENC_DELTA_BYTE_ARRAY = 7, PQ_ENC_RLE_DICTIONARY = 8, PQ_ENC_BYTE_STREAM_SPLIT = 9,
+};
+enum { PQ_PAGE_DATA = 0, PQ_PAGE_INDEX = 1, PQ_PAGE_DICTIONARY = 2, PQ_PAGE_DATA_V2 = 3 };
 enum { PQ_REQUIRED = 0, PQ_OPTIONAL = 1, PQ_REPEATED = 2 };
 enum {
-    PQ_CT_UTF8 = 0, PQ_CT_MAP = 1, PQ_CT_LIST = 3, PQ_CT_DECIMAL = 5, PQ_CT_DATE = 6,
-    PQ_CT_TIME_MICROS = 8, PQ_CT_TIMESTAMP_MICROS = 10,
+    PQ_CT_UTF8 = 0, PQ_CT_MAP = 1, PQ_CT_MAP_KEY_VALUE = 2, PQ_CT_LIST = 3, PQ_CT_ENUM = 4,
+    PQ_CT_DECIMAL = 5, PQ_CT_DATE = 6, PQ_CT_TIME_MILLIS = 7, PQ_CT_TIME_MICROS = 8,
+    PQ_CT_TIMESTAMP_MILLIS = 9, PQ_CT_TIMESTAMP_MICROS = 10, PQ_CT_UINT_8 = 11,
+    PQ_CT_UINT_16 = 12, PQ_CT_UINT_32 = 13, PQ_CT_UINT_64 = 14, PQ_CT_INT_8 = 15,
+    PQ_CT_INT_16 = 16, PQ_CT_INT_32 = 17, PQ_CT_INT_64 = 18, PQ_CT_JSON = 19, PQ_CT_BSON = 20,
+    PQ_CT_INTERVAL = 21,
 };
-enum { PQ_CODEC_UNCOMPRESSED = 0, PQ_CODEC_SNAPPY = 1, PQ_CODEC_GZIP = 2, PQ_CODEC_ZSTD = 6 };
+enum {
+    PQ_CODEC_UNCOMPRESSED = 0, PQ_CODEC_SNAPPY = 1, PQ_CODEC_GZIP = 2, PQ_CODEC_LZO = 3,
+    PQ_CODEC_BROTLI = 4, PQ_CODEC_LZ4 = 5, PQ_CODEC_ZSTD = 6, PQ_CODEC_LZ4_RAW = 7,
+};
 
 /* Statistics min/max of byte arrays longer than this are left out of the
  * footer (as Arrow and parquet-java do), so a huge value cannot bloat it. */

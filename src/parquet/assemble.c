@@ -1,0 +1,274 @@
+/*
+ * assemble.c - rows in floe's row format from the columns' batches.
+ *
+ * Flat plans (every top-level field primitive or absent) take the fast
+ * path: each column holds one level entry per row, so a run of rows is a
+ * loop over the columns' batches, as many rows as every batch still holds.
+ *
+ * Nested plans are assembled Dremel-style, a field at a time in the order
+ * the row format lists them, taking each column's entries as the fields
+ * reach them.  A group field looks at the definition level of its anchor
+ * (its first column) without taking it: below the group's level it is
+ * null, and below a list's or map's repeated level it is empty; in both
+ * cases every column under it then holds exactly one entry for it, which
+ * is taken.  A present list takes elements (a map key/value pairs) while its
+ * anchor's next entry repeats at the list's repetition level.
+ *
+ * The levels are untrusted, so each entry taken is checked against what the
+ * structure so far implies: its repetition level must be the one expected
+ * at that point, a null or empty subtree's entries must all carry the
+ * anchor's definition level, a leaf's level must say present or (for an
+ * optional leaf) null.  Columns out of step are FLOE_EFORMAT, never rows of
+ * the wrong shape.  A null where the projection says required is
+ * FLOE_EINCOMPATIBLE.
+ */
+#include "parquet/pqr_internal.h"
+
+typedef struct asm_ctx {
+    floe__pq_reader *r;
+    floe__buf *out;
+    uint64_t pos;               /* position of the row (messages) */
+    floe_error *err;
+} asm_ctx;
+
+static inline uint8_t def_at(const floe__pq_rcol *c) { return c->def ? c->def[c->at] : c->max_def; }
+static inline uint8_t rep_at(const floe__pq_rcol *c) { return c->rep ? c->rep[c->at] : 0; }
+
+/* The column's next entry in its batch. */
+static inline int ready(asm_ctx *a, floe__pq_rcol *c)
+{
+    return c->at < c->n ? FLOE_OK : floe__pq_col_refill(a->r, c, a->err);
+}
+
+static int broken(asm_ctx *a, const floe__pq_rcol *c, const char *what)
+{
+    return floe__err_set(a->err, FLOE_EFORMAT, "column %s, row %llu: %s", c->path,
+                         (unsigned long long)a->pos, what);
+}
+
+static int required_null(asm_ctx *a, const floe__pq_rnode *nd)
+{
+    return floe__err_set(a->err, FLOE_EINCOMPATIBLE,
+                         "row %llu: field \"%s\" (id %d) is null in the file, but required",
+                         (unsigned long long)a->pos, nd->f->name, (int)nd->f->id);
+}
+
+static inline int put_byte(floe__buf *o, uint8_t b, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_reserve(o, 1, err));
+    o->data[o->len++] = b;
+    return FLOE_OK;
+}
+
+static inline int put_null(asm_ctx *a, const floe__pq_rnode *nd)
+{
+    return nd->required ? required_null(a, nd) : put_byte(a->out, FLOE_SLOT_NULL, a->err);
+}
+
+/* The column's next value, tag included. */
+static inline int put_value(floe__buf *o, floe__pq_rcol *c, floe_error *err)
+{
+    size_t i = c->vat++;
+    if (c->wop == PQ_W_FIXED) {
+        size_t w = c->width;
+        FLOE_FORWARD(floe__buf_reserve(o, 1 + w, err));
+        o->data[o->len] = FLOE_SLOT_PRESENT;
+        memcpy(o->data + o->len + 1, c->vals + i * w, w);
+        o->len += 1 + w;
+        return FLOE_OK;
+    }
+    if (c->wop == PQ_W_BYTES) {
+        floe__pq_bv v = c->bv[i];
+        FLOE_FORWARD(floe__buf_reserve(o, 5 + (size_t)v.n, err));
+        o->data[o->len] = FLOE_SLOT_PRESENT;
+        floe__put_le32(o->data + o->len + 1, v.n);
+        if (v.n)
+            memcpy(o->data + o->len + 5, v.p, v.n);
+        o->len += 5 + (size_t)v.n;
+        return FLOE_OK;
+    }
+    assert(c->wop == PQ_W_UUID_STR);
+    char text[37];
+    floe__uuid_format(c->vals + i * 16, text);
+    FLOE_FORWARD(floe__buf_reserve(o, 41, err));
+    o->data[o->len] = FLOE_SLOT_PRESENT;
+    floe__put_le32(o->data + o->len + 1, 36);
+    memcpy(o->data + o->len + 5, text, 36);
+    o->len += 41;
+    return FLOE_OK;
+}
+
+/* ---- nested rows ----------------------------------------------------------------------- */
+
+static int node(asm_ctx *a, const floe__pq_rnode *nd, uint8_t rep);
+
+static int leaf(asm_ctx *a, const floe__pq_rnode *nd, uint8_t rep)
+{
+    floe__pq_rcol *c = &a->r->cols[nd->col_begin];
+    FLOE_FORWARD(ready(a, c));
+    uint8_t d = def_at(c), r = rep_at(c);
+    c->at++;
+    if (r != rep)
+        return broken(a, c, "a repetition level out of step");
+    if (d == c->max_def)
+        return put_value(a->out, c, a->err);
+    if (d + 1 != c->max_def || c->e->repetition != PQ_OPTIONAL)
+        return broken(a, c, "a definition level out of step");
+    return put_null(a, nd);
+}
+
+/* Take the one entry each column under nd holds for a null or empty nd. */
+static int take_empty(asm_ctx *a, const floe__pq_rnode *nd, uint8_t d, uint8_t rep)
+{
+    for (uint32_t i = nd->col_begin; i < nd->col_end; i++) {
+        floe__pq_rcol *c = &a->r->cols[i];
+        FLOE_FORWARD(ready(a, c));
+        if (def_at(c) != d || rep_at(c) != rep)
+            return broken(a, c, "levels out of step with the other columns of its field");
+        c->at++;
+    }
+    return FLOE_OK;
+}
+
+/* A present struct read for its levels only: take its anchor's entries
+ * for this occurrence (more than one when the anchor is under a list the
+ * projection leaves out). */
+static int take_anchor(asm_ctx *a, const floe__pq_rnode *nd, floe__pq_rcol *c, uint8_t rep)
+{
+    FLOE_FORWARD(ready(a, c));
+    if (rep_at(c) != rep)
+        return broken(a, c, "a repetition level out of step");
+    c->at++;
+    for (;;) {
+        if (c->at == c->n && !floe__pq_col_more(c))
+            return FLOE_OK;
+        FLOE_FORWARD(ready(a, c));
+        if (rep_at(c) <= nd->frep)
+            return FLOE_OK;
+        c->at++;
+    }
+}
+
+/* Elements (map entries) while the anchor repeats at the list's level. */
+static int entries(asm_ctx *a, const floe__pq_rnode *nd, floe__pq_rcol *anchor, uint8_t rep)
+{
+    floe__buf *o = a->out;
+    size_t at = o->len;
+    FLOE_FORWARD(floe__buf_reserve(o, 4, a->err));
+    o->len += 4;
+    uint32_t count = 0;
+    for (;;) {
+        for (uint32_t k = 0; k < nd->n_children; k++)
+            FLOE_FORWARD(node(a, &a->r->nodes[nd->child + k], rep));
+        FLOE_RETURN_IF(++count == UINT32_MAX, a->err, FLOE_ELIMIT, "a list of 2^32 elements");
+        rep = nd->rep;
+        if (anchor->at == anchor->n && !floe__pq_col_more(anchor))
+            break;                      /* the end of the row group */
+        FLOE_FORWARD(ready(a, anchor));
+        uint8_t r = rep_at(anchor);
+        if (r < nd->rep)
+            break;
+        if (r > nd->rep || def_at(anchor) < nd->d_elem)
+            return broken(a, anchor, "a list entry out of step");
+    }
+    floe__put_le32(o->data + at, count);
+    return FLOE_OK;
+}
+
+static int group(asm_ctx *a, const floe__pq_rnode *nd, uint8_t rep)
+{
+    floe__pq_rcol *c = &a->r->cols[nd->col_begin];
+    FLOE_FORWARD(ready(a, c));
+    uint8_t d = def_at(c);
+    if (d < nd->d_null) {
+        FLOE_FORWARD(put_null(a, nd));
+        return take_empty(a, nd, d, rep);
+    }
+    FLOE_FORWARD(put_byte(a->out, FLOE_SLOT_PRESENT, a->err));
+    if (nd->shape == PQ_R_STRUCT) {
+        for (uint32_t k = 0; k < nd->n_children; k++)
+            FLOE_FORWARD(node(a, &a->r->nodes[nd->child + k], rep));
+        return nd->own_anchor ? take_anchor(a, nd, c, rep) : FLOE_OK;
+    }
+    if (d < nd->d_elem) {
+        uint8_t zero[4] = {0};
+        FLOE_FORWARD(floe__buf_append(a->out, zero, 4, a->err));
+        return take_empty(a, nd, d, rep);
+    }
+    return entries(a, nd, c, rep);
+}
+
+static int node(asm_ctx *a, const floe__pq_rnode *nd, uint8_t rep)
+{
+    switch (nd->shape) {
+    case PQ_R_ABSENT: return put_byte(a->out, FLOE_SLOT_NULL, a->err);
+    case PQ_R_PRIM: return leaf(a, nd, rep);
+    default: return group(a, nd, rep);
+    }
+}
+
+static uint64_t row_pos(const floe__pq_reader *r)
+{
+    return r->rg_first + ((uint64_t)r->meta.rgs[r->rg].num_rows - r->rg_left);
+}
+
+int floe__pq_assemble_row(floe__pq_reader *r, floe__buf *out, floe_error *err)
+{
+    assert(r->rg_left > 0);
+    asm_ctx a = {.r = r, .out = out, .pos = row_pos(r), .err = err};
+    const floe__pq_rnode *root = &r->nodes[0];
+    for (uint32_t k = 0; k < root->n_children; k++)
+        FLOE_FORWARD(node(&a, &r->nodes[root->child + k], 0));
+    return FLOE_OK;
+}
+
+/* ---- flat rows --------------------------------------------------------------------------- */
+
+/* Rows every column's batch holds (at least one: batches are refilled). */
+static int flat_ready(floe__pq_reader *r, size_t *rows, floe_error *err)
+{
+    for (size_t i = 0; i < r->n_cols; i++) {
+        floe__pq_rcol *c = &r->cols[i];
+        if (c->at == c->n)
+            FLOE_FORWARD(floe__pq_col_refill(r, c, err));
+        if (c->n - c->at < *rows)
+            *rows = c->n - c->at;
+    }
+    return FLOE_OK;
+}
+
+static int flat_row(asm_ctx *a, const floe__pq_rnode *fields, uint32_t n_fields)
+{
+    for (uint32_t k = 0; k < n_fields; k++) {
+        const floe__pq_rnode *nd = &fields[k];
+        if (nd->shape == PQ_R_ABSENT) {
+            FLOE_FORWARD(put_byte(a->out, FLOE_SLOT_NULL, a->err));
+            continue;
+        }
+        floe__pq_rcol *c = &a->r->cols[nd->col_begin];
+        uint8_t d = def_at(c);
+        c->at++;
+        if (d == c->max_def)
+            FLOE_FORWARD(put_value(a->out, c, a->err));
+        else
+            FLOE_FORWARD(put_null(a, nd));
+    }
+    return FLOE_OK;
+}
+
+int floe__pq_assemble_flat(floe__pq_reader *r, floe__buf *out, size_t *ends, size_t max,
+                           size_t *n, floe_error *err)
+{
+    assert(r->flat && r->rg_left > 0 && max > 0);
+    size_t rows = max < r->rg_left ? max : (size_t)r->rg_left;
+    FLOE_FORWARD(flat_ready(r, &rows, err));
+    const floe__pq_rnode *root = &r->nodes[0];
+    const floe__pq_rnode *fields = &r->nodes[root->child];
+    asm_ctx a = {.r = r, .out = out, .pos = row_pos(r), .err = err};
+    for (size_t i = 0; i < rows; i++, a.pos++) {
+        FLOE_FORWARD(flat_row(&a, fields, root->n_children));
+        ends[i] = out->len;
+    }
+    *n = rows;
+    return FLOE_OK;
+}
