@@ -40,6 +40,12 @@ if ! pip_install && ! { grep -q externally-managed "$log" && pip_install --break
     exit 1
 fi
 rm -f "$log"
+# DuckDB's extensions from their PyPI wheels into DuckDB's extension
+# directory (under $HOME), so no test (and not the demo) makes DuckDB try to
+# download one: the list is tests/iceberg_readers.py's EXTENSIONS.
+python3 -c 'from duckdb_extensions import import_extension
+for e in ("avro", "iceberg", "httpfs"):
+    import_extension(e)'
 if $demo; then
     echo "install-deps: done (demo)"
     exit 0

@@ -13,31 +13,21 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-import duckdb
 import pyarrow.parquet as pq
 import pytest
-from duckdb_extensions import import_extension
 from pyiceberg.catalog.sql import SqlCatalog
 
+import iceberg_readers
 import java_reader
 import readers
 from conftest import BUILD, run_floe, tool_bin
 from rowgen import RANGES, write_ndjson
 
 CATALOG = "floe"
-_duck_loaded = False
 
 
 def _duck():
-    global _duck_loaded
-    if not _duck_loaded:
-        import_extension("avro")
-        import_extension("iceberg")
-        _duck_loaded = True
-    con = duckdb.connect()
-    con.execute("LOAD iceberg")
-    con.execute("SET TimeZone = 'UTC'")
-    return con
+    return iceberg_readers.duck()
 
 
 def row_key(row):

@@ -6,17 +6,24 @@ from duckdb_extensions import import_extension
 
 from readers import canon_rows
 
+# Every DuckDB extension any test loads.  scripts/install-deps.sh installs
+# them too; importing all of them here, whichever test comes first, means no
+# test depends on what another left behind (DuckDB would otherwise try to
+# download an extension it autoloads, e.g. httpfs for REST catalogs).
+EXTENSIONS = ("avro", "iceberg", "httpfs")
 _loaded = False
 
 
 def duck():
+    """A DuckDB connection with the iceberg and httpfs extensions loaded."""
     global _loaded
     if not _loaded:
-        import_extension("avro")
-        import_extension("iceberg")
+        for ext in EXTENSIONS:
+            import_extension(ext)
         _loaded = True
     con = duckdb.connect()
     con.execute("LOAD iceberg")
+    con.execute("LOAD httpfs")
     con.execute("SET TimeZone = 'UTC'")
     return con
 

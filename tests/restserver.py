@@ -136,7 +136,6 @@ def s3_rest_server(s3, root):
     `s3` (s3server.S3Server), vending that server's credentials with every
     table (include-credentials).  Its `floe_env` gives floe the endpoint and
     region only, with keys that S3 refuses: floe must use the vended ones."""
-    from duckdb_extensions import import_extension
     from s3server import REGION
     bucket = s3.new_bucket()
     server = RestServer(root, extra_env={
@@ -157,7 +156,6 @@ def s3_rest_server(s3, root):
         "s3.path-style-access": "true",
         "client.region": REGION,
     })
-    import_extension("httpfs")
     host = s3.endpoint.split("://", 1)[1]
     server.duck_setup = [
         "LOAD httpfs",

@@ -14,10 +14,9 @@ import os
 import sqlite3
 import subprocess
 
-import duckdb
 import pyarrow.fs
 import pytest
-from duckdb_extensions import import_extension
+import iceberg_readers
 
 from conftest import Result, run_floe, tool_bin
 from s3server import REGION, bucket, proxy, s3, s3_tls  # noqa: F401  (fixtures)
@@ -61,20 +60,9 @@ def split_uri(uri):
     return b, k
 
 
-_duck_loaded = False
-
-
 def duck(server):
     """DuckDB reading S3 through httpfs, with the server's credentials."""
-    global _duck_loaded
-    if not _duck_loaded:
-        for ext in ("httpfs", "avro", "iceberg"):
-            import_extension(ext)
-        _duck_loaded = True
-    con = duckdb.connect()
-    con.execute("LOAD httpfs")
-    con.execute("LOAD iceberg")
-    con.execute("SET TimeZone = 'UTC'")
+    con = iceberg_readers.duck()
     host = server.endpoint.split("://", 1)[1]
     con.execute(f"CREATE SECRET s3 (TYPE s3, KEY_ID '{server.access_key}', "
                 f"SECRET '{server.secret_key}', ENDPOINT '{host}', URL_STYLE 'path', "

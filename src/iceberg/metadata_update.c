@@ -16,6 +16,9 @@
  *    new snapshot id; it sets last-sequence-number and last-updated-ms.
  *  - set-snapshot-ref "main" moves current-snapshot-id and appends to the
  *    snapshot-log.
+ *  - remove-snapshots drops the snapshots, the refs pointing at them (main
+ *    too: the table then has no current snapshot) and the snapshot-log
+ *    entries up to the last removed one; remove-snapshot-ref drops a ref.
  *  - Anything changed moves last-updated-ms (never backwards) and, given
  *    the base file's location, appends it to the bounded metadata-log.
  * A v1 document accepts only upgrade-format-version first: floe writes v2.
@@ -607,6 +610,86 @@ static int up_remove_properties(apply_ctx *a, const json_t *u)
     return FLOE_OK;
 }
 
+/* ---- removing snapshots and refs ------------------------------------------------------ */
+
+static bool listed(const json_t *ids, int64_t id)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(ids, i, v) {
+        if (json_integer_value(v) == id)
+            return true;
+    }
+    return false;
+}
+
+/* Drop ref `name`; dropping main leaves the table without a current snapshot. */
+static int drop_ref(apply_ctx *a, const char *name)
+{
+    json_t *refs = json_object_get(a->doc, "refs");
+    if (refs && json_object_del(refs, name) == 0)
+        a->changed = true;
+    if (strcmp(name, "main") == 0 && doc_int(a->doc, "current-snapshot-id", -1) != -1) {
+        a->changed = true;
+        return jset(a, a->doc, "current-snapshot-id", json_integer(-1));
+    }
+    return FLOE_OK;
+}
+
+/* As Java's builder: refs to removed snapshots go; the snapshot-log keeps
+ * only the entries after the last one whose snapshot is gone (the history
+ * must not claim a snapshot the metadata no longer has). */
+static int after_removal(apply_ctx *a)
+{
+    const json_t *snaps = json_object_get(a->doc, "snapshots");
+    json_t *refs = json_object_get(a->doc, "refs");
+    const char *name;
+    json_t *ref, *tmp;
+    json_object_foreach_safe(refs, tmp, name, ref) {
+        if (!find_by_id(snaps, "snapshot-id", doc_int(ref, "snapshot-id", -1)))
+            FLOE_FORWARD(drop_ref(a, name));
+    }
+    int64_t cur = doc_int(a->doc, "current-snapshot-id", -1);
+    if (cur != -1 && !find_by_id(snaps, "snapshot-id", cur))
+        FLOE_FORWARD(drop_ref(a, "main"));
+    json_t *log = json_object_get(a->doc, "snapshot-log");
+    size_t keep_from = 0;
+    for (size_t i = 0; i < json_array_size(log); i++)
+        if (!find_by_id(snaps, "snapshot-id", doc_int(json_array_get(log, i), "snapshot-id", -1)))
+            keep_from = i + 1;
+    for (; keep_from > 0; keep_from--)
+        json_array_remove(log, 0);
+    return FLOE_OK;
+}
+
+static int up_remove_snapshots(apply_ctx *a, const json_t *u)
+{
+    json_t *ids;
+    FLOE_FORWARD(arg_kind(a, u, "snapshot-ids", JSON_ARRAY, &ids));
+    size_t i;
+    json_t *v;
+    json_array_foreach(ids, i, v) {
+        if (!json_is_integer(v))
+            return floe__err_set(a->err, FLOE_EINVAL, "%s: snapshot-ids[%zu] must be an integer",
+                                 a->ctx, i);
+    }
+    json_t *snaps = json_object_get(a->doc, "snapshots");
+    for (size_t k = json_array_size(snaps); k-- > 0;) {
+        if (listed(ids, doc_int(json_array_get(snaps, k), "snapshot-id", -1))) {
+            json_array_remove(snaps, k);
+            a->changed = true;
+        }
+    }
+    return after_removal(a);
+}
+
+static int up_remove_snapshot_ref(apply_ctx *a, const json_t *u)
+{
+    const char *name;
+    FLOE_FORWARD(arg_str(a, u, "ref-name", &name));
+    return drop_ref(a, name);
+}
+
 /* ---- applying a list ----------------------------------------------------------------- */
 
 typedef int (*update_fn)(apply_ctx *a, const json_t *u);
@@ -625,6 +708,8 @@ static const struct {
     {"set-default-sort-order", up_set_default_sort_order},
     {"add-snapshot", up_add_snapshot},
     {"set-snapshot-ref", up_set_snapshot_ref},
+    {"remove-snapshots", up_remove_snapshots},
+    {"remove-snapshot-ref", up_remove_snapshot_ref},
     {"set-properties", up_set_properties},
     {"remove-properties", up_remove_properties},
     {"set-location", up_set_location},

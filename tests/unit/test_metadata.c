@@ -551,6 +551,49 @@ TEST(requirements)
     "\"timestamp-ms\":1796040800000,\"manifest-list\":\"file:///warehouse/m.avro\"," \
     "\"summary\":{\"operation\":\"append\",\"floe.frontier\":\"[5]\"},\"schema-id\":0}}"
 
+/* Expiry's updates: snapshots go with the refs that point at them and the
+ * snapshot-log up to the last removed entry (as Java's builder does). */
+TEST(remove_snapshots_and_refs)
+{
+    floe__metadata *md = parse_ok(PYICEBERG_V2), *a = NULL, *b = NULL, *c = NULL;
+    if (!md)
+        return;
+    floe_error *err = floe_error_new();
+    CHECK_EQ_INT(apply_txt(md, NULL,
+                           "[" NEW_SNAP ",{\"action\":\"set-snapshot-ref\",\"ref-name\":\"main\","
+                           "\"type\":\"branch\",\"snapshot-id\":77},{\"action\":\"set-snapshot-ref\","
+                           "\"ref-name\":\"t\",\"type\":\"tag\",\"snapshot-id\":2234776904495669077}]",
+                           1796040900000, &a, NULL, err), FLOE_OK);
+    if (!a)
+        goto out;
+    CHECK_EQ_INT(floe__metadata_snapshot_log_count(a), 3);
+    CHECK_EQ_INT(apply_txt(a, NULL, "[{\"action\":\"remove-snapshots\",\"snapshot-ids\":"
+                                    "[4208748240572424748]}]", 1796040900001, &b, NULL, err),
+                 FLOE_OK);
+    if (b) {
+        CHECK_EQ_INT(floe__metadata_snapshot_count(b), 2);
+        CHECK_EQ_INT(floe__metadata_snapshot_log_count(b), 2);       /* the first entry goes */
+        CHECK(floe__metadata_ref(b, "t", NULL, NULL));
+        CHECK_EQ_INT(floe__metadata_current_snapshot_id(b), 77);
+        CHECK_EQ_INT(apply_txt(b, NULL, "[{\"action\":\"remove-snapshots\",\"snapshot-ids\":"
+                                        "[2234776904495669077]},{\"action\":"
+                                        "\"remove-snapshot-ref\",\"ref-name\":\"main\"}]",
+                               1796040900002, &c, NULL, err), FLOE_OK);
+    }
+    if (c) {
+        CHECK(!floe__metadata_ref(c, "t", NULL, NULL));               /* its snapshot went */
+        CHECK_EQ_INT(floe__metadata_current_snapshot_id(c), -1);     /* main removed */
+        CHECK_EQ_INT(floe__metadata_snapshot_count(c), 1);
+        CHECK_EQ_INT(floe__metadata_snapshot_log_count(c), 1);
+    }
+out:
+    floe__metadata_free(c);
+    floe__metadata_free(b);
+    floe__metadata_free(a);
+    floe__metadata_free(md);
+    floe_error_free(err);
+}
+
 TEST(add_snapshot_and_main)
 {
     floe__metadata *md = parse_ok(PYICEBERG_V2), *a = NULL, *b = NULL;
@@ -828,8 +871,7 @@ TEST(schema_spec_order_updates)
         CHECK(msg_has(err, fails[i].needle));
         CHECK(b == NULL);
     }
-    CHECK_EQ_INT(apply_txt(md, NULL, "[{\"action\":\"remove-snapshots\",\"snapshot-ids\":[1]}]", 1,
-                           &b, NULL, err),
+    CHECK_EQ_INT(apply_txt(md, NULL, "[{\"action\":\"no-such-action\"}]", 1, &b, NULL, err),
                  FLOE_EUNSUPPORTED);
     CHECK(msg_has(err, "unknown update action"));
     CHECK_EQ_INT(apply_txt(md, NULL, "[{\"action\":\"upgrade-format-version\",\"format-version\":3}]",
@@ -1151,6 +1193,7 @@ int main(void)
     RUN(creation_updates_shape);
     RUN(requirements);
     RUN(add_snapshot_and_main);
+    RUN(remove_snapshots_and_refs);
     RUN(snapshot_refs);
     RUN(properties_updates);
     RUN(last_updated_never_backwards);
