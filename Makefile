@@ -54,7 +54,7 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDOPT) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIB) $(LDOPT) $(LDLIBS)
 

@@ -20,91 +20,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sink/sink_internal.h"
-
-typedef struct faulty {
-    floe__catalog base;
-    floe__catalog *inner;
-    const char *fault;
-    long when, calls;
-} faulty;
-
-static faulty *F(floe__catalog *c) { return (faulty *)c; }
-
-static int f_create_ns(floe__catalog *c, const char *ns, const json_t *p, floe_error *e)
-{ return floe__catalog_create_namespace(F(c)->inner, ns, p, e); }
-static int f_ns_exists(floe__catalog *c, const char *ns, bool *x, floe_error *e)
-{ return floe__catalog_namespace_exists(F(c)->inner, ns, x, e); }
-static int f_list_ns(floe__catalog *c, const char *p, json_t **o, floe_error *e)
-{ return floe__catalog_list_namespaces(F(c)->inner, p, o, e); }
-static int f_list_tables(floe__catalog *c, const char *ns, json_t **o, floe_error *e)
-{ return floe__catalog_list_tables(F(c)->inner, ns, o, e); }
-static int f_load(floe__catalog *c, const char *ns, const char *n, floe__loaded_table **o, floe_error *e)
-{ return floe__catalog_load_table(F(c)->inner, ns, n, o, e); }
-static int f_create(floe__catalog *c, const char *ns, const char *n, const floe__table_def *d,
-                    floe__loaded_table **o, floe_error *e)
-{ return floe__catalog_create_table(F(c)->inner, ns, n, d, o, e); }
-static int f_drop(floe__catalog *c, const char *ns, const char *n, floe_error *e)
-{ return floe__catalog_drop_table(F(c)->inner, ns, n, e); }
-static void f_free(floe__catalog *c) { floe__catalog_free(F(c)->inner); free(c); }
+#include "scripted_catalog.h"
 
 /* Another writer compacts: a `replace` snapshot on top of main, same files. */
-static int concurrent_compaction(faulty *f, const char *ns, const char *name, floe_error *err)
+static int concurrent_compaction(scripted *sc, const char *ns, const char *name, floe_error *err)
 {
-    floe__loaded_table *t = NULL;
-    FLOE_FORWARD(floe__catalog_load_table(f->inner, ns, name, &t, err));
-    const floe__snapshot *cur = floe__metadata_current_snapshot(t->metadata);
-    int64_t id = 4242000000000 + f->calls;
-    int64_t seq = floe__metadata_last_sequence_number(t->metadata) + 1;
-    json_t *updates = json_pack(
-        "[{s:s, s:{s:I, s:I, s:I, s:I, s:s, s:{s:s}}}, {s:s, s:s, s:s, s:I}]",
-        "action", "add-snapshot", "snapshot", "snapshot-id", (json_int_t)id,
-        "parent-snapshot-id", (json_int_t)(cur ? cur->snapshot_id : -1),
-        "sequence-number", (json_int_t)seq, "timestamp-ms", (json_int_t)floe__now_ms(),
-        "manifest-list", cur ? cur->manifest_list : "", "summary", "operation", "replace",
-        "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
-        "snapshot-id", (json_int_t)id);
-    json_t *reqs = json_array();
-    floe__loaded_table *out = NULL;
-    int rc = floe__catalog_commit_table(f->inner, ns, name, reqs, updates, &out, err);
-    floe__loaded_table_free(out);
-    floe__loaded_table_free(t);
-    json_decref(updates);
-    json_decref(reqs);
-    return rc;
+    return sc_add_snapshot(sc, ns, name, json_pack("{s:s}", "operation", "replace"), NULL, err);
 }
 
-static int f_commit(floe__catalog *c, const char *ns, const char *name, const json_t *reqs,
-                    const json_t *updates, floe__loaded_table **out, floe_error *err)
+/* FAULT at the `when`-th commit call. */
+static int script_fault(scripted *sc, const char *fault, long when)
 {
-    faulty *f = F(c);
-    long n = ++f->calls;
-    bool hit = n == f->when || (strcmp(f->fault, "always-conflict") == 0 && n >= f->when);
-    if (!hit || strcmp(f->fault, "none") == 0)
-        return floe__catalog_commit_table(f->inner, ns, name, reqs, updates, out, err);
-    if (strcmp(f->fault, "lost-response") == 0) {
-        int rc = floe__catalog_commit_table(f->inner, ns, name, reqs, updates, out, err);
-        if (rc != FLOE_OK)
-            return rc;
-        floe__loaded_table_free(*out);
-        *out = NULL;
-        return floe__err_set(err, FLOE_EUNKNOWN_OUTCOME, "injected: the response was lost");
+    static const struct { const char *name; sc_action a; } faults[] = {
+        {"none", SC_PASS}, {"lost-response", SC_LOST}, {"conflict", SC_HOOK},
+        {"unsent", SC_UNSENT}, {"bad-request", SC_REJECT}, {"always-conflict", SC_CONFLICT},
+    };
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        if (strcmp(fault, faults[i].name) != 0)
+            continue;
+        for (long k = 1; k < when; k++)
+            sc_script(sc, SC_PASS);
+        sc_script(sc, faults[i].a);
+        if (faults[i].a == SC_CONFLICT)
+            sc->after = SC_CONFLICT;
+        sc->hook = concurrent_compaction;
+        return 0;
     }
-    if (strcmp(f->fault, "conflict") == 0) {
-        FLOE_FORWARD(concurrent_compaction(f, ns, name, err));
-        return floe__catalog_commit_table(f->inner, ns, name, reqs, updates, out, err);
-    }
-    if (strcmp(f->fault, "unsent") == 0)
-        return floe__err_set(err, FLOE_ENET, "injected: connection refused before sending");
-    if (strcmp(f->fault, "bad-request") == 0)
-        return floe__err_set(err, FLOE_ECATALOG, "injected: 400 Bad Request: malformed update");
-    return floe__err_set(err, FLOE_ECONFLICT, "injected: commit refused as a conflict");
+    return -1;
 }
-
-static const floe__catalog_ops FAULTY_OPS = {
-    "faulty", f_create_ns, f_ns_exists, f_list_ns, f_list_tables, f_load, f_create, f_commit,
-    f_drop, f_free,
-};
 
 static int feed(floe_sink *sink, const char *path, floe_error *err)
 {
@@ -138,10 +81,12 @@ int main(int argc, char **argv)
     }
     floe_error *err = floe_error_new();
     floe__fileio *io = NULL;
-    faulty *f = calloc(1, sizeof *f);
-    f->base.ops = &FAULTY_OPS;
-    f->fault = argv[1];
-    f->when = atol(argv[2]);
+    scripted *f = calloc(1, sizeof *f);
+    f->base.ops = &SCRIPTED_OPS;
+    if (script_fault(f, argv[1], atol(argv[2])) != 0) {
+        fprintf(stderr, "unknown fault %s\n", argv[1]);
+        return 2;
+    }
     floe_connect_options co;
     floe_connect_options_init(&co);
     co.catalog = argv[3];

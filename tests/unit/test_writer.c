@@ -1,0 +1,310 @@
+/*
+ * test_writer.c - the writer (src/sink/write.c): consolidated updates into
+ * data, position delete and equality delete files per batch (SPEC 6), for
+ * declared keys, keys of the whole row (with duplicates), the snapshot
+ * batch, append mode, and the end of an input (truncation).
+ */
+#include <stdio.h>
+
+#include "scripted_catalog.h"
+#include "source/source_internal.h"
+#include "unit.h"
+
+static char tmp_root[256];
+
+typedef struct wfix {
+    char dir[400];
+    floe__fileio *io;
+    scripted *sc;
+    floe__table *t;
+    floe__schema *eq;
+    int32_t eq_ids[2];
+    floe__writer_config cfg;
+    floe__writer *w;
+    floe__buf row, key;
+    int warnings;
+} wfix;
+
+static void on_warn(void *ctx, const char *msg)
+{
+    (void)msg;
+    ((wfix *)ctx)->warnings++;
+}
+
+/* A writer on table ns.t (schema `columns`, "id bigint not null, v text"
+ * for upsert): upsert keyed by `key` ("id", or NULL: the whole row), or
+ * append mode when !upsert. */
+static int wfix_open(wfix *f, const char *name, const char *columns, bool upsert,
+                     const char *key)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "%s/%s", tmp_root, name);
+    floe__buf_init(&f->row, 0);
+    floe__buf_init(&f->key, 0);
+    f->sc = sc_open(f->dir, &f->io, NULL);
+    floe__schema *d = NULL;
+    if (!f->sc || floe_schema_parse(columns, &d, NULL) != FLOE_OK ||
+        floe__table_open(&f->sc->base, f->io, "ns", "t", d, NULL, &f->t, NULL) != FLOE_OK) {
+        floe_schema_free(d);
+        return -1;
+    }
+    floe_schema_free(d);
+    f->cfg.table = f->t;
+    f->cfg.upsert = upsert;
+    f->cfg.synthetic_key = upsert && !key;
+    f->cfg.data_schema = f->t->schema;
+    f->cfg.warn = on_warn;
+    f->cfg.warn_ctx = f;
+    floe_parquet_options_init(&f->cfg.file_opts.parquet);
+    if (upsert) {                 /* equality deletes on the key, or on every column */
+        const char *names[] = {"id", "v"};
+        size_t n = key ? 1 : 2;
+        CHECK_EQ_INT(floe__schema_project(f->t->schema, names, n, &f->eq, NULL), FLOE_OK);
+        for (size_t i = 0; i < n; i++)
+            f->eq_ids[i] = f->eq->root.children[i].id;
+        f->cfg.eq_schema = f->eq;
+        f->cfg.eq_ids = f->eq_ids;
+        f->cfg.n_eq_ids = n;
+    }
+    return floe__writer_new(&f->cfg, &f->w, NULL);
+}
+
+static void wfix_close(wfix *f)
+{
+    floe__writer_free(f->w);
+    floe_schema_free(f->eq);
+    floe__table_free(f->t);
+    if (f->sc)
+        floe__catalog_free(&f->sc->base);
+    floe__fileio_free(f->io);
+    floe__buf_free(&f->row);
+    floe__buf_free(&f->key);
+}
+
+static void add_batch(wfix *f, uint64_t lo, uint64_t hi, bool snapshot)
+{
+    floe__batch b = {floe__frontier_at(lo), floe__frontier_at(hi), snapshot, 0};
+    CHECK_EQ_INT(floe__writer_add_batch(f->w, &b, NULL), FLOE_OK);
+}
+
+/* One consolidated update of the JSON row; the key is the first column's
+ * slot for a declared key (every test keys by its first column). */
+static void put(wfix *f, uint64_t time, int64_t diff, const char *json)
+{
+    floe__buf_reset(&f->row);
+    const char *end;
+    CHECK_EQ_INT(floe__json_parse_row(f->t->schema, json, json + strlen(json), &end, &f->row,
+                                      NULL), FLOE_OK);
+    floe__buf_reset(&f->key);
+    if (!f->cfg.synthetic_key && f->cfg.upsert) {
+        const uint8_t *k = floe__datum_skip(&f->t->schema->root.children[0], f->row.data,
+                                            f->row.data + f->row.len);
+        floe__buf_append(&f->key, f->row.data, (size_t)(k - f->row.data), NULL);
+    }
+    floe__upd u = {time, diff, f->key.data, f->row.data, (uint32_t)f->key.len,
+                   (uint32_t)f->row.len};
+    CHECK_EQ_INT(floe__writer_write(f->w, &u, NULL), FLOE_OK);
+}
+
+static floe__sealed *seal(wfix *f, uint64_t frontier)
+{
+    floe__sealed *s = NULL;
+    CHECK_EQ_INT(floe__writer_seal_next(f->w, floe__frontier_at(frontier), &s, NULL), FLOE_OK);
+    return s;
+}
+
+static size_t files_of(const floe__sealed *s, floe__content c)
+{
+    size_t n = 0;
+    for (size_t i = 0; s && i < s->files.n; i++)
+        n += s->files.files[i].content == c;
+    return n;
+}
+
+/* ---- upsert with a declared key ---------------------------------------------------------- */
+
+TEST(a_key_updated_within_a_batch_ends_with_one_live_row)
+{
+    wfix f;
+    if (wfix_open(&f, "keyed", "id bigint not null, v text", true, "id") != 0)
+        goto out;
+    add_batch(&f, 0, 10, false);
+    put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
+    put(&f, 2, -1, "{\"id\": 1, \"v\": \"a\"}");         /* update at 2 */
+    put(&f, 2, 1, "{\"id\": 1, \"v\": \"b\"}");
+    put(&f, 3, -1, "{\"id\": 1, \"v\": \"b\"}");         /* delete at 3 */
+    put(&f, 3, -1, "{\"id\": 2, \"v\": \"z\"}");         /* a key of an earlier snapshot */
+    floe__sealed *s = seal(&f, 10);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK_EQ_INT(s->rows_written, 2);
+        CHECK_EQ_INT(s->position_deletes, 2);           /* both rows this batch wrote */
+        CHECK_EQ_INT(s->equality_deletes, 1);           /* id 2 */
+        CHECK_EQ_INT(files_of(s, FLOE_CONTENT_DATA), 1);
+        CHECK_EQ_INT(files_of(s, FLOE_CONTENT_POSITION_DELETES), 1);
+        CHECK_EQ_INT(files_of(s, FLOE_CONTENT_EQUALITY_DELETES), 1);
+    }
+    floe__sealed_free(s);
+    CHECK_EQ_INT(f.warnings, 0);
+out:
+    wfix_close(&f);
+}
+
+TEST(two_insertions_of_a_key_at_one_time_warn_and_both_can_be_retracted)
+{
+    wfix f;
+    if (wfix_open(&f, "pk", "id bigint not null, v text", true, "id") != 0)
+        goto out;
+    add_batch(&f, 0, 10, false);
+    put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
+    put(&f, 1, 1, "{\"id\": 1, \"v\": \"b\"}");
+    put(&f, 4, -1, "{\"id\": 1, \"v\": \"a\"}");
+    put(&f, 4, -1, "{\"id\": 1, \"v\": \"b\"}");
+    floe__sealed *s = seal(&f, 10);
+    if (s) {
+        CHECK_EQ_INT(s->rows_written, 2);
+        CHECK_EQ_INT(s->position_deletes, 2);           /* the key memory kept both */
+        CHECK_EQ_INT(s->equality_deletes, 0);
+    }
+    floe__sealed_free(s);
+    floe__writer_stats st;
+    floe__writer_get_stats(f.w, &st);
+    CHECK_EQ_INT(st.pk_violations, 1);
+    CHECK_EQ_INT(f.warnings, 1);
+out:
+    wfix_close(&f);
+}
+
+/* ---- keys of the whole row ----------------------------------------------------------- */
+
+TEST(duplicates_under_a_whole_row_key_keep_their_multiplicity)
+{
+    wfix f;
+    if (wfix_open(&f, "synthetic", "id bigint not null, v text", true, NULL) != 0)
+        goto out;
+    add_batch(&f, 0, 10, false);
+    add_batch(&f, 10, 20, false);
+    put(&f, 1, 2, "{\"id\": 4, \"v\": \"d\"}");           /* +2 */
+    put(&f, 5, -1, "{\"id\": 4, \"v\": \"d\"}");          /* -1 later: one copy stays */
+    put(&f, 6, 2, "{\"id\": 5, \"v\": \"e\"}");           /* +2, -2 in one batch */
+    put(&f, 7, -2, "{\"id\": 5, \"v\": \"e\"}");
+    put(&f, 12, -1, "{\"id\": 9, \"v\": \"q\"}");         /* an earlier snapshot's row */
+    floe__sealed *s = seal(&f, 10);
+    if (s) {
+        CHECK_EQ_INT(s->rows_written, 4);
+        CHECK_EQ_INT(s->position_deletes, 3);
+        CHECK_EQ_INT(s->equality_deletes, 0);
+    }
+    floe__sealed_free(s);
+    s = seal(&f, 20);
+    if (s) {
+        CHECK_EQ_INT(s->rows_written, 0);
+        CHECK_EQ_INT(s->equality_deletes, 1);
+    }
+    floe__sealed_free(s);
+    CHECK_EQ_INT(f.warnings, 0);                          /* duplicates are no violation */
+out:
+    wfix_close(&f);
+}
+
+TEST(the_snapshot_batch_only_inserts)
+{
+    wfix f;
+    if (wfix_open(&f, "snapshot", "id bigint not null, v text", true, "id") != 0)
+        goto out;
+    add_batch(&f, 5, 6, true);
+    put(&f, 5, 1, "{\"id\": 1, \"v\": \"a\"}");
+    put(&f, 5, -1, "{\"id\": 2, \"v\": \"b\"}");
+    floe__sealed *s = seal(&f, 6);
+    if (s) {
+        CHECK_EQ_INT(s->rows_written, 1);
+        CHECK_EQ_INT(s->position_deletes + s->equality_deletes, 0);
+    }
+    floe__sealed_free(s);
+    CHECK_EQ_INT(f.warnings, 1);                          /* the retraction is reported */
+out:
+    wfix_close(&f);
+}
+
+/* ---- append mode ------------------------------------------------------------------------ */
+
+static int64_t upper_long(const floe__sealed *s, int32_t field_id)
+{
+    for (size_t i = 0; s && i < s->files.n; i++) {
+        const floe__file_metrics *m = &s->files.files[i].metrics;
+        for (size_t c = 0; c < m->n_columns; c++)
+            if (m->columns[c].field_id == field_id && m->columns[c].has_upper)
+                return (int64_t)floe__get_le64(m->columns[c].upper.data);
+    }
+    return -1;
+}
+
+TEST(append_writes_multiplicities_and_saturates_timestamps)
+{
+    wfix f;
+    if (wfix_open(&f, "append", "id bigint not null, _diff integer not null, "
+                                "_timestamp bigint not null", false, NULL) != 0)
+        goto out;
+    floe__batch b = {floe__frontier_at(0), floe__frontier_closed(), false, 0};
+    CHECK_EQ_INT(floe__writer_add_batch(f.w, &b, NULL), FLOE_OK);
+    floe__schema *in = NULL;                  /* rows come without the two extra columns */
+    const char *names[] = {"id"};
+    CHECK_EQ_INT(floe__schema_project(f.t->schema, names, 1, &in, NULL), FLOE_OK);
+    const char *end, *json = "{\"id\": 3}";
+    floe__buf_reset(&f.row);
+    CHECK_EQ_INT(floe__json_parse_row(in, json, json + strlen(json), &end, &f.row, NULL), FLOE_OK);
+    floe__upd u = {UINT64_MAX, 3, NULL, f.row.data, 0, (uint32_t)f.row.len};
+    CHECK_EQ_INT(floe__writer_write(f.w, &u, NULL), FLOE_OK);
+    u.time = 7;
+    u.diff = -2;
+    CHECK_EQ_INT(floe__writer_write(f.w, &u, NULL), FLOE_OK);
+    floe__sealed *s = NULL;
+    CHECK_EQ_INT(floe__writer_seal_next(f.w, floe__frontier_closed(), &s, NULL), FLOE_OK);
+    if (s) {
+        CHECK_EQ_INT(s->rows_written, 5);
+        CHECK_EQ_INT(upper_long(s, f.t->schema->root.children[2].id), INT64_MAX);  /* never wraps */
+    }
+    floe__sealed_free(s);
+    floe_schema_free(in);
+out:
+    wfix_close(&f);
+}
+
+/* ---- the end of an input --------------------------------------------------------------------- */
+
+TEST(truncation_ends_the_last_batch_at_the_end_of_the_input)
+{
+    wfix f;
+    if (wfix_open(&f, "truncate", "id bigint not null, v text", true, "id") != 0)
+        goto out;
+    add_batch(&f, 0, 10, false);
+    add_batch(&f, 10, 20, false);
+    add_batch(&f, 20, 30, false);
+    put(&f, 3, 1, "{\"id\": 1, \"v\": \"a\"}");
+    put(&f, 12, 1, "{\"id\": 2, \"v\": \"b\"}");
+    CHECK_EQ_INT(floe__writer_truncate(f.w, floe__frontier_at(13), NULL), FLOE_OK);
+    floe__sealed *a = seal(&f, 13), *b = seal(&f, 13), *c = seal(&f, 13);
+    CHECK(a && b && !c);
+    if (a && b) {
+        CHECK(a->desc.upper.t == 10 && b->desc.lower.t == 10 && b->desc.upper.t == 13);
+        CHECK_EQ_INT(a->rows_written + b->rows_written, 2);
+    }
+    floe__sealed_free(a);
+    floe__sealed_free(b);
+    add_batch(&f, 13, 40, false);                         /* contiguous after the cut */
+out:
+    wfix_close(&f);
+}
+
+int main(void)
+{
+    unit_make_tmp(tmp_root, sizeof tmp_root, "writer");
+    RUN(a_key_updated_within_a_batch_ends_with_one_live_row);
+    RUN(two_insertions_of_a_key_at_one_time_warn_and_both_can_be_retracted);
+    RUN(duplicates_under_a_whole_row_key_keep_their_multiplicity);
+    RUN(the_snapshot_batch_only_inserts);
+    RUN(append_writes_multiplicities_and_saturates_timestamps);
+    RUN(truncation_ends_the_last_batch_at_the_end_of_the_input);
+    unit_remove_tmp(tmp_root);
+    return UNIT_DONE();
+}
