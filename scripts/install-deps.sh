@@ -72,4 +72,11 @@ elif [ ! -x "$gobin/versitygw" ] ||
     echo "install-deps: versitygw $VERSITYGW_VERSION into $gobin"
     CGO_ENABLED=0 go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 fi
+# ---- tests/pqjava (the Parquet reader's tests) --------------------------------
+# Java Iceberg's Parquet writer, run by tests/test_parquet_reader.py.
+if [ ! -f tests/pqjava/target/classes/floe/pqjava/WriteFile.class ] ||
+   [ -n "$(find tests/pqjava/src tests/pqjava/pom.xml -newer tests/pqjava/target/classes/floe/pqjava/WriteFile.class)" ]; then
+    (cd tests/pqjava && mvn -q -B package -DskipTests)
+fi
+# ---- end of tests/pqjava --------------------------------------------------------
 echo "install-deps: done"

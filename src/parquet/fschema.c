@@ -319,7 +319,10 @@ static int derive_struct(derive *d, const floe__pq_fnode *nd, floe__field *f, in
     }
     f->n_children = n;
     FLOE_RETURN_IF(n == 0, d->err, FLOE_EUNSUPPORTED,
-                   "parquet schema: struct \"%s\" has no fields floe can read", f->name);
+                   "parquet schema: %s%s%s has no fields floe can read%s", *f->name ? "struct \"" : "",
+                   *f->name ? f->name : "the file", *f->name ? "\"" : "",
+                   d->fs->has_ids ? " (with field ids in the file, fields without one are left out)"
+                                  : "");
     return FLOE_OK;
 }
 
