@@ -8,7 +8,6 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.Base64;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -20,13 +19,10 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.jdbc.JdbcCatalog;
-import org.apache.iceberg.rest.RESTCatalog;
-import org.apache.hadoop.conf.Configuration;
 
 /**
  * Reads an Iceberg table through Iceberg's JdbcCatalog (or RESTCatalog, when
- * DB is an http(s):// URI) and IcebergGenerics
+ * DB is an http(s):// URI; see {@link Catalogs}) and IcebergGenerics
  * (which apply position and equality deletes) and prints what it finds as
  * JSON lines with tagged values, for floe's Python tests to compare.
  *
@@ -41,101 +37,88 @@ import org.apache.hadoop.conf.Configuration;
  */
 public final class Reader {
     public static void main(String[] args) throws Exception {
-        if (args.length < 5) {
-            System.err.println("usage: Reader read|snapshots|schema DB WAREHOUSE CATALOG NS.TABLE [SNAPSHOT]");
-            System.exit(2);
-        }
-        Catalog catalog = open(args[1], args[2], args[3]);
-        Table table = catalog.loadTable(TableIdentifier.parse(args[4]));
         StringBuilder out = new StringBuilder();
+        StringBuilder err = new StringBuilder();
+        int status = run(args, Catalogs.envProps(), out, err);
+        System.err.print(err);
+        if (status != 0) System.exit(status);
+        System.out.print(out);
+    }
+
+    /**
+     * One Reader command line, with `props` as the extra catalog properties:
+     * returns the exit status, the output in `out` and messages in `err`.
+     * Failures are thrown (main lets them end the JVM with status 1).
+     */
+    static int run(String[] args, Map<String, String> props, StringBuilder out, StringBuilder err)
+            throws Exception {
+        if (args.length < 5) {
+            err.append("usage: Reader read|snapshots|schema DB WAREHOUSE CATALOG NS.TABLE [SNAPSHOT]\n");
+            return 2;
+        }
         switch (args[0]) {
-            case "read": {
-                IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table);
-                if (args.length > 5) scan = scan.useSnapshot(Long.parseLong(args[5]));
-                try (CloseableIterable<Record> rows = scan.build()) {
-                    for (Record r : rows) {
-                        row(out, r, table.schema().columns().size());
-                        out.append('\n');
-                    }
-                }
-                break;
-            }
-            case "snapshots":
-                for (Snapshot s : table.snapshots()) {
-                    out.append("{\"snapshot-id\":").append(s.snapshotId())
-                       .append(",\"sequence-number\":").append(s.sequenceNumber())
-                       .append(",\"operation\":");
-                    string(out, String.valueOf(s.operation()));
-                    out.append(",\"summary\":");
-                    summary(out, s);
-                    out.append("}\n");
-                }
-                break;
-            case "read-snapshots":
-                for (Snapshot s : table.snapshots()) {
-                    out.append("{\"snapshot-id\":").append(s.snapshotId()).append(",\"summary\":");
-                    summary(out, s);
-                    out.append(",\"rows\":[");
-                    boolean first = true;
-                    try (CloseableIterable<Record> rows =
-                             IcebergGenerics.read(table).useSnapshot(s.snapshotId()).build()) {
-                        for (Record r : rows) {
-                            if (!first) out.append(',');
-                            first = false;
-                            row(out, r, table.schema().columns().size());
-                        }
-                    }
-                    out.append("]}\n");
-                }
-                break;
-            case "replace":
-                replaceOneFile(table);
-                break;
-            case "schema":
-                out.append(org.apache.iceberg.SchemaParser.toJson(table.schema())).append('\n');
+            case "read": case "snapshots": case "read-snapshots": case "replace": case "schema":
                 break;
             default:
-                System.err.println("unknown mode " + args[0]);
-                System.exit(2);
+                err.append("unknown mode ").append(args[0]).append('\n');
+                return 2;
         }
-        System.out.print(out);
-        ((java.io.Closeable) catalog).close();
-    }
-
-    /** DB is a SQLite file (JdbcCatalog) or an http(s):// REST catalog URI
-     *  (RESTCatalog; WAREHOUSE, when not empty, is sent as its warehouse). */
-    /**
-     * Extra catalog properties from FLOE_JAVA_CATALOG_PROPS ("k=v" pairs
-     * separated by newlines), e.g. io-impl and s3.endpoint for tables on S3.
-     */
-    private static Map<String, String> extraProps() {
-        Map<String, String> props = new HashMap<>();
-        String env = System.getenv("FLOE_JAVA_CATALOG_PROPS");
-        if (env == null) return props;
-        for (String line : env.split("\n")) {
-            int eq = line.indexOf('=');
-            if (eq > 0) props.put(line.substring(0, eq), line.substring(eq + 1));
+        Catalog catalog = Catalogs.open(args[1], args[2], args[3], props);
+        try {
+            Table table = catalog.loadTable(TableIdentifier.parse(args[4]));
+            switch (args[0]) {
+                case "read": {
+                    IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table);
+                    if (args.length > 5) scan = scan.useSnapshot(Long.parseLong(args[5]));
+                    try (CloseableIterable<Record> rows = scan.build()) {
+                        for (Record r : rows) {
+                            row(out, r, table.schema().columns().size());
+                            out.append('\n');
+                        }
+                    }
+                    break;
+                }
+                case "snapshots":
+                    for (Snapshot s : table.snapshots()) {
+                        out.append("{\"snapshot-id\":").append(s.snapshotId())
+                           .append(",\"sequence-number\":").append(s.sequenceNumber())
+                           .append(",\"operation\":");
+                        string(out, String.valueOf(s.operation()));
+                        out.append(",\"summary\":");
+                        summary(out, s);
+                        out.append("}\n");
+                    }
+                    break;
+                case "read-snapshots":
+                    for (Snapshot s : table.snapshots()) {
+                        out.append("{\"snapshot-id\":").append(s.snapshotId()).append(",\"summary\":");
+                        summary(out, s);
+                        out.append(",\"rows\":[");
+                        boolean first = true;
+                        try (CloseableIterable<Record> rows =
+                                 IcebergGenerics.read(table).useSnapshot(s.snapshotId()).build()) {
+                            for (Record r : rows) {
+                                if (!first) out.append(',');
+                                first = false;
+                                row(out, r, table.schema().columns().size());
+                            }
+                        }
+                        out.append("]}\n");
+                    }
+                    break;
+                case "replace":
+                    replaceOneFile(table);
+                    break;
+                case "schema":
+                    out.append(org.apache.iceberg.SchemaParser.toJson(table.schema())).append('\n');
+                    break;
+                default:
+                    throw new AssertionError(args[0]);
+            }
+        } finally {
+            Catalogs.close(catalog);
         }
-        return props;
-    }
-
-    private static Catalog open(String db, String warehouse, String name) {
-        Map<String, String> props = extraProps();
-        if (db.startsWith("http://") || db.startsWith("https://")) {
-            RESTCatalog rest = new RESTCatalog();
-            rest.setConf(new Configuration());
-            props.put("uri", db);
-            if (!warehouse.isEmpty()) props.put("warehouse", warehouse);
-            rest.initialize(name, props);
-            return rest;
-        }
-        JdbcCatalog catalog = new JdbcCatalog();
-        catalog.setConf(new Configuration());
-        props.put("uri", "jdbc:sqlite:" + db);
-        props.put("warehouse", warehouse);
-        props.put("jdbc.schema-version", "V1");
-        catalog.initialize(name, props);
-        return catalog;
+        return 0;
     }
 
     /** A top-level row: only the table's columns (readers may add _pos etc.). */
