@@ -14,9 +14,16 @@ def _classpath():
     return os.path.join(JAVA_DIR, "target", "classes") + ":" + os.path.join(JAVA_DIR, "target", "lib", "*")
 
 
-def java(mode, db, warehouse, table, *extra, catalog="floe", props=None):
+def java(mode, db, warehouse, table, *extra, catalog="floe", props=None, server=None):
     """Run one Reader mode; `props` are extra catalog properties (a dict),
-    e.g. io-impl and s3.endpoint for a table on S3."""
+    e.g. io-impl and s3.endpoint for a table on S3.  With `server` (an
+    engines.Server) the mode runs in that already started JVM instead of a
+    new one (the same Reader code; the table is loaded afresh)."""
+    if server is not None:
+        status, out, err = server.run("reader", [mode, str(db), warehouse, catalog, table,
+                                                 *map(str, extra)], props)
+        assert status == 0, err[-4000:]
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
     env = dict(os.environ)
     if props:
         env["FLOE_JAVA_CATALOG_PROPS"] = "\n".join(f"{k}={v}" for k, v in props.items())
@@ -57,20 +64,21 @@ def canon(v):
     raise ValueError(f"unknown tag {tag}")
 
 
-def read_rows(db, warehouse, table, snapshot_id=None, catalog="floe", props=None):
+def read_rows(db, warehouse, table, snapshot_id=None, catalog="floe", props=None, server=None):
     extra = [snapshot_id] if snapshot_id is not None else []
     return [canon(r) for r in java("read", db, warehouse, table, *extra, catalog=catalog,
-                                   props=props)]
+                                   props=props, server=server)]
 
 
-def snapshots(db, warehouse, table, catalog="floe", props=None):
-    return java("snapshots", db, warehouse, table, catalog=catalog, props=props)
+def snapshots(db, warehouse, table, catalog="floe", props=None, server=None):
+    return java("snapshots", db, warehouse, table, catalog=catalog, props=props, server=server)
 
 
-def read_snapshots(db, warehouse, table, catalog="floe", props=None):
+def read_snapshots(db, warehouse, table, catalog="floe", props=None, server=None):
     """[(snapshot id, summary dict, rows)] for every snapshot, in one JVM."""
     return [(s["snapshot-id"], s["summary"], [canon(r) for r in s["rows"]])
-            for s in java("read-snapshots", db, warehouse, table, catalog=catalog, props=props)]
+            for s in java("read-snapshots", db, warehouse, table, catalog=catalog, props=props,
+                          server=server)]
 
 
 def replace_one_file(db, warehouse, table, catalog="floe"):
