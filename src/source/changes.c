@@ -136,14 +136,10 @@ static bool fast_update(const floe__schema *s, const char *p, const char *end, f
     return false;
 }
 
-int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__change *out,
-                       floe__buf *row, floe_error *err)
+/* The member loop: any shape, every error with its message. */
+static int general(const floe__schema *s, const char *line, const char *p, const char *end,
+                   floe__change *out, floe__buf *row, floe_error *err)
 {
-    const char *p = floe__json_ws(line, line + n), *end = line + n;
-    size_t row_start = row->len;
-    memset(out, 0, sizeof *out);
-    if (p < end && *p == '{' && fast_update(s, p, end, out, row))
-        return FLOE_OK;
     memset(out, 0, sizeof *out);
     if (p >= end || *p != '{')
         return bad(err, line, p, "a change must be a JSON object");
@@ -158,11 +154,7 @@ int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__
         if (p >= end || *p != ':')
             return bad(err, line, p, "malformed JSON: expected ':'");
         p = floe__json_ws(p + 1, end);
-        int rc = parse_member(s, line, &key, p, end, &p, &seen, out, row, err);
-        if (rc != FLOE_OK) {
-            row->len = row_start;
-            return rc;
-        }
+        FLOE_FORWARD(parse_member(s, line, &key, p, end, &p, &seen, out, row, err));
         p = floe__json_ws(p, end);
         if (p < end && *p == ',')
             p = floe__json_ws(p + 1, end);
@@ -181,9 +173,22 @@ int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__
         out->kind = FLOE__CHANGE_UPDATE;
         return FLOE_OK;
     }
-    row->len = row_start;
     if (seen & HAVE_PROGRESS)
         return bad(err, line, line, "\"progress\" cannot be mixed with time, diff or row");
     return floe__err_set(err, FLOE_EINPUT, "an update needs \"time\", \"diff\" and \"row\" (missing %s)",
                          !(seen & HAVE_TIME) ? "\"time\"" : !(seen & HAVE_DIFF) ? "\"diff\"" : "\"row\"");
+}
+
+int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__change *out,
+                       floe__buf *row, floe_error *err)
+{
+    const char *p = floe__json_ws(line, line + n), *end = line + n;
+    size_t row_start = row->len;
+    memset(out, 0, sizeof *out);
+    if (p < end && *p == '{' && fast_update(s, p, end, out, row))
+        return FLOE_OK;
+    int rc = general(s, line, p, end, out, row, err);
+    if (rc != FLOE_OK)
+        row->len = row_start;             /* a refused line leaves no partial row */
+    return rc;
 }

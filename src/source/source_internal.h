@@ -142,7 +142,7 @@ typedef struct floe__change {
     floe__change_kind kind;
     uint64_t time;           /* UPDATE: its time; PROGRESS: the new frontier time */
     int64_t diff;            /* UPDATE */
-    bool closed;             /* PROGRESS given as []: the input is complete */
+    bool closed;             /* PROGRESS given as null or []: the input is complete */
 } floe__change;
 
 /* Parses one NDJSON change line [line, line+n): an update (its row appended
