@@ -71,9 +71,16 @@ static int set_buf(floe__buf *b, const uint8_t *p, size_t n, floe_error *err)
     return floe__buf_append(b, p, n, err);
 }
 
+/* Byte-array extremes are kept to their first PQ_STATS_MAX_VALUE + 1 bytes:
+ * min and max of the cut values are the cut min and max (values equal in
+ * the kept bytes have the same cut), which is all the footer (it leaves
+ * out extremes over PQ_STATS_MAX_VALUE) and Iceberg's truncate(16) bounds
+ * need, and a 200 MB value costs no copy. */
 int floe__pq_stats_one(floe__pq_stats *s, floe__pq_order ord, const uint8_t *p, size_t n,
                        floe_error *err)
 {
+    if (n > PQ_STATS_MAX_VALUE + 1)
+        n = PQ_STATS_MAX_VALUE + 1;
     if (!s->has_minmax) {
         FLOE_FORWARD(set_buf(&s->bmin, p, n, err));
         FLOE_FORWARD(set_buf(&s->bmax, p, n, err));

@@ -191,14 +191,17 @@ static int flat_check(floe__pq_writer *w, size_t len, floe_error *err)
     size_t head = room < FLAT_HEADROOM ? room : FLAT_HEADROOM;
     if (head < len)
         head = len;
-    for (size_t i = 0; i < w->n_cols; i++) {
+    if (rows == 0)
+        rows = 1;
+    for (size_t i = 0; i < w->n_cols; i++) {   /* what each column can take before the next check */
         floe__pq_col *c = &w->cols[i];
-        FLOE_FORWARD(floe__buf_reserve(&c->vals, head, err));
-        if (c->max_def)
-            FLOE_FORWARD(floe__buf_reserve(&c->defs, head, err));
+        size_t vals = c->width && rows < head / c->width ? (size_t)rows * c->width : head;
+        FLOE_FORWARD(floe__buf_reserve(&c->vals, vals, err));
+        if (c->max_def)                         /* one level byte per row */
+            FLOE_FORWARD(floe__buf_reserve(&c->defs, rows < head ? (size_t)rows : head, err));
     }
     w->headroom = head;
-    w->rows_left = rows ? rows : 1;
+    w->rows_left = rows;
     return FLOE_OK;
 }
 

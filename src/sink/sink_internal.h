@@ -99,6 +99,8 @@ typedef struct floe__upd {
     const uint8_t *key;       /* key bytes (empty in append mode) */
     const uint8_t *row;       /* row in the row format */
     uint32_t key_len, row_len;
+    bool stable;              /* from floe__stash_next: key and row stay valid until
+                                 floe__stash_end_close (else only until the next call) */
 } floe__upd;
 
 typedef struct floe__stash floe__stash;
@@ -123,7 +125,8 @@ int floe__stash_push(floe__stash *st, uint64_t time, int64_t diff, const uint8_t
  * in no particular order. */
 int floe__stash_begin_close(floe__stash *st, floe__frontier f, floe_error *err);
 /* The next consolidated update: *got true and *u set (its pointers stay
- * valid until the next call), or *got false at the end. */
+ * valid until the next call, or until floe__stash_end_close when
+ * u->stable), or *got false at the end. */
 int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err);
 void floe__stash_end_close(floe__stash *st);
 void floe__stash_get_stats(const floe__stash *st, floe__stash_stats *out);

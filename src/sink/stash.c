@@ -441,6 +441,7 @@ int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err)
             return FLOE_OK;
         }
         *u = *source(st, who);
+        u->stable = who == -1;            /* memory: the arena stays until end_close */
         if (who >= 0)
             FLOE_FORWARD(hold(st, u, err));
         FLOE_FORWARD(consume(st, who, err));

@@ -36,7 +36,8 @@ typedef struct open_batch {
 } open_batch;
 
 typedef struct group_item {
-    size_t row_off;
+    const uint8_t *row;           /* the stash's bytes (stable), or NULL: copied */
+    size_t row_off;               /* copied: the offset in g_rows */
     uint32_t row_len;
     int64_t diff;
 } group_item;
@@ -220,6 +221,11 @@ static void warn(floe__writer *w, const char *fmt, ...)
     w->cfg->warn(w->cfg->warn_ctx, msg);
 }
 
+static const uint8_t *item_row(const floe__writer *w, const group_item *it)
+{
+    return it->row ? it->row : w->g_rows.data + it->row_off;
+}
+
 /* The group's key bytes: the key columns, or the whole row for a synthetic key. */
 static const uint8_t *group_key(const floe__writer *w, size_t *len)
 {
@@ -228,7 +234,7 @@ static const uint8_t *group_key(const floe__writer *w, size_t *len)
         return w->g_key.data;
     }
     *len = w->g_items[0].row_len;
-    return w->g_rows.data + w->g_items[0].row_off;
+    return item_row(w, &w->g_items[0]);
 }
 
 static int emit_retractions(floe__writer *w, open_batch *b, const uint8_t *key, size_t klen,
@@ -258,7 +264,7 @@ static int emit_insertions(floe__writer *w, open_batch *b, const uint8_t *key, s
     for (size_t i = 0; i < w->g_n; i++) {
         if (w->g_items[i].diff < 0)
             continue;
-        const uint8_t *row = w->g_rows.data + w->g_items[i].row_off;
+        const uint8_t *row = item_row(w, &w->g_items[i]);
         for (uint64_t n = magnitude(w->g_items[i].diff); n > 0; n--, inserted++) {
             floe__keypos at;
             FLOE_FORWARD(write_data(w, b, row, w->g_items[i].row_len, &at, err));
@@ -313,10 +319,11 @@ static int group_add(floe__writer *w, const floe__upd *u, floe_error *err)
         w->g_cap = cap;
     }
     group_item *it = &w->g_items[w->g_n++];
-    it->row_off = w->g_rows.len;
     it->row_len = u->row_len;
     it->diff = u->diff;
-    return floe__buf_append(&w->g_rows, u->row, u->row_len, err);
+    it->row = u->stable ? u->row : NULL;     /* a big row is not copied again */
+    it->row_off = w->g_rows.len;
+    return u->stable ? FLOE_OK : floe__buf_append(&w->g_rows, u->row, u->row_len, err);
 }
 
 static bool same_group(const floe__writer *w, const floe__upd *u)

@@ -30,6 +30,8 @@ int floe__buf_grow(floe__buf *b, size_t extra, floe_error *err)
                              b->max);
     size_t need = b->len + extra;
     size_t cap = b->cap ? b->cap : 64;
+    if (cap <= b->max / 2 && need > cap * 2)
+        cap = need;                 /* one big value: no doubling past it */
     while (cap < need)
         cap = cap > b->max / 2 ? b->max : cap * 2;
     uint8_t *p = floe__realloc(b->data, cap);

@@ -102,7 +102,7 @@ static void put(wfix *f, uint64_t time, int64_t diff, const char *json)
         floe__buf_append(&f->key, f->row.data, (size_t)(k - f->row.data), NULL);
     }
     floe__upd u = {time, diff, f->key.data, f->row.data, (uint32_t)f->key.len,
-                   (uint32_t)f->row.len};
+                   (uint32_t)f->row.len, false};
     CHECK_EQ_INT(floe__writer_write(f->w, &u, NULL), FLOE_OK);
 }
 
@@ -253,7 +253,7 @@ TEST(append_writes_multiplicities_and_saturates_timestamps)
     const char *end, *json = "{\"id\": 3}";
     floe__buf_reset(&f.row);
     CHECK_EQ_INT(floe__json_parse_row(in, json, json + strlen(json), &end, &f.row, NULL), FLOE_OK);
-    floe__upd u = {UINT64_MAX, 3, NULL, f.row.data, 0, (uint32_t)f.row.len};
+    floe__upd u = {UINT64_MAX, 3, NULL, f.row.data, 0, (uint32_t)f.row.len, false};
     CHECK_EQ_INT(floe__writer_write(f.w, &u, NULL), FLOE_OK);
     u.time = 7;
     u.diff = -2;
