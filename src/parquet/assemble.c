@@ -224,6 +224,28 @@ int floe__pq_assemble_row(floe__pq_reader *r, floe__buf *out, floe_error *err)
 
 /* ---- flat rows --------------------------------------------------------------------------- */
 
+/* How a top-level field of a flat plan is written: the width is a
+ * constant in the loop below, so each copy is a move or two. */
+enum { FW_ABSENT, FW_F1, FW_F4, FW_F8, FW_F16, FW_FN, FW_BYTES, FW_UUID };
+
+void floe__pq_flat_ops(floe__pq_reader *r)
+{
+    const floe__pq_rnode *root = &r->nodes[0];
+    for (uint32_t k = 0; k < root->n_children; k++) {
+        const floe__pq_rnode *nd = &r->nodes[root->child + k];
+        const floe__pq_rcol *c = &r->cols[nd->col_begin];
+        uint8_t op = FW_ABSENT;
+        if (nd->shape == PQ_R_PRIM && c->wop == PQ_W_BYTES)
+            op = FW_BYTES;
+        else if (nd->shape == PQ_R_PRIM && c->wop == PQ_W_UUID_STR)
+            op = FW_UUID;
+        else if (nd->shape == PQ_R_PRIM)
+            op = c->width == 1 ? FW_F1 : c->width == 4 ? FW_F4 : c->width == 8 ? FW_F8
+                 : c->width == 16 ? FW_F16 : FW_FN;
+        r->flat_ops[k] = op;
+    }
+}
+
 /* Rows every column's batch holds (at least one: batches are refilled). */
 static int flat_ready(floe__pq_reader *r, size_t *rows, floe_error *err)
 {
@@ -237,23 +259,77 @@ static int flat_ready(floe__pq_reader *r, size_t *rows, floe_error *err)
     return FLOE_OK;
 }
 
-static int flat_row(asm_ctx *a, const floe__pq_rnode *fields, uint32_t n_fields)
+/* The most bytes the next `rows` rows can take. */
+static size_t flat_need(const floe__pq_reader *r, size_t rows)
 {
-    for (uint32_t k = 0; k < n_fields; k++) {
-        const floe__pq_rnode *nd = &fields[k];
-        if (nd->shape == PQ_R_ABSENT) {
-            FLOE_FORWARD(put_byte(a->out, FLOE_SLOT_NULL, a->err));
+    const floe__pq_rnode *root = &r->nodes[0];
+    size_t need = 0;
+    for (uint32_t k = 0; k < root->n_children; k++) {
+        uint8_t op = r->flat_ops[k];
+        need += rows;                                  /* the tags */
+        if (op == FW_ABSENT)
             continue;
+        const floe__pq_rcol *c = &r->cols[r->nodes[root->child + k].col_begin];
+        size_t vals = rows;
+        if (c->def) {
+            vals = 0;
+            for (size_t i = 0; i < rows; i++)
+                vals += c->def[c->at + i] == c->max_def;
         }
-        floe__pq_rcol *c = &a->r->cols[nd->col_begin];
-        uint8_t d = def_at(c);
-        c->at++;
-        if (d == c->max_def)
-            FLOE_FORWARD(put_value(a->out, c, a->err));
-        else
-            FLOE_FORWARD(put_null(a, nd));
+        if (op == FW_BYTES) {
+            need += 4 * vals;
+            for (size_t i = 0; i < vals; i++)
+                need += c->bv[c->vat + i].n;
+        } else {
+            need += vals * (op == FW_UUID ? 40 : c->width);
+        }
     }
-    return FLOE_OK;
+    return need;
+}
+
+/* One field's slot at o (room reserved); NULL for a null where the
+ * projection says required. */
+static inline uint8_t *flat_slot(floe__pq_rcol *restrict c, uint8_t op, bool required,
+                                 uint8_t *restrict o)
+{
+    uint8_t d = c->def ? c->def[c->at] : c->max_def;
+    c->at++;
+    if (d != c->max_def) {
+        if (required)
+            return NULL;
+        *o = FLOE_SLOT_NULL;
+        return o + 1;
+    }
+    *o++ = FLOE_SLOT_PRESENT;
+    size_t v = c->vat++;
+    switch (op) {
+    case FW_F1: *o = c->vals[v]; return o + 1;
+    case FW_F4: memcpy(o, c->vals + 4 * v, 4); return o + 4;
+    case FW_F8: memcpy(o, c->vals + 8 * v, 8); return o + 8;
+    case FW_F16: memcpy(o, c->vals + 16 * v, 16); return o + 16;
+    case FW_FN: memcpy(o, c->vals + c->width * v, c->width); return o + c->width;
+    case FW_BYTES: {
+        floe__pq_bv b = c->bv[v];
+        floe__put_le32(o, b.n);
+        if (b.n)
+            memcpy(o + 4, b.p, b.n);
+        return o + 4 + b.n;
+    }
+    default: {
+        char text[37];
+        floe__uuid_format(c->vals + 16 * v, text);
+        floe__put_le32(o, 36);
+        memcpy(o + 4, text, 36);
+        return o + 40;
+    }
+    }
+}
+
+/* A null in a required field, found after the fact: say which. */
+static int flat_required(floe__pq_reader *r, uint64_t pos, uint32_t k, floe_error *err)
+{
+    asm_ctx a = {.r = r, .pos = pos, .err = err};
+    return required_null(&a, &r->nodes[r->nodes[0].child + k]);
 }
 
 int floe__pq_assemble_flat(floe__pq_reader *r, floe__buf *out, size_t *ends, size_t max,
@@ -262,13 +338,26 @@ int floe__pq_assemble_flat(floe__pq_reader *r, floe__buf *out, size_t *ends, siz
     assert(r->flat && r->rg_left > 0 && max > 0);
     size_t rows = max < r->rg_left ? max : (size_t)r->rg_left;
     FLOE_FORWARD(flat_ready(r, &rows, err));
-    const floe__pq_rnode *root = &r->nodes[0];
-    const floe__pq_rnode *fields = &r->nodes[root->child];
-    asm_ctx a = {.r = r, .out = out, .pos = row_pos(r), .err = err};
-    for (size_t i = 0; i < rows; i++, a.pos++) {
-        FLOE_FORWARD(flat_row(&a, fields, root->n_children));
-        ends[i] = out->len;
+    FLOE_FORWARD(floe__buf_reserve(out, flat_need(r, rows), err));
+    const floe__pq_rnode *root = &r->nodes[0], *fields = &r->nodes[root->child];
+    const uint8_t *ops = r->flat_ops;
+    /* the rows and ends are the caller's: nothing of the reader's lies there */
+    uint8_t *base = out->data, *restrict o = base + out->len;
+    size_t *restrict end = ends;
+    uint64_t pos = row_pos(r);
+    for (size_t i = 0; i < rows; i++) {
+        for (uint32_t k = 0; k < root->n_children; k++) {
+            if (ops[k] == FW_ABSENT) {
+                *o++ = FLOE_SLOT_NULL;
+                continue;
+            }
+            o = flat_slot(&r->cols[fields[k].col_begin], ops[k], fields[k].required, o);
+            if (!o)
+                return flat_required(r, pos + i, k, err);
+        }
+        end[i] = (size_t)(o - base);
     }
+    out->len = (size_t)(o - base);
     *n = rows;
     return FLOE_OK;
 }

@@ -47,6 +47,10 @@ static int build_leaf(build *b, floe__pq_fnode *nd)
 
 static int build_node(build *b, uint32_t parent, int depth)
 {
+    /* each group checks its own count; together they may still claim more */
+    FLOE_RETURN_IF(b->next >= b->m->n_schema, b->err, FLOE_EFORMAT,
+                   "parquet schema: groups claim more children than the %zu elements",
+                   b->m->n_schema);
     uint32_t i = (uint32_t)b->next++;
     floe__pq_fnode *nd = &b->fs->nodes[i];
     const floe__pq_selem *e = &b->m->schema[i];

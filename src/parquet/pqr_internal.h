@@ -362,6 +362,7 @@ struct floe__pq_reader {
     floe__pq_rcol *cols;
     size_t n_cols;
     bool flat;                  /* every top-level field is primitive or absent */
+    uint8_t *flat_ops;          /* flat plans: how each top-level field is written */
 
     /* position */
     size_t rg;                  /* current row group; n_rgs at the end */
@@ -452,6 +453,8 @@ static inline bool floe__pq_col_more(const floe__pq_rcol *c)
 }
 
 /* assemble.c */
+/* Flat plans: decide r->flat_ops (allocated by the caller, one per field). */
+void floe__pq_flat_ops(struct floe__pq_reader *r);
 /* Append the next row of the open row group (r->rg_left > 0) to out. */
 int floe__pq_assemble_row(struct floe__pq_reader *r, floe__buf *out, floe_error *err);
 /* Flat plans: append up to max rows of the open row group; *n gets how many. */

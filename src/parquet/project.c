@@ -279,6 +279,12 @@ int floe__pq_plan_read(floe__pq_reader *r, floe_error *err)
     for (uint32_t i = 0; i < nd->n_children; i++)
         if (r->nodes[nd->child + i].shape > PQ_R_PRIM)
             r->flat = false;
+    if (rc == FLOE_OK && r->flat) {
+        r->flat_ops = floe__malloc(nd->n_children + 1);
+        if (!r->flat_ops)
+            return FLOE_OOM(err);
+        floe__pq_flat_ops(r);
+    }
     return rc;
 }
 
@@ -288,7 +294,9 @@ void floe__pq_plan_read_free(floe__pq_reader *r)
         floe__pq_col_release(&r->cols[i]);
     floe__free(r->cols);
     floe__free(r->nodes);
+    floe__free(r->flat_ops);
     r->cols = NULL;
     r->nodes = NULL;
+    r->flat_ops = NULL;
     r->n_cols = r->n_nodes = 0;
 }

@@ -1191,12 +1191,22 @@ TEST(crafted_delta_and_split_encodings)
         pre[i] = (int64_t)common;
         suf[i] = lens[i] - pre[i];
         e[i] = i % 11 == 0 ? -0.0 : (double)(int64_t)rnext(&r) / 7.0;
+        static const uint64_t nans[3] = {0x7ff0000000000123ull, 0xfff8000000000000ull,
+                                         0x7fffffffffffffffull};
+        if (i % 17 == 5)                /* NaNs with sign and payload: read canonical */
+            memcpy(&e[i], &nans[i % 3], 8);
         rb_reset(&w);
         rb_i64(&w, a[i]);
         rb_i32(&w, (int32_t)b[i]);
         rb_str(&w, strs[i]);
         rb_str(&w, strs[i]);
-        rb_f64(&w, e[i]);
+        if (i % 17 == 5) {
+            uint64_t canon = 0x7ff8000000000000ull;
+            rb_tag(&w, 1);
+            rb_raw(&w, &canon, 8);
+        } else {
+            rb_f64(&w, e[i]);
+        }
         rowset_add(&want, &w);
     }
     rb body[5] = {{0}};
