@@ -1,0 +1,217 @@
+/*
+ * keyindex_internal.h - the key index of position-delete upserts: for the
+ * sink's key columns, key -> (data file, row position, row hash) of every
+ * live row of the table (SPEC.md section 6).
+ *
+ * A retraction takes one of its key's live rows and becomes a position
+ * delete (v2) or a deletion-vector bit (v3) of that row; an insertion adds
+ * the row it wrote.  Keys of the whole row (no declared key) may have many
+ * live rows, one per duplicate; declared keys have at most one (a second is
+ * a primary-key violation the writer reports).
+ *
+ * Parts:
+ *   keyindex.c        the index: a memory tier (open addressing, a
+ *                     multiset) over an optional disk tier, within a
+ *                     memory limit; the data-file table
+ *   keyindex_run.c    the disk tier: one file of entries sorted by key
+ *                     hash in blocks, found through in-memory fences and
+ *                     pread (the kernel caches it, not floe's heap)
+ *   keyindex_store.c  durability: checkpoints and a write-ahead log of each
+ *                     batch's changes, tied to the frontier and snapshot
+ *                     they reflect
+ *
+ * Files are known by a small id (the file table); a data file a compaction
+ * removed is retired, and its entries are ignored from then on (and dropped
+ * when the index is next written out).
+ *
+ * Not thread-safe: one sink uses its index from one thread.
+ */
+#ifndef FLOE_KEYINDEX_INTERNAL_H
+#define FLOE_KEYINDEX_INTERNAL_H
+
+#include "util/util_internal.h"
+
+/* The largest key the index takes (bytes of the row format: a key of the
+ * whole row can be as long as a row). */
+#define FLOE_KX_MAX_KEY ((size_t)1 << 30)
+/* File ids are below this (23 bits); positions below 2^40. */
+#define FLOE_KX_MAX_FILES ((uint32_t)1 << 23)
+#define FLOE_KX_MAX_POS (((uint64_t)1 << 40) - 1)
+
+/* Where one live row is. */
+typedef struct floe__kx_loc {
+    uint32_t file;          /* file id */
+    uint64_t pos;           /* 0-based row position in the file */
+    uint64_t rowhash;       /* floe__hash64 of the whole row: tells a retraction's row
+                               from the live row it retracts */
+} floe__kx_loc;
+
+typedef struct floe__kx floe__kx;
+
+#define FLOE_KX_MIN_MEMORY ((size_t)4 << 20)
+
+typedef struct floe__kx_options {
+    size_t memory_limit;    /* the memory tier's budget in bytes; 0: 256 MiB; at least
+                               FLOE_KX_MIN_MEMORY (smaller budgets are raised to it) */
+    const char *spill_dir;  /* where the disk tier goes when the memory tier is full;
+                               NULL: $TMPDIR or /tmp */
+} floe__kx_options;
+
+typedef struct floe__kx_stats {
+    uint64_t keys;          /* live rows indexed (memory and disk) */
+    uint64_t memory_bytes;  /* the memory tier */
+    uint64_t disk_entries, disk_bytes;   /* the disk tier */
+    uint64_t spills;        /* merges of the memory tier into the disk tier */
+    uint64_t files, retired_files;
+} floe__kx_stats;
+
+int floe__kx_new(const floe__kx_options *o, floe__kx **out, floe_error *err);
+void floe__kx_free(floe__kx *kx);      /* accepts NULL */
+
+/* ---- the file table -------------------------------------------------------------- */
+
+/* The id of data file `path`, added (live) when new. */
+int floe__kx_file(floe__kx *kx, const char *path, uint32_t *id, floe_error *err);
+/* The id of `path` when it is a live file: true and *id, else false. */
+bool floe__kx_file_find(const floe__kx *kx, const char *path, uint32_t *id);
+const char *floe__kx_file_path(const floe__kx *kx, uint32_t id);
+/* The file is gone from the table (a compaction rewrote it): its rows stop
+ * counting at once.  Its path may come back later under a new id. */
+void floe__kx_retire(floe__kx *kx, uint32_t id);
+bool floe__kx_file_live(const floe__kx *kx, uint32_t id);
+size_t floe__kx_file_count(const floe__kx *kx);       /* ids handed out */
+
+/* ---- rows ------------------------------------------------------------------------------ */
+
+/* One more live row of key. */
+int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                    floe_error *err);
+/* Take one live row of key (one whose rowhash is `rowhash` when there is
+ * such a row, else any): *found and *loc.  The row is no longer live. */
+int floe__kx_take(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash, bool *found,
+                  floe__kx_loc *loc, floe_error *err);
+/* Remove the live row (file, pos) of key, if it is there: *found. */
+int floe__kx_remove(floe__kx *kx, const uint8_t *key, size_t len, uint32_t file, uint64_t pos,
+                    bool *found, floe_error *err);
+/* Whether key has a live row. */
+int floe__kx_has(floe__kx *kx, const uint8_t *key, size_t len, bool *live, floe_error *err);
+
+void floe__kx_get_stats(const floe__kx *kx, floe__kx_stats *out);
+
+/* Visit every live row, in no particular order (a checkpoint, a test).
+ * The callback's pointers are valid during the call only; a non-FLOE_OK
+ * result stops the walk and is returned. */
+typedef int (*floe__kx_visit_fn)(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                                 floe_error *err);
+int floe__kx_each(floe__kx *kx, floe__kx_visit_fn fn, void *ctx, floe_error *err);
+
+/* ---- the disk tier (keyindex_run.c) -------------------------------------------------------
+ * A run: entries sorted by (key hash, key, file, pos) in blocks of
+ * FLOE_KX_RUN_BLOCK bytes; the first hash of every block is a fence kept in
+ * memory.  Entry: u64 hash, u32 key length, key, u32 file, u64 pos, u64
+ * rowhash.  Writing is streaming (in sorted order); reading a key's entries
+ * is one binary search of the fences and a pread or two. */
+#define FLOE_KX_RUN_BLOCK ((size_t)16 << 10)
+
+typedef struct floe__kx_run floe__kx_run;
+typedef struct floe__kx_run_writer floe__kx_run_writer;
+
+/* A new run in an unnamed temporary file of `dir` (gone when closed). */
+int floe__kx_run_writer_new(const char *dir, floe__kx_run_writer **out, floe_error *err);
+/* Append an entry; entries must come in (hash, key, file, pos) order. */
+int floe__kx_run_put(floe__kx_run_writer *w, uint64_t hash, const uint8_t *key, size_t len,
+                     floe__kx_loc loc, floe_error *err);
+/* Finish: *out is the readable run (the writer is freed either way). */
+int floe__kx_run_finish(floe__kx_run_writer *w, floe__kx_run **out, floe_error *err);
+void floe__kx_run_writer_abort(floe__kx_run_writer *w);
+void floe__kx_run_free(floe__kx_run *r);
+uint64_t floe__kx_run_entries(const floe__kx_run *r);
+uint64_t floe__kx_run_bytes(const floe__kx_run *r);
+
+/* The entries of `key` (hash h): fn for each, in file/pos order. */
+typedef int (*floe__kx_run_fn)(void *ctx, floe__kx_loc loc, floe_error *err);
+int floe__kx_run_find(const floe__kx_run *r, uint64_t h, const uint8_t *key, size_t len,
+                      floe__kx_run_fn fn, void *ctx, floe_error *err);
+
+/* Sequential reading, in order (merges, checkpoints). */
+typedef struct floe__kx_run_cursor {
+    const floe__kx_run *run;
+    uint64_t offset;                /* of the next block to read */
+    floe__buf block;
+    size_t at;                      /* in block */
+    bool has;                       /* the current entry: */
+    uint64_t hash;
+    const uint8_t *key;
+    size_t len;
+    floe__kx_loc loc;
+} floe__kx_run_cursor;
+
+int floe__kx_run_cursor_init(floe__kx_run_cursor *c, const floe__kx_run *r, floe_error *err);
+int floe__kx_run_cursor_next(floe__kx_run_cursor *c, floe_error *err);
+void floe__kx_run_cursor_free(floe__kx_run_cursor *c);
+
+/* ---- durability (keyindex_store.c) -----------------------------------------------------------
+ * A directory per (table, sink id) holds a checkpoint (the whole index, as
+ * of a frontier and the snapshot that recorded it) and a write-ahead log of
+ * the batches after it: each batch's index changes are logged (and synced)
+ * before its commit, so after a restart the index is the checkpoint plus
+ * the logged batches the table shows committed (up to its frontier); a
+ * logged batch that never landed is dropped.  Files are named by path in
+ * the log (ids are per process).  A checkpoint or log that does not verify
+ * (magic, lengths, CRC) is not used: the caller rebuilds from the table.
+ * The directory is locked (flock) while a store is open. */
+
+/* One batch's changes, in order. */
+typedef struct floe__kx_log {
+    floe__buf ops;                  /* encoded operations */
+    char **paths;                   /* the data files they name (owned) */
+    size_t n_paths;
+    uint32_t n_ops;
+} floe__kx_log;
+
+void floe__kx_log_init(floe__kx_log *l);
+void floe__kx_log_free(floe__kx_log *l);         /* releases what it holds */
+int floe__kx_log_insert(floe__kx_log *l, const uint8_t *key, size_t len, const char *path,
+                        uint64_t pos, uint64_t rowhash, floe_error *err);
+int floe__kx_log_remove(floe__kx_log *l, const uint8_t *key, size_t len, const char *path,
+                        uint64_t pos, floe_error *err);
+/* Apply a log's operations to kx (replay). */
+int floe__kx_log_apply(const floe__kx_log *l, floe__kx *kx, floe_error *err);
+
+/* Where an index stands: the frontier of the last batch it reflects and
+ * the snapshot that recorded it. */
+typedef struct floe__kx_mark {
+    bool empty_frontier;
+    uint64_t frontier;
+    int64_t snapshot_id;
+} floe__kx_mark;
+
+typedef struct floe__kx_store floe__kx_store;
+
+/* Open (creating) dir/<table uuid>-<sink id, escaped>; FLOE_ESTATE when
+ * another process holds it. */
+int floe__kx_store_open(const char *dir, const char *table_uuid, const char *sink_id,
+                        floe__kx_store **out, floe_error *err);
+void floe__kx_store_free(floe__kx_store *s);
+const char *floe__kx_store_path(const floe__kx_store *s);
+/* Load the checkpoint into the empty kx: *have false when there is none (or
+ * it does not verify: *why says so).  *at: where it stands. */
+int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_mark *at,
+                        char *why, size_t why_len, floe_error *err);
+/* Apply the logged batches after the checkpoint whose frontier is at most
+ * `upto` (in order), and drop the rest; *at moves to the last applied one
+ * (its snapshot id unknown: -1).  *applied counts them. */
+int floe__kx_store_replay(floe__kx_store *s, floe__kx *kx, bool upto_empty, uint64_t upto,
+                          floe__kx_mark *at, size_t *applied, floe_error *err);
+/* Log one batch (its upper) and make it durable. */
+int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, bool upper_empty,
+                       uint64_t upper, floe_error *err);
+/* Write the whole index as the new checkpoint (atomically) and empty the
+ * log. */
+int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
+                              floe_error *err);
+/* Bytes logged since the checkpoint, and the checkpoint's size. */
+uint64_t floe__kx_store_log_bytes(const floe__kx_store *s);
+uint64_t floe__kx_store_checkpoint_bytes(const floe__kx_store *s);
+
+#endif /* FLOE_KEYINDEX_INTERNAL_H */

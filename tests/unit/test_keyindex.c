@@ -1,0 +1,351 @@
+/*
+ * test_keyindex.c - the key index (src/sink/keyindex*.c): a multiset of
+ * live rows per key, row-hash preference, retired files, the disk tier
+ * (spills at a tiny memory limit) against a model, walking every live row,
+ * and memory per key.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sink/keyindex_internal.h"
+#include "unit.h"
+
+static floe__kx *open_kx(size_t limit)
+{
+    floe__kx_options o = {limit, NULL};
+    floe__kx *kx = NULL;
+    CHECK_EQ_INT(floe__kx_new(&o, &kx, NULL), FLOE_OK);
+    return kx;
+}
+
+static uint32_t file(floe__kx *kx, const char *path)
+{
+    uint32_t id = 0;
+    CHECK_EQ_INT(floe__kx_file(kx, path, &id, NULL), FLOE_OK);
+    return id;
+}
+
+static int put(floe__kx *kx, const char *key, uint32_t f, uint64_t pos, uint64_t rh)
+{
+    floe__kx_loc loc = {f, pos, rh};
+    return floe__kx_insert(kx, (const uint8_t *)key, strlen(key), loc, NULL);
+}
+
+static bool take(floe__kx *kx, const char *key, uint64_t rh, floe__kx_loc *loc)
+{
+    bool found = false;
+    CHECK_EQ_INT(floe__kx_take(kx, (const uint8_t *)key, strlen(key), rh, &found, loc, NULL),
+                 FLOE_OK);
+    return found;
+}
+
+TEST(rows_of_a_key_are_a_multiset_and_prefer_the_matching_row)
+{
+    floe__kx *kx = open_kx(0);
+    uint32_t a = file(kx, "s3://b/a.parquet"), b = file(kx, "s3://b/b.parquet");
+    CHECK(a != b && file(kx, "s3://b/a.parquet") == a);
+    CHECK_EQ_INT(put(kx, "k", a, 1, 11), FLOE_OK);
+    CHECK_EQ_INT(put(kx, "k", b, 2, 22), FLOE_OK);
+    CHECK_EQ_INT(put(kx, "other", a, 3, 33), FLOE_OK);
+    floe__kx_loc loc;
+    CHECK(take(kx, "k", 22, &loc) && loc.file == b && loc.pos == 2 && loc.rowhash == 22);
+    CHECK(take(kx, "k", 99, &loc) && loc.file == a && loc.pos == 1);   /* no match: any */
+    CHECK(!take(kx, "k", 11, &loc));
+    bool live = true;
+    CHECK_EQ_INT(floe__kx_has(kx, (const uint8_t *)"k", 1, &live, NULL), FLOE_OK);
+    CHECK(!live);
+    CHECK_EQ_INT(floe__kx_has(kx, (const uint8_t *)"other", 5, &live, NULL), FLOE_OK);
+    CHECK(live);
+    floe__kx_stats st;
+    floe__kx_get_stats(kx, &st);
+    CHECK_EQ_INT(st.keys, 1);
+    CHECK_EQ_INT(put(kx, "", a, 4, 0), FLOE_OK);                 /* an empty key is a key */
+    CHECK(take(kx, "", 0, &loc) && loc.pos == 4);
+    floe__kx_free(kx);
+}
+
+TEST(rows_of_a_retired_file_stop_counting)
+{
+    floe__kx *kx = open_kx(0);
+    uint32_t a = file(kx, "a"), b = file(kx, "b");
+    CHECK_EQ_INT(put(kx, "k1", a, 0, 1), FLOE_OK);
+    CHECK_EQ_INT(put(kx, "k2", a, 1, 2), FLOE_OK);
+    CHECK_EQ_INT(put(kx, "k2", b, 0, 2), FLOE_OK);
+    floe__kx_retire(kx, a);                           /* a compaction rewrote a */
+    CHECK(!floe__kx_file_live(kx, a));
+    uint32_t id;
+    CHECK(!floe__kx_file_find(kx, "a", &id));
+    floe__kx_loc loc;
+    CHECK(!take(kx, "k1", 1, &loc));
+    CHECK(take(kx, "k2", 2, &loc) && loc.file == b);
+    uint32_t a2 = file(kx, "a");                      /* the path comes back: a new id */
+    CHECK(a2 != a && floe__kx_file_live(kx, a2));
+    CHECK_EQ_STR(floe__kx_file_path(kx, a2), "a");
+    floe__kx_free(kx);
+}
+
+/* ---- the disk tier against a model ------------------------------------------------------- */
+
+#define NKEYS 100000
+
+typedef struct model {
+    int count[NKEYS];                 /* live rows per key */
+} model;
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void key_name(int k, char *out) { snprintf(out, 32, "key-%05d-%s", k, k % 3 ? "x" : "yy"); }
+
+static int count_rows(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                      floe_error *err)
+{
+    (void)err;
+    (void)loc;
+    int *counts = ctx, k = -1;
+    char name[32];
+    for (int i = 0; i < 6 && k < 0; i++) {    /* parse the number back */
+        (void)i;
+        if (len > 9 && memcmp(key, "key-", 4) == 0) {
+            memcpy(name, key + 4, 5);
+            name[5] = '\0';
+            k = atoi(name);
+        }
+    }
+    if (k >= 0 && k < NKEYS)
+        counts[k]++;
+    return FLOE_OK;
+}
+
+TEST(the_disk_tier_agrees_with_a_model_across_spills)
+{
+    floe__kx *kx = open_kx(FLOE_KX_MIN_MEMORY);       /* spills every ~40,000 rows */
+    model m = {{0}};
+    uint32_t f = file(kx, "f");
+    uint64_t pos = 0;
+    char key[32];
+    for (int step = 0; step < 400000; step++) {
+        int k = (int)(next_rand() % NKEYS);
+        key_name(k, key);
+        if (next_rand() % 3 == 0 || m.count[k] == 0) {
+            CHECK_EQ_INT(put(kx, key, f, pos++, (uint64_t)k), FLOE_OK);
+            m.count[k]++;
+        } else {
+            floe__kx_loc loc;
+            bool found = take(kx, key, (uint64_t)k, &loc);
+            CHECK(found && loc.rowhash == (uint64_t)k);
+            if (found)
+                m.count[k]--;
+        }
+    }
+    floe__kx_stats st;
+    floe__kx_get_stats(kx, &st);
+    CHECK(st.spills >= 3);
+    uint64_t total = 0;
+    for (int k = 0; k < NKEYS; k++)
+        total += (uint64_t)m.count[k];
+    CHECK_EQ_INT(st.keys, total);
+    int seen[NKEYS] = {0};
+    CHECK_EQ_INT(floe__kx_each(kx, count_rows, seen, NULL), FLOE_OK);
+    int wrong = 0;
+    for (int k = 0; k < NKEYS; k++)
+        wrong += seen[k] != m.count[k];
+    CHECK_EQ_INT(wrong, 0);
+    for (int k = 0; k < NKEYS; k++) {                 /* and every row can be taken back */
+        key_name(k, key);
+        floe__kx_loc loc;
+        for (int n = 0; n < m.count[k]; n++)
+            CHECK(take(kx, key, 0, &loc));
+        CHECK(!take(kx, key, 0, &loc));
+    }
+    floe__kx_free(kx);
+}
+
+TEST(a_huge_key_fits)
+{
+    floe__kx *kx = open_kx(0);
+    size_t n = (size_t)3 << 20;                       /* a whole-row key of 3 MiB */
+    uint8_t *big = malloc(n);
+    memset(big, 'z', n);
+    floe__kx_loc loc = {file(kx, "f"), 7, 9}, got;
+    floe_error *e = floe_error_new();
+    CHECK_EQ_INT(floe__kx_insert(kx, big, n, loc, e), FLOE_OK);
+    if (floe_error_code(e))
+        fprintf(stderr, "%s\n", floe_error_message(e));
+    floe_error_free(e);
+    bool found = false;
+    CHECK_EQ_INT(floe__kx_take(kx, big, n, 9, &found, &got, NULL), FLOE_OK);
+    CHECK(found && got.pos == 7);
+    free(big);
+    floe__kx_free(kx);
+}
+
+TEST(memory_per_key)
+{
+    floe__kx *kx = open_kx((size_t)1 << 30);
+    uint32_t f = file(kx, "f");
+    const uint32_t n = 500000;
+    char key[16];
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "k%010u", i);         /* 11 bytes */
+        CHECK_EQ_INT(put(kx, key, f, i, i), FLOE_OK);
+    }
+    floe__kx_stats st;
+    floe__kx_get_stats(kx, &st);
+    CHECK_EQ_INT(st.spills, 0);
+    CHECK(st.memory_bytes <= (uint64_t)n * (64 + 11));    /* at most 64 bytes plus the key */
+    floe__kx_free(kx);
+}
+
+/* ---- durability ------------------------------------------------------------------------ */
+
+static char tmp_root[256];
+
+static floe__kx_store *open_store(void)
+{
+    floe__kx_store *st = NULL;
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+                                     "shop.orders/v 1", &st, NULL), FLOE_OK);
+    return st;
+}
+
+/* Batch `b` of the test: inserts key b*10..b*10+9 into file "f<b>", removes
+ * the keys of batch b-1 it names. */
+static void fill_batch(floe__kx *kx, floe__kx_log *l, int b)
+{
+    char key[16], path[16];
+    snprintf(path, sizeof path, "f%d", b);
+    uint32_t id = file(kx, path);
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "k%d", b * 10 + i);
+        CHECK_EQ_INT(put(kx, key, id, (uint64_t)i, (uint64_t)b), FLOE_OK);
+        CHECK_EQ_INT(floe__kx_log_insert(l, (const uint8_t *)key, strlen(key), path, (uint64_t)i,
+                                         (uint64_t)b, NULL), FLOE_OK);
+    }
+    if (b > 0) {
+        snprintf(key, sizeof key, "k%d", (b - 1) * 10);
+        snprintf(path, sizeof path, "f%d", b - 1);
+        floe__kx_loc loc;
+        CHECK(take(kx, key, 0, &loc));
+        CHECK_EQ_INT(floe__kx_log_remove(l, (const uint8_t *)key, strlen(key), path, 0, NULL),
+                     FLOE_OK);
+    }
+}
+
+static uint64_t keys_of(floe__kx *kx)
+{
+    floe__kx_stats st;
+    floe__kx_get_stats(kx, &st);
+    return st.keys;
+}
+
+TEST(a_restart_has_the_index_of_the_last_commit)
+{
+    floe__kx_store *st = open_store();
+    floe__kx_store *again = NULL;
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+                                     "shop.orders/v 1", &again, NULL), FLOE_ESTATE);   /* locked */
+    floe__kx *kx = open_kx(0);
+    for (int b = 0; b < 4; b++) {
+        floe__kx_log l;
+        floe__kx_log_init(&l);
+        fill_batch(kx, &l, b);
+        CHECK_EQ_INT(floe__kx_store_log(st, &l, false, (uint64_t)(b + 1) * 100, NULL), FLOE_OK);
+        floe__kx_log_free(&l);
+        if (b == 1) {
+            floe__kx_mark m = {false, 200, 42};
+            CHECK_EQ_INT(floe__kx_store_checkpoint(st, kx, m, NULL), FLOE_OK);
+            CHECK_EQ_INT(floe__kx_store_log_bytes(st), 0);
+        }
+    }
+    CHECK_EQ_INT(keys_of(kx), 37);
+    floe__kx_free(kx);
+    floe__kx_store_free(st);
+    /* the table says batch 3 (upper 300) landed, batch 4 did not */
+    st = open_store();
+    kx = open_kx(0);
+    bool have = false;
+    floe__kx_mark at;
+    char why[128];
+    CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
+    CHECK(have && at.frontier == 200 && at.snapshot_id == 42);
+    CHECK_EQ_INT(keys_of(kx), 19);
+    size_t applied = 0;
+    CHECK_EQ_INT(floe__kx_store_replay(st, kx, false, 300, &at, &applied, NULL), FLOE_OK);
+    CHECK(applied == 1 && at.frontier == 300 && at.snapshot_id == -1);
+    CHECK_EQ_INT(keys_of(kx), 28);
+    floe__kx_loc loc;
+    CHECK(!take(kx, "k10", 0, &loc));                  /* the third batch removed it */
+    CHECK(take(kx, "k29", 2, &loc) && loc.pos == 9 && loc.rowhash == 2 &&
+          strcmp(floe__kx_file_path(kx, loc.file), "f2") == 0);
+    CHECK(!take(kx, "k30", 0, &loc));                  /* batch 4 never landed */
+    uint64_t trimmed = floe__kx_store_log_bytes(st);
+    CHECK(trimmed > 0);
+    floe__kx_free(kx);
+    floe__kx_store_free(st);
+    /* a torn tail is where the log ends */
+    char path[400];
+    snprintf(path, sizeof path, "%s/9c12d441-03fe-4693-9a96-a0705ddf69c1-shop.orders%%2Fv%%201/log",
+             tmp_root);
+    CHECK(truncate(path, (off_t)trimmed - 3) == 0);
+    st = open_store();
+    kx = open_kx(0);
+    CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_store_replay(st, kx, true, 0, &at, &applied, NULL), FLOE_OK);
+    CHECK(applied == 0 && at.frontier == 200);
+    CHECK_EQ_INT(floe__kx_store_log_bytes(st), 0);
+    floe__kx_free(kx);
+    floe__kx_store_free(st);
+}
+
+TEST(a_damaged_checkpoint_is_not_used)
+{
+    floe__kx_store *st = NULL;
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u2", "s", &st, NULL), FLOE_OK);
+    floe__kx *kx = open_kx(0);
+    floe__kx_log l;
+    floe__kx_log_init(&l);
+    fill_batch(kx, &l, 0);
+    floe__kx_log_free(&l);
+    floe__kx_retire(kx, file(kx, "gone"));
+    floe__kx_mark m = {false, 7, 1};
+    CHECK_EQ_INT(floe__kx_store_checkpoint(st, kx, m, NULL), FLOE_OK);
+    floe__kx_free(kx);
+    char path[400];
+    snprintf(path, sizeof path, "%s/checkpoint", floe__kx_store_path(st));
+    FILE *f = fopen(path, "r+b");
+    fseek(f, 60, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, 60, SEEK_SET);
+    fputc(c ^ 0x40, f);
+    fclose(f);
+    kx = open_kx(0);
+    bool have = true;
+    floe__kx_mark at;
+    char why[128];
+    CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
+    CHECK(!have && strstr(why, "unusable") != NULL);
+    floe__kx_free(kx);
+    floe__kx_store_free(st);
+}
+
+int main(void)
+{
+    unit_make_tmp(tmp_root, sizeof tmp_root, "keyindex");
+    RUN(rows_of_a_key_are_a_multiset_and_prefer_the_matching_row);
+    RUN(rows_of_a_retired_file_stop_counting);
+    RUN(the_disk_tier_agrees_with_a_model_across_spills);
+    RUN(a_huge_key_fits);
+    RUN(memory_per_key);
+    RUN(a_restart_has_the_index_of_the_last_commit);
+    RUN(a_damaged_checkpoint_is_not_used);
+    unit_remove_tmp(tmp_root);
+    return UNIT_DONE();
+}
