@@ -697,18 +697,28 @@ public final class Engine {
         return r;
     }
 
-    /** The newest snapshot on main's history whose floe.frontier is the given text. */
+    /** The newest snapshot on main's history whose floe.frontier is the given JSON (e.g. "[11]", "[]"). */
     private static Map<String, Object> rollbackToFrontier(Table table, Args a, Hold hold) throws Exception {
         a.check(1, 1);
         String frontier = a.pos(0);
         Snapshot current = table.currentSnapshot();
         if (current == null) throw new IllegalArgumentException("the table has no snapshot");
+        JsonNode want = Values.parse(frontier);
         for (Snapshot s : SnapshotUtil.ancestorsOf(current.snapshotId(), table::snapshot)) {
-            if (frontier.equals(s.summary().get("floe.frontier"))) {
+            String text = s.summary().get("floe.frontier");
+            if (text != null && (text.equals(frontier) || sameJson(want, text))) {
                 return rollbackTo(table, s.snapshotId(), hold, false, "rollback-to-frontier");
             }
         }
         throw new IllegalArgumentException("no snapshot on main's history has floe.frontier " + frontier);
+    }
+
+    private static boolean sameJson(JsonNode want, String text) {
+        try {
+            return want.equals(Values.parse(text));
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
     }
 
     // ---- append ---------------------------------------------------------------------------------
