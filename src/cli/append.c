@@ -23,6 +23,8 @@ static const char USAGE[] =
     "[--catalog URI] [--warehouse URI] [--catalog-name NAME] "
     "[--compression zstd|snappy|gzip|none] [--compression-level N] [--target-file-size BYTES]";
 
+static const cli_command CMD = {"append", USAGE, NULL};
+
 typedef struct job {
     floe_catalog *catalog;
     floe_schema *declared;
@@ -53,7 +55,7 @@ static int write_options(const cli_opt *opts, floe_write_options *wo)
     if (codec) {
         int c = floe_compression_from_name(codec);
         if (c < 0) {
-            fprintf(stderr, "floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
+            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
             return -1;
         }
         wo->parquet.compression = (floe_compression)c;
@@ -89,7 +91,7 @@ static int setup(job *j, const cli_opt *opts)
         return -1;
     if (floe_table_open(j->catalog, ident, j->declared, NULL, &j->table, j->err) != FLOE_OK) {
         if (floe_error_code(j->err) == FLOE_ENOTFOUND && !j->declared)
-            fprintf(stderr, "floe: table %s does not exist; give --schema to create it\n",
+            cli_say("floe: table %s does not exist; give --schema to create it\n",
                     ident);
         cli_report("append", j->err);
         return -1;
@@ -102,27 +104,20 @@ static int setup(job *j, const cli_opt *opts)
     return cli_lines_open(cli_get(opts, "input"), &j->lines) == FLOE_OK ? 0 : -1;
 }
 
-static bool blank(const char *s, size_t n)
+static int copy_rows(job *j)
 {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
-
-static int copy_rows(job *j, const char *input)
-{
-    if (strcmp(input, "-") == 0)
-        input = "<stdin>";
     const char *line;
     size_t len, lineno;
     int got;
     while ((got = cli_lines_next(j->lines, &line, &len, &lineno)) == 1) {
-        if (blank(line, len))
+        if (cli_blank(line, len))
             continue;
         if (floe_row_set_json(j->row, line, len, j->err) != FLOE_OK ||
             floe_file_writer_write(j->writer, j->row, NULL, NULL, j->err) != FLOE_OK) {
-            fprintf(stderr, "floe: %s:%zu: %s\n", input, lineno, floe_error_message(j->err));
+            char chain[16384];
+            cli_chain(j->err, chain, sizeof chain);
+            cli_say("floe: %s:%zu: %s\n", cli_lines_name(j->lines), lineno, chain);
+            cli_say("floe: fix the input and run again: nothing of this run was committed\n");
             return -1;
         }
     }
@@ -153,7 +148,7 @@ static int finish(job *j, const char *ident)
 {
     uint64_t rows = floe_file_writer_rows(j->writer);
     if (rows == 0) {
-        fprintf(stderr, "floe: no rows in the input; nothing committed to %s\n", ident);
+        cli_say("floe: no rows in the input; nothing committed to %s\n", ident);
         return 0;
     }
     if (floe_commit_new(j->table, &j->commit, j->err) != FLOE_OK) {
@@ -170,7 +165,7 @@ static int finish(job *j, const char *ident)
     int64_t id = -1;
     if (commit(j, &id) != 0)
         return -1;
-    fprintf(stderr, "floe: appended %llu rows in %zu files to %s as snapshot %lld\n",
+    cli_say("floe: appended %llu rows in %zu files to %s as snapshot %lld\n",
             (unsigned long long)rows, files, ident, (long long)id);
     return 0;
 }
@@ -186,22 +181,17 @@ int cmd_append(int argc, char **argv)
         {"target-file-size", true, "roll data files over at this size (default 512 MiB)", NULL},
         {NULL, false, NULL, NULL},
     };
-    int p = cli_parse(argc, argv, opts, USAGE);
+    int p = cli_parse(&CMD, argc, argv, opts);
     if (p != 0)
         return p > 0 ? 0 : 2;
-    for (const char *req[] = {"table", "input"}, **r = req; r < req + 2; r++) {
-        if (!cli_has(opts, *r)) {
-            fprintf(stderr, "floe append: --%s is required\n", *r);
-            cli_usage(stderr, opts, USAGE);
-            return 2;
-        }
-    }
+    if (cli_require(&CMD, opts, (const char *const[]){"table", "input", NULL}) != 0)
+        return 2;
     job j = {0};
     j.err = floe_error_new();
     if (!j.err)
         return 1;
     int status = 1;
-    if (setup(&j, opts) == 0 && copy_rows(&j, cli_get(opts, "input")) == 0 &&
+    if (setup(&j, opts) == 0 && copy_rows(&j) == 0 &&
         finish(&j, cli_get(opts, "table")) == 0)
         status = 0;
     job_free(&j);

@@ -1,5 +1,7 @@
 /*
- * args.c - option parsing and error reporting for the floe program.
+ * args.c - option parsing for the floe program: options by name (with a
+ * "did you mean" for a mistyped one), their values (sizes, durations,
+ * integers), the --schema text.  Messages go through cli_say.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -17,25 +19,103 @@ static cli_opt *find_opt(cli_opt *opts, const char *name, size_t len)
     return NULL;
 }
 
-void cli_usage(FILE *f, const cli_opt *opts, const char *usage)
+size_t cli_edit_distance(const char *a, size_t alen, const char *b)
 {
-    fprintf(f, "usage: %s\n\noptions:\n", usage);
+    enum { CAP = 99, MAXLEN = 64 };
+    size_t blen = strlen(b);
+    if (alen > MAXLEN || blen > MAXLEN)
+        return CAP;
+    size_t d[MAXLEN + 1][MAXLEN + 1];
+    for (size_t i = 0; i <= alen; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= blen; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= alen; i++) {
+        for (size_t j = 1; j <= blen; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t best = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;      /* two neighbours swapped */
+            d[i][j] = best;
+        }
+    }
+    return d[alen][blen] < CAP ? d[alen][blen] : CAP;
+}
+
+bool cli_is_close(const char *a, size_t alen, const char *b, size_t *score)
+{
+    size_t d = cli_edit_distance(a, alen, b);
+    size_t allowed = alen <= 3 ? 1 : alen <= 8 ? 2 : 3;
+    if (alen >= 3 && strncmp(b, a, alen) == 0 && d > 1)
+        d = 1;                                 /* a prefix of it: "--commit" */
+    *score = d;
+    return d <= allowed;
+}
+
+/* The option closest to the typed name, or NULL when none is close. */
+static const char *closest_opt(const cli_opt *opts, const char *name, size_t len)
+{
+    const char *best = NULL;
+    size_t best_score = SIZE_MAX, score;
+    for (const cli_opt *o = opts; o->name; o++)
+        if (cli_is_close(name, len, o->name, &score) && score < best_score) {
+            best = o->name;
+            best_score = score;
+        }
+    if (!best && cli_is_close(name, len, "help", &score))
+        best = "help";
+    return best;
+}
+
+void cli_usage(FILE *f, const cli_command *cmd, const cli_opt *opts)
+{
+    fprintf(f, "usage: %s\n\noptions:\n", cmd->usage);
     for (const cli_opt *o = opts; o->name; o++)
         fprintf(f, "  --%-22s %s\n", o->name, o->help);
     fprintf(f, "  --%-22s %s\n", "help", "show this help");
+    if (cmd->notes)
+        fprintf(f, "\n%s", cmd->notes);
 }
 
-int cli_parse(int argc, char **argv, cli_opt *opts, const char *usage)
+static void unknown_option(const cli_command *cmd, const cli_opt *opts, const char *name,
+                           size_t len)
+{
+    const char *near = closest_opt(opts, name, len);
+    if (near)
+        cli_say("floe: unknown option '--%.*s'; did you mean '--%s'? (floe %s --help lists the "
+                "options)\n", (int)len, name, near, cmd->name);
+    else
+        cli_say("floe: unknown option '--%.*s' (floe %s --help lists the options)\n", (int)len,
+                name, cmd->name);
+}
+
+static void stray_argument(const cli_command *cmd, const cli_opt *opts, const char *a)
+{
+    const char *name = a[0] == '-' ? a + 1 : a;
+    size_t len = strcspn(name, "=");
+    if (len > 0 && find_opt((cli_opt *)opts, name, len))
+        cli_say("floe: unexpected argument '%s'; did you mean '--%s'? (floe %s --help lists the "
+                "options)\n", a, name, cmd->name);
+    else
+        cli_say("floe: unexpected argument '%s': options start with '--' (floe %s --help lists "
+                "them)\n", a, cmd->name);
+}
+
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_opt *opts)
 {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            cli_usage(stdout, opts, usage);
+            cli_usage(stdout, cmd, opts);
             return 1;
         }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "floe: unexpected argument '%s'\n", a);
-            cli_usage(stderr, opts, usage);
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            stray_argument(cmd, opts, a);
             return -1;
         }
         const char *name = a + 2;
@@ -43,13 +123,12 @@ int cli_parse(int argc, char **argv, cli_opt *opts, const char *usage)
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         cli_opt *o = find_opt(opts, name, len);
         if (!o) {
-            fprintf(stderr, "floe: unknown option '--%.*s'\n", (int)len, name);
-            cli_usage(stderr, opts, usage);
+            unknown_option(cmd, opts, name, len);
             return -1;
         }
         if (!o->takes_value) {
             if (eq) {
-                fprintf(stderr, "floe: option '--%s' takes no value\n", o->name);
+                cli_say("floe: option '--%s' takes no value\n", o->name);
                 return -1;
             }
             o->value = "";
@@ -58,10 +137,21 @@ int cli_parse(int argc, char **argv, cli_opt *opts, const char *usage)
         } else if (i + 1 < argc) {
             o->value = argv[++i];
         } else {
-            fprintf(stderr, "floe: option '--%s' needs a value\n", o->name);
+            cli_say("floe: option '--%s' needs a value (floe %s --help)\n", o->name, cmd->name);
             return -1;
         }
     }
+    return 0;
+}
+
+int cli_require(const cli_command *cmd, const cli_opt *opts, const char *const *names)
+{
+    for (; *names; names++)
+        if (!cli_has(opts, *names)) {
+            cli_say("floe: --%s is required (floe %s --help lists the options)\n", *names,
+                    cmd->name);
+            return -1;
+        }
     return 0;
 }
 
@@ -98,8 +188,7 @@ int cli_size_opt(const cli_opt *opts, const char *name, size_t *out)
         }
     }
 bad:
-    fprintf(stderr, "floe: --%s: '%s' is not a size (a number, optionally with k, m or g)\n",
-            name, v);
+    cli_say("floe: --%s: '%s' is not a size (a number, optionally with k, m or g)\n", name, v);
     return -1;
 }
 
@@ -112,7 +201,7 @@ int cli_u64_opt(const cli_opt *opts, const char *name, uint64_t *out)
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
     if (end == v || *end || errno != 0 || v[0] == '-') {
-        fprintf(stderr, "floe: --%s: '%s' is not an integer from 0 to 2^64-1\n", name, v);
+        cli_say("floe: --%s: '%s' is not an integer from 0 to 2^64-1\n", name, v);
         return -1;
     }
     *out = n;
@@ -135,11 +224,39 @@ int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out)
     else if (strcmp(end, "m") == 0)
         unit = 60000;
     if (end == v || v[0] == '-' || errno != 0 || unit == 0 || n == 0 || n > UINT64_MAX / unit) {
-        fprintf(stderr, "floe: --%s: '%s' is not a positive duration (a number with ms, s or "
-                        "m; a bare number counts input time units)\n", name, v);
+        cli_say("floe: --%s: '%s' is not a positive duration (a number with ms, s or "
+                "m; a bare number counts input time units)\n", name, v);
         return -1;
     }
     *out = n * unit;
+    return 0;
+}
+
+int cli_wall_duration_opt(const cli_opt *opts, const char *name, bool allow_zero,
+                          uint64_t *out_ns)
+{
+    const char *v = cli_get(opts, name);
+    if (!v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    uint64_t unit = 0;
+    if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
+        unit = 1000000000u;
+    else if (strcmp(end, "ms") == 0)
+        unit = 1000000u;
+    else if (strcmp(end, "m") == 0)
+        unit = 60000000000u;
+    const uint64_t day = 86400000000000u;
+    if (end == v || v[0] == '-' || errno != 0 || unit == 0 || n > day / unit ||
+        (n == 0 && !allow_zero)) {
+        cli_say("floe: --%s: '%s' is not a %sduration of wall-clock time (a number with ms, s "
+                "or m, at most a day; a bare number counts seconds)\n", name, v,
+                allow_zero ? "" : "positive ");
+        return -1;
+    }
+    *out_ns = n * unit;
     return 0;
 }
 
@@ -149,7 +266,7 @@ char *cli_schema_text(const char *arg)
         return strdup(arg);
     FILE *f = fopen(arg + 1, "rb");
     if (!f) {
-        fprintf(stderr, "floe: cannot open schema file '%s': %s\n", arg + 1, strerror(errno));
+        cli_say("floe: cannot open schema file '%s': %s\n", arg + 1, strerror(errno));
         return NULL;
     }
     size_t cap = 4096, len = 0;
@@ -170,14 +287,17 @@ char *cli_schema_text(const char *arg)
     }
     fclose(f);
     if (!text) {
-        fprintf(stderr, "floe: out of memory reading '%s'\n", arg + 1);
+        cli_say("floe: out of memory reading '%s'\n", arg + 1);
         return NULL;
     }
     text[len] = '\0';
     return text;
 }
 
-void cli_report(const char *what, const floe_error *err)
+bool cli_blank(const char *s, size_t n)
 {
-    fprintf(stderr, "floe: %s: %s\n", what, floe_error_message(err));
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return false;
+    return true;
 }

@@ -1,7 +1,10 @@
 /*
  * cli_internal.h - shared pieces of the floe program: option parsing, line
- * reading and error reporting.  The program uses only the public API
- * (include/floe.h); nothing here reaches into src/ internals.
+ * reading, messages on stderr, the status line, stop signals, the metrics
+ * endpoint and a small JSON reader.  The program uses only the public API
+ * (include/floe.h); nothing here reaches into src/ internals.  Unlike the
+ * library, the program may keep process-wide state (the signal thread, the
+ * stderr live-line flag): there is one program per process.
  */
 #ifndef FLOE_CLI_INTERNAL_H
 #define FLOE_CLI_INTERNAL_H
@@ -13,7 +16,19 @@
 
 #include "floe.h"
 
-/* ---- options (args.c) ------------------------------------------------------ */
+/* Exit statuses of every command (README "The floe program"). */
+#define CLI_EXIT_OK 0           /* done */
+#define CLI_EXIT_FAILED 1       /* the command failed (bad input, storage, catalog...) */
+#define CLI_EXIT_USAGE 2        /* bad options: nothing was done */
+/* A run stopped by signal N exits with 128 + N (SIGHUP 129, SIGINT 130, SIGTERM 143). */
+
+/* ---- commands and options (args.c) ------------------------------------------ */
+typedef struct cli_command {
+    const char *name;        /* "sink" */
+    const char *usage;       /* the synopsis, starting with "floe NAME" */
+    const char *notes;       /* printed after the options by --help; may be NULL */
+} cli_command;
+
 typedef struct cli_opt {
     const char *name;        /* without the leading "--" */
     bool takes_value;
@@ -22,24 +37,90 @@ typedef struct cli_opt {
 } cli_opt;
 
 /* Parse argv (after the command word) against `opts` (terminated by a NULL
- * name).  Accepts "--name value" and "--name=value".  On an unknown option or
- * a missing value, prints the problem and usage to stderr and returns -1;
- * "--help" prints usage and returns 1; otherwise 0. */
-int cli_parse(int argc, char **argv, cli_opt *opts, const char *usage);
+ * name).  Accepts "--name value" and "--name=value".  An unknown option is
+ * named with the closest known one ("did you mean"), a missing value or a
+ * stray argument is named too: one message on stderr, then -1.  "--help"
+ * prints the usage, the options and the command's notes on stdout and
+ * returns 1; otherwise 0. */
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_opt *opts);
 const char *cli_get(const cli_opt *opts, const char *name);
 bool cli_has(const cli_opt *opts, const char *name);
-void cli_usage(FILE *f, const cli_opt *opts, const char *usage);
+void cli_usage(FILE *f, const cli_command *cmd, const cli_opt *opts);
+/* Each option of the NULL-terminated `names` must be given: 0, or -1 with
+ * a message naming the first missing one. */
+int cli_require(const cli_command *cmd, const cli_opt *opts, const char *const *names);
+/* Optimal-string-alignment distance (edits: insert, delete, substitute,
+ * swap two neighbours) between a[0..alen) and b; capped at 99. */
+size_t cli_edit_distance(const char *a, size_t alen, const char *b);
+/* Whether `b` is close enough to the typed word a[0..alen) to suggest:
+ * a prefix of it, or within an edit distance that grows with the length.
+ * *score (lower is better) ranks candidates. */
+bool cli_is_close(const char *a, size_t alen, const char *b, size_t *score);
 
 /* A byte count or number option ("1048576", "64k", "1MiB", "512m"): leaves
  * *out unchanged when absent; 0 on success, -1 (reported) when malformed. */
 int cli_size_opt(const cli_opt *opts, const char *name, size_t *out);
+/* A DURATION of input time ("500ms", "10s", "2m", or a bare number of time
+ * units): the count of input time units (milliseconds by default).  0 on
+ * success, -1 (reported) when malformed, zero or too large. */
+int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out);
+/* A wall-clock duration ("500ms", "10s", "2m"; a bare number is seconds)
+ * in nanoseconds, at most one day; `allow_zero` accepts "0".  Leaves *out
+ * unchanged when absent; -1 (reported) when malformed. */
+int cli_wall_duration_opt(const cli_opt *opts, const char *name, bool allow_zero,
+                          uint64_t *out_ns);
+/* An unsigned integer option; leaves *out unchanged when absent. */
+int cli_u64_opt(const cli_opt *opts, const char *name, uint64_t *out);
 
 /* The column list of --schema: the text itself, or the contents of FILE for
  * "@FILE" (caller frees).  NULL with a message printed on error. */
 char *cli_schema_text(const char *arg);
 
-/* Print "floe: <what>: <whole error chain>" to stderr. */
+/* ---- messages on stderr (status_line.c) -------------------------------------
+ * Every message of the program goes through cli_say so that it never lands
+ * glued to the live status line on a terminal: the line is cleared first
+ * and redrawn at the next tick.  Safe from any thread. */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The error chain of `err` as "frame: frame: frame", frames that repeat
+ * their neighbour (one a prefix of the other) printed once. */
+void cli_chain(const floe_error *err, char *buf, size_t cap);
+/* Print "floe: <what>: <error chain>". */
 void cli_report(const char *what, const floe_error *err);
+
+/* ---- the status line of `floe sink` (status_line.c) ----------------------------
+ * TTY: one live line, redrawn in place every `interval` by a thread of its
+ * own (so it moves while the input is idle), cleared before any message;
+ * PLAIN (stderr is not a terminal): an ordinary line every `interval`, no
+ * carriage returns or escape codes. */
+typedef enum cli_status_mode { CLI_STATUS_QUIET, CLI_STATUS_TTY, CLI_STATUS_PLAIN } cli_status_mode;
+typedef struct cli_status cli_status;
+/* Start the clock thread for `sink` (which must outlive cli_status_stop).
+ * NULL for QUIET, or when the thread cannot start (then no status). */
+cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const floe_sink *sink);
+/* Stop the thread and clear the live line.  Accepts NULL. */
+void cli_status_stop(cli_status *s);
+/* "[t]", "[]" of a frontier. */
+void cli_frontier_text(int empty, uint64_t t, char *buf, size_t cap);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t cli_now_ns(void);
+
+/* ---- stop signals (stop_signals.c) ----------------------------------------------
+ * SIGTERM, SIGINT and SIGHUP ask a command to stop.  cli_signals_start
+ * blocks them in the calling thread (and so in every thread started after
+ * it, the library's included) and waits for them in a thread of its own;
+ * the first one is recorded and wakes cli_signals_fd; a second one while
+ * stopping takes the signal's default action (the process ends at once).
+ * SIGPIPE is ignored (a scrape client that hangs up cannot kill the sink).
+ * Call it from the main thread before any other thread starts. */
+int cli_signals_start(void);
+/* The first stop signal received, 0 while there is none.  Asking marks it
+ * seen: a command that has not asked within a second of the signal (it is
+ * inside a long library call) gets a notice printed for it. */
+int cli_signals_caught(void);
+/* Readable once a stop signal came (for poll); -1 before cli_signals_start. */
+int cli_signals_fd(void);
+/* "SIGTERM", "SIGINT", "SIGHUP", or "signal N". */
+const char *cli_signal_name(int sig, char *buf, size_t cap);
 
 /* ---- catalogs and tables (table_opts.c) -----------------------------------------
  * The options every table command shares (CLI_TABLE_OPTS expands to their
@@ -73,6 +154,29 @@ int cli_open_catalog(const cli_opt *opts, bool must_exist, floe_catalog **out, f
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_string(FILE *f, const char *s);
 
+/* ---- a small JSON reader (cli_json.c), for the schema JSON floe.h hands out ---- */
+typedef enum cli_json_type {
+    CLI_JSON_NULL, CLI_JSON_BOOL, CLI_JSON_NUMBER, CLI_JSON_STRING, CLI_JSON_ARRAY,
+    CLI_JSON_OBJECT,
+} cli_json_type;
+typedef struct cli_json cli_json;
+struct cli_json {
+    cli_json_type type;
+    bool boolean;
+    char *text;              /* STRING: the value (unescaped); NUMBER: its text */
+    size_t n;                /* ARRAY/OBJECT: number of items */
+    cli_json *items;         /* ARRAY/OBJECT: the values */
+    char **keys;             /* OBJECT: the keys */
+};
+/* Parse a whole JSON text; NULL when it is malformed, nested deeper than 64
+ * or out of memory.  Free with cli_json_free. */
+cli_json *cli_json_parse(const char *text);
+void cli_json_free(cli_json *v);          /* accepts NULL */
+/* Member `key` of an object, NULL when absent or `obj` is not an object. */
+const cli_json *cli_json_get(const cli_json *obj, const char *key);
+/* STRING value of member `key`, or NULL. */
+const char *cli_json_str(const cli_json *obj, const char *key);
+
 /* ---- line reading (lines.c) ----------------------------------------------------
  * Reads a file (or stdin for "-") in large blocks and hands out lines without
  * copying when they lie inside one block.  Lines may be any length up to a
@@ -80,24 +184,87 @@ void cli_json_string(FILE *f, const char *s);
 typedef struct cli_lines cli_lines;
 /* Open PATH ("-" = stdin); a failure is reported on stderr. */
 int cli_lines_open(const char *path, cli_lines **out);
+/* Also wait on `fd` while waiting for input: once it is readable, reading
+ * stops (cli_lines_next returns -2).  For the stop-signal descriptor. */
+void cli_lines_wake_on(cli_lines *r, int fd);
 /* Next line (without its '\n' or "\r\n"): 1 with *line and *len set, 0 at end of
- * input, -1 on a read error or an over-long line (reported on stderr).  The line stays
- * valid until the next call.  *lineno counts from 1. */
+ * input, -1 on a read error or an over-long line (reported on stderr), -2
+ * when the wake descriptor became readable.  The line stays valid until the
+ * next call.  *lineno counts from 1. */
 int cli_lines_next(cli_lines *r, const char **line, size_t *len, size_t *lineno);
+/* The name the input is reported by: PATH, or "<stdin>". */
+const char *cli_lines_name(const cli_lines *r);
 void cli_lines_close(cli_lines *r);
+/* Whether the line holds only blanks (skipped by every command). */
+bool cli_blank(const char *s, size_t n);
 
-/* A DURATION ("500ms", "10s", "2m", or a bare number of time units): the
- * count of input time units (milliseconds by default).  0 on success, -1
- * (reported) when malformed, zero or too large. */
-int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out);
-/* An unsigned integer option; leaves *out unchanged when absent. */
-int cli_u64_opt(const cli_opt *opts, const char *name, uint64_t *out);
-
-/* ---- the metrics endpoint (metrics_server.c) ---------------------------------- */
+/* ---- the metrics endpoint (metrics_server.c) ----------------------------------
+ * GET /metrics (Prometheus text from floe_sink_metrics) and GET /health,
+ * each connection served by a thread of its own (at most a few at once,
+ * each bounded in time), so a silent client delays no one. */
 typedef struct metrics_server metrics_server;
-/* Listen on HOST:PORT and serve GET /metrics; NULL (reported) on failure. */
-metrics_server *metrics_server_start(const char *addr, const floe_sink *sink);
-void metrics_server_stop(metrics_server *m);     /* accepts NULL */
+/* Check ADDR (HOST:PORT, [IPv6]:PORT or :PORT for every interface; port
+ * 1-65535), listen on it and start serving: /health and /metrics answer 503
+ * "starting" until metrics_server_attach.  NULL (reported) when the address
+ * is malformed (*usage_error set) or cannot be listened on. */
+metrics_server *metrics_server_start(const char *addr, bool *usage_error);
+/* Serve /metrics of `sink` from now on; /health answers 200 "ok".  The sink
+ * must outlive the server (stop the server first). */
+void metrics_server_attach(metrics_server *m, const floe_sink *sink);
+/* /health answers `status` (200 or 503) with the text (printf format;
+ * truncated to 1 KiB) from now on.  Accepts NULL m. */
+void metrics_server_health(metrics_server *m, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Stop serving, end every connection, join the threads.  Accepts NULL. */
+void metrics_server_stop(metrics_server *m);
+
+/* ---- what `floe inspect` shows (inspect.c builds it; inspect_text.c and
+ * inspect_json.c print it) ------------------------------------------------------ */
+typedef struct inspect_snap {
+    floe_snapshot_info info;
+    size_t index;                 /* in the table's snapshot list */
+    bool on_main;                 /* the current snapshot or one of its ancestors */
+} inspect_snap;
+
+typedef struct inspect_sink {
+    const char *id;               /* in inspect_view.sink_ids */
+    floe_sink_progress progress;
+} inspect_sink;
+
+typedef struct inspect_live {
+    bool known;                   /* the current snapshot's summary has the totals */
+    bool exact;                   /* no equality deletes: the count is exact */
+    uint64_t rows, records, position_deletes, equality_deletes;
+} inspect_live;
+
+typedef struct inspect_view {
+    const floe_table *table;
+    const char *ident;
+    int64_t current;              /* main's snapshot, -1 when none */
+    inspect_snap *snaps;          /* every snapshot, by sequence number */
+    size_t n_snaps;
+    size_t first;                 /* the first one shown (the last --limit) */
+    uint64_t limit;               /* 0: all */
+    char **sink_ids;              /* floe_table_sink_ids */
+    inspect_sink *sinks;
+    size_t n_sinks;
+    char *schema_json;            /* floe_schema_to_json of the table's schema */
+    cli_json *schema;             /* parsed; NULL when it could not be */
+    inspect_live live;
+} inspect_view;
+
+/* A summary property of a snapshot, NULL when absent. */
+const char *inspect_prop(const inspect_view *v, const inspect_snap *s, const char *key);
+/* The refs pointing at a snapshot that floe.h tells of: "main" and the
+ * sinks' "floe-<id>" tags, comma-separated into buf ("" when none). */
+void inspect_refs(const inspect_view *v, const inspect_snap *s, char *buf, size_t cap);
+/* An Iceberg type (a schema JSON "type" value) as text: "long",
+ * "list<string>", "struct<a: int not null, b: string>". */
+void inspect_type_text(const cli_json *type, char *buf, size_t cap);
+/* Milliseconds since the epoch as ISO-8601 UTC, with or without the ms. */
+void inspect_time_text(int64_t ms, bool with_ms, char *buf, size_t cap);
+void inspect_print_text(const inspect_view *v);
+void inspect_print_json(const inspect_view *v);
 
 /* ---- commands --------------------------------------------------------------- */
 int cmd_to_parquet(int argc, char **argv);

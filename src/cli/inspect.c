@@ -1,11 +1,15 @@
 /*
- * inspect.c - `floe inspect`: a table's snapshots (ids, parents, sequence
- * numbers, times, operations, summaries) and the floe frontier it records,
- * as text or, with --json, as one JSON object.
+ * inspect.c - `floe inspect`: what a table holds, for people (text) and
+ * programs (--json).  This file gathers it into an inspect_view through the
+ * public API alone: the snapshots by sequence number (which of them are on
+ * main's history), the schema, the live row count of the current snapshot
+ * (from its summary totals) and the progress of every sink id the table
+ * knows (SPEC.md section 5.1).  inspect_text.c and inspect_json.c print it.
  *
- * The frontier is the one the sink resumes from (SPEC.md section 5.1): the
- * newest snapshot by sequence number that carries floe.frontier, with its
- * floe.sink-id and floe.sink-version.
+ * It never creates anything: the catalog is opened with must_exist and the
+ * table without a declared schema.  Table properties, the format version
+ * and refs other than main and the floe-* tags are not shown: floe.h has
+ * no accessor for them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,49 +19,168 @@
 
 static const char USAGE[] =
     "floe inspect --table NS.NAME [--catalog URI] [--warehouse URI] [--catalog-name NAME] "
-    "[--json]";
+    "[--limit N] [--json]";
 
-typedef struct snap {
-    floe_snapshot_info info;
-    size_t index;                 /* in the table's snapshot list */
-} snap;
+static const char NOTES[] =
+    "output:\n"
+    "  The table, its metadata and data locations and current snapshot; one line per\n"
+    "  snapshot (id, commit time in UTC, operation, data files, rows and delete files\n"
+    "  it added, the floe frontier and sink id it records, the refs pointing at it);\n"
+    "  the schema; the live row count (from the current snapshot's totals: an upper\n"
+    "  bound when there are equality deletes); and where each sink id stands.\n"
+    "  --limit N shows the newest N snapshots (default 20 in text, all with --json;\n"
+    "  0 = all).  --json prints the same as one JSON object.  Nothing is created.\n";
+
+static const cli_command CMD = {"inspect", USAGE, NOTES};
 
 static int by_sequence(const void *a, const void *b)
 {
-    const snap *x = a, *y = b;
+    const inspect_snap *x = a, *y = b;
     if (x->info.sequence_number != y->info.sequence_number)
         return x->info.sequence_number < y->info.sequence_number ? -1 : 1;
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* The snapshots sorted by sequence number (caller frees); NULL on failure. */
-static snap *load_snapshots(const floe_table *t, size_t *n, floe_error *err)
+typedef struct by_id_entry { int64_t id; size_t pos; } by_id_entry;
+
+static int cmp_id(const void *a, const void *b)
 {
-    *n = floe_table_snapshot_count(t);
-    snap *s = calloc(*n ? *n : 1, sizeof *s);
-    if (!s)
-        return NULL;
-    for (size_t i = 0; i < *n; i++) {
-        s[i].index = i;
-        if (floe_table_snapshot(t, i, &s[i].info, err) != FLOE_OK) {
-            free(s);
-            return NULL;
-        }
+    const by_id_entry *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Mark the current snapshot and its ancestors (main's history). */
+static int mark_main(inspect_view *v)
+{
+    if (v->n_snaps == 0 || v->current < 0)
+        return 0;
+    by_id_entry *ids = malloc(v->n_snaps * sizeof *ids);
+    if (!ids)
+        return -1;
+    for (size_t i = 0; i < v->n_snaps; i++)
+        ids[i] = (by_id_entry){v->snaps[i].info.snapshot_id, i};
+    qsort(ids, v->n_snaps, sizeof *ids, cmp_id);
+    by_id_entry key = {v->current, 0};
+    for (size_t steps = 0; steps < v->n_snaps; steps++) {   /* bounded: a cycle cannot loop */
+        by_id_entry *e = bsearch(&key, ids, v->n_snaps, sizeof *ids, cmp_id);
+        if (!e || v->snaps[e->pos].on_main)
+            break;
+        v->snaps[e->pos].on_main = true;
+        key.id = v->snaps[e->pos].info.parent_id;
     }
-    qsort(s, *n, sizeof *s, by_sequence);
-    return s;
+    free(ids);
+    return 0;
 }
 
-/* The newest snapshot carrying floe.frontier, or NULL. */
-static const snap *frontier_snapshot(const floe_table *t, const snap *s, size_t n)
+static int load_snapshots(inspect_view *v, floe_error *err)
 {
-    for (size_t i = n; i-- > 0;)
-        if (floe_table_snapshot_property(t, s[i].index, "floe.frontier"))
-            return &s[i];
-    return NULL;
+    v->n_snaps = floe_table_snapshot_count(v->table);
+    v->snaps = calloc(v->n_snaps ? v->n_snaps : 1, sizeof *v->snaps);
+    if (!v->snaps)
+        return FLOE_ENOMEM;
+    for (size_t i = 0; i < v->n_snaps; i++) {
+        v->snaps[i].index = i;
+        int rc = floe_table_snapshot(v->table, i, &v->snaps[i].info, err);
+        if (rc != FLOE_OK)
+            return rc;
+    }
+    qsort(v->snaps, v->n_snaps, sizeof *v->snaps, by_sequence);
+    v->first = v->limit && v->limit < v->n_snaps ? v->n_snaps - (size_t)v->limit : 0;
+    return mark_main(v) == 0 ? FLOE_OK : FLOE_ENOMEM;
 }
 
-static void format_time(int64_t ms, char *buf, size_t cap)
+static int load_sinks(inspect_view *v, floe_error *err)
+{
+    int rc = floe_table_sink_ids(v->table, &v->sink_ids, &v->n_sinks, err);
+    if (rc != FLOE_OK)
+        return rc;
+    v->sinks = calloc(v->n_sinks ? v->n_sinks : 1, sizeof *v->sinks);
+    if (!v->sinks)
+        return FLOE_ENOMEM;
+    for (size_t i = 0; i < v->n_sinks; i++) {
+        v->sinks[i].id = v->sink_ids[i];
+        rc = floe_table_sink_progress(v->table, v->sink_ids[i], &v->sinks[i].progress, err);
+        if (rc != FLOE_OK)
+            return rc;
+    }
+    return FLOE_OK;
+}
+
+/* A summary total as a number; false when absent or not a decimal count. */
+static bool total(const inspect_view *v, const inspect_snap *s, const char *key, uint64_t *out)
+{
+    const char *t = inspect_prop(v, s, key);
+    if (!t || !*t || strspn(t, "0123456789") != strlen(t) || strlen(t) > 19)
+        return false;
+    *out = strtoull(t, NULL, 10);
+    return true;
+}
+
+static void load_live_rows(inspect_view *v)
+{
+    inspect_live *l = &v->live;
+    if (v->current < 0) {
+        *l = (inspect_live){.known = true, .exact = true};
+        return;
+    }
+    const inspect_snap *cur = NULL;
+    for (size_t i = 0; i < v->n_snaps; i++)
+        if (v->snaps[i].info.snapshot_id == v->current)
+            cur = &v->snaps[i];
+    if (!cur || !total(v, cur, "total-records", &l->records))
+        return;
+    if (!total(v, cur, "total-position-deletes", &l->position_deletes))
+        l->position_deletes = 0;
+    if (!total(v, cur, "total-equality-deletes", &l->equality_deletes))
+        l->equality_deletes = 0;
+    l->known = true;
+    l->exact = l->equality_deletes == 0;
+    l->rows = l->records > l->position_deletes ? l->records - l->position_deletes : 0;
+}
+
+static int load_view(inspect_view *v, floe_error *err)
+{
+    v->current = floe_table_current_snapshot_id(v->table);
+    int rc = load_snapshots(v, err);
+    if (rc == FLOE_OK)
+        rc = load_sinks(v, err);
+    if (rc == FLOE_OK)
+        rc = floe_schema_to_json(floe_table_schema(v->table), &v->schema_json, err);
+    if (rc == FLOE_OK)
+        v->schema = cli_json_parse(v->schema_json);
+    load_live_rows(v);
+    return rc;
+}
+
+static void free_view(inspect_view *v)
+{
+    free(v->snaps);
+    free(v->sinks);
+    floe_free(v->sink_ids);
+    floe_free(v->schema_json);
+    cli_json_free(v->schema);
+}
+
+/* ---- helpers for the printers ------------------------------------------------------ */
+
+const char *inspect_prop(const inspect_view *v, const inspect_snap *s, const char *key)
+{
+    return floe_table_snapshot_property(v->table, s->index, key);
+}
+
+void inspect_refs(const inspect_view *v, const inspect_snap *s, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    if (s->info.snapshot_id == v->current)
+        len += (size_t)snprintf(buf, cap, "main");
+    for (size_t i = 0; i < v->n_sinks && len < cap; i++)
+        if (v->sinks[i].progress.tag_snapshot_id == s->info.snapshot_id)
+            len += (size_t)snprintf(buf + len, cap - len, "%sfloe-%s", len ? ", " : "",
+                                    v->sinks[i].id);
+}
+
+void inspect_time_text(int64_t ms, bool with_ms, char *buf, size_t cap)
 {
     time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
     struct tm tm;
@@ -66,144 +189,122 @@ static void format_time(int64_t ms, char *buf, size_t cap)
         return;
     }
     size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, cap - n, ".%03dZ", (int)(((ms % 1000) + 1000) % 1000));
+    if (with_ms)
+        snprintf(buf + n, cap - n, ".%03dZ", (int)(((ms % 1000) + 1000) % 1000));
+    else
+        snprintf(buf + n, cap - n, "Z");
 }
 
-static const char *prop(const floe_table *t, size_t i, const char *key)
+static void type_append(char *buf, size_t cap, size_t *len, const char *s)
 {
-    const char *v = floe_table_snapshot_property(t, i, key);
-    return v ? v : "";
+    int n = snprintf(buf + *len, cap - *len, "%s", s);
+    if (n > 0)
+        *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
 }
 
-static void print_text(const floe_table *t, const char *ident, const snap *s, size_t n)
+static void nested_text(const cli_json *type, char *buf, size_t cap, size_t *len);
+
+static void type_into(const cli_json *type, bool required, char *buf, size_t cap, size_t *len)
 {
-    int64_t cur = floe_table_current_snapshot_id(t);
-    printf("table     %s\nmetadata  %s\ndata      %s\n", ident, floe_table_metadata_location(t),
-           floe_table_data_location(t));
-    if (cur < 0)
-        printf("current   none (no snapshots)\n");
+    if (type && type->type == CLI_JSON_STRING)
+        type_append(buf, cap, len, type->text);
+    else if (type && type->type == CLI_JSON_OBJECT)
+        nested_text(type, buf, cap, len);
     else
-        printf("current   %lld (%zu snapshots)\n", (long long)cur, n);
-    const snap *f = frontier_snapshot(t, s, n);
-    if (f)
-        printf("frontier  %s from sink %s version %s (snapshot %lld)\n",
-               prop(t, f->index, "floe.frontier"), prop(t, f->index, "floe.sink-id"),
-               prop(t, f->index, "floe.sink-version"), (long long)f->info.snapshot_id);
-    else
-        printf("frontier  none (no snapshot records floe.frontier)\n");
-    for (size_t i = 0; i < n; i++) {
-        const floe_snapshot_info *si = &s[i].info;
-        char when[48], parent[32] = "none";
-        format_time(si->timestamp_ms, when, sizeof when);
-        if (si->parent_id >= 0)
-            snprintf(parent, sizeof parent, "%lld", (long long)si->parent_id);
-        printf("\nsnapshot %lld%s\n  sequence %lld, parent %s, %s, %s\n",
-               (long long)si->snapshot_id, si->snapshot_id == cur ? " (current)" : "",
-               (long long)si->sequence_number, parent, when,
-               *si->operation ? si->operation : "(no operation)");
-        for (size_t j = 0; j < si->property_count; j++) {
-            const char *k, *v;
-            if (floe_table_snapshot_property_at(t, s[i].index, j, &k, &v, NULL) == FLOE_OK &&
-                strcmp(k, "operation") != 0)
-                printf("  %s = %s\n", k, v);
+        type_append(buf, cap, len, "?");
+    if (required)
+        type_append(buf, cap, len, " not null");
+}
+
+static bool flag(const cli_json *obj, const char *key)
+{
+    const cli_json *b = cli_json_get(obj, key);
+    return b && b->type == CLI_JSON_BOOL && b->boolean;
+}
+
+static void nested_text(const cli_json *type, char *buf, size_t cap, size_t *len)
+{
+    const char *kind = cli_json_str(type, "type");
+    if (kind && strcmp(kind, "list") == 0) {
+        type_append(buf, cap, len, "list<");
+        type_into(cli_json_get(type, "element"), flag(type, "element-required"), buf, cap, len);
+    } else if (kind && strcmp(kind, "map") == 0) {
+        type_append(buf, cap, len, "map<");
+        type_into(cli_json_get(type, "key"), false, buf, cap, len);
+        type_append(buf, cap, len, ", ");
+        type_into(cli_json_get(type, "value"), flag(type, "value-required"), buf, cap, len);
+    } else {
+        const cli_json *fields = cli_json_get(type, "fields");
+        type_append(buf, cap, len, "struct<");
+        for (size_t i = 0; fields && fields->type == CLI_JSON_ARRAY && i < fields->n; i++) {
+            const cli_json *f = &fields->items[i];
+            const char *name = cli_json_str(f, "name");
+            type_append(buf, cap, len, i ? ", " : "");
+            type_append(buf, cap, len, name ? name : "?");
+            type_append(buf, cap, len, ": ");
+            type_into(cli_json_get(f, "type"), flag(f, "required"), buf, cap, len);
         }
     }
+    type_append(buf, cap, len, ">");
 }
 
-static void json_snapshot(const floe_table *t, const snap *s)
+void inspect_type_text(const cli_json *type, char *buf, size_t cap)
 {
-    const floe_snapshot_info *si = &s->info;
-    printf("{\"snapshot_id\":%lld,\"parent_snapshot_id\":", (long long)si->snapshot_id);
-    if (si->parent_id >= 0)
-        printf("%lld", (long long)si->parent_id);
-    else
-        printf("null");
-    printf(",\"sequence_number\":%lld,\"timestamp_ms\":%lld,\"operation\":",
-           (long long)si->sequence_number, (long long)si->timestamp_ms);
-    cli_json_string(stdout, si->operation);
-    printf(",\"manifest_list\":");
-    cli_json_string(stdout, si->manifest_list);
-    printf(",\"summary\":{");
-    for (size_t j = 0; j < si->property_count; j++) {
-        const char *k = "", *v = "";
-        floe_table_snapshot_property_at(t, s->index, j, &k, &v, NULL);
-        printf("%s", j ? "," : "");
-        cli_json_string(stdout, k);
-        printf(":");
-        cli_json_string(stdout, v);
-    }
-    printf("}}");
+    size_t len = 0;
+    buf[0] = '\0';
+    type_into(type, false, buf, cap, &len);
 }
 
-static void print_json(const floe_table *t, const char *ident, const snap *s, size_t n)
+/* ---- the command --------------------------------------------------------------------- */
+
+static int inspect_table(floe_table *t, const char *ident, uint64_t limit, bool json,
+                         floe_error *err)
 {
-    int64_t cur = floe_table_current_snapshot_id(t);
-    printf("{\"table\":");
-    cli_json_string(stdout, ident);
-    printf(",\"metadata_location\":");
-    cli_json_string(stdout, floe_table_metadata_location(t));
-    printf(",\"data_location\":");
-    cli_json_string(stdout, floe_table_data_location(t));
-    if (cur >= 0)
-        printf(",\"current_snapshot_id\":%lld", (long long)cur);
-    else
-        printf(",\"current_snapshot_id\":null");
-    printf(",\"snapshots\":[");
-    for (size_t i = 0; i < n; i++) {
-        printf("%s", i ? "," : "");
-        json_snapshot(t, &s[i]);
+    inspect_view v = {.table = t, .ident = ident, .limit = limit};
+    int status = CLI_EXIT_FAILED;
+    if (load_view(&v, err) != FLOE_OK) {
+        cli_report("inspect", err);
+    } else {
+        if (json)
+            inspect_print_json(&v);
+        else
+            inspect_print_text(&v);
+        status = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
     }
-    printf("],\"frontier\":");
-    const snap *f = frontier_snapshot(t, s, n);
-    if (!f) {
-        printf("null}\n");
-        return;
-    }
-    printf("{\"snapshot_id\":%lld,\"frontier\":", (long long)f->info.snapshot_id);
-    cli_json_string(stdout, prop(t, f->index, "floe.frontier"));
-    printf(",\"sink_id\":");
-    cli_json_string(stdout, prop(t, f->index, "floe.sink-id"));
-    printf(",\"sink_version\":");
-    cli_json_string(stdout, prop(t, f->index, "floe.sink-version"));
-    printf("}}\n");
+    free_view(&v);
+    return status;
 }
 
 int cmd_inspect(int argc, char **argv)
 {
     cli_opt opts[] = {
         CLI_TABLE_OPTS,
+        {"limit", true, "show the newest N snapshots (default 20; all with --json; 0 = all)",
+         NULL},
         {"json", false, "print one JSON object instead of text", NULL},
         {NULL, false, NULL, NULL},
     };
-    int p = cli_parse(argc, argv, opts, USAGE);
+    int p = cli_parse(&CMD, argc, argv, opts);
     if (p != 0)
-        return p > 0 ? 0 : 2;
+        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (cli_require(&CMD, opts, (const char *const[]){"table", NULL}) != 0)
+        return CLI_EXIT_USAGE;
+    bool json = cli_has(opts, "json");
+    uint64_t limit = json ? 0 : 20;
+    if (cli_u64_opt(opts, "limit", &limit) != 0)
+        return CLI_EXIT_USAGE;
     const char *ident = cli_get(opts, "table");
-    if (!ident) {
-        fprintf(stderr, "floe inspect: --table is required\n");
-        cli_usage(stderr, opts, USAGE);
-        return 2;
-    }
     floe_error *err = floe_error_new();
     floe_catalog *cat = NULL;
     floe_table *t = NULL;
-    snap *s = NULL;
-    size_t n = 0;
-    int status = 1;
+    int status = CLI_EXIT_FAILED;
     if (!err || cli_open_catalog(opts, true, &cat, err) != FLOE_OK) {
         /* reported */
     } else if (floe_table_open(cat, ident, NULL, NULL, &t, err) != FLOE_OK) {
         cli_report("inspect", err);
-    } else if (!(s = load_snapshots(t, &n, err))) {
-        cli_report("inspect", err);
     } else {
-        if (cli_has(opts, "json"))
-            print_json(t, ident, s, n);
-        else
-            print_text(t, ident, s, n);
-        status = fflush(stdout) == 0 ? 0 : 1;
+        status = inspect_table(t, ident, limit, json, err);
     }
-    free(s);
     floe_table_free(t);
     floe_catalog_free(cat);
     floe_error_free(err);

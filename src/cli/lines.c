@@ -3,10 +3,13 @@
  *
  * Reads big blocks into one buffer and returns lines in place; a line that
  * straddles the end of the buffer is moved to the front before the next
- * read, and the buffer grows (up to MAX_LINE) for very long lines.
+ * read, and the buffer grows (up to MAX_LINE) for very long lines.  With a
+ * wake descriptor (the stop-signal pipe) every read first waits on both in
+ * poll, so a stop request ends a read that would block on an idle stdin.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@ struct cli_lines {
     size_t end;       /* end of data read */
     size_t lineno;
     char *path;
+    int wake_fd;      /* -1: none */
 };
 
 int cli_lines_open(const char *path, cli_lines **out)
@@ -35,6 +39,7 @@ int cli_lines_open(const char *path, cli_lines **out)
         return FLOE_ENOMEM;
     bool is_stdin = strcmp(path, "-") == 0;
     r->fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    r->wake_fd = -1;
     r->own_fd = !is_stdin;
     r->path = strdup(is_stdin ? "<stdin>" : path);
     r->cap = BLOCK;
@@ -42,7 +47,7 @@ int cli_lines_open(const char *path, cli_lines **out)
     if (r->fd < 0 || !r->buf || !r->path) {
         int e = errno;
         cli_lines_close(r);
-        fprintf(stderr, "floe: cannot open input '%s': %s\n", path, strerror(e));
+        cli_say("floe: cannot open input '%s': %s\n", path, strerror(e));
         return FLOE_EIO;
     }
     *out = r;
@@ -60,7 +65,31 @@ void cli_lines_close(cli_lines *r)
     free(r);
 }
 
-/* Make room and read more bytes; returns 0 at end of input, -1 on error. */
+void cli_lines_wake_on(cli_lines *r, int fd) { r->wake_fd = fd; }
+
+const char *cli_lines_name(const cli_lines *r) { return r->path; }
+
+/* Wait until the input or the wake descriptor is readable: 1 for the input,
+ * 0 when woken, -1 on error. */
+static int wait_readable(cli_lines *r)
+{
+    if (r->wake_fd < 0)
+        return 1;
+    for (;;) {
+        struct pollfd p[2] = {{r->fd, POLLIN, 0}, {r->wake_fd, POLLIN, 0}};
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (p[1].revents)
+            return 0;
+        return 1;                         /* data, end of input or an error to read */
+    }
+}
+
+/* Make room and read more bytes; returns 0 at end of input, -1 on error,
+ * -2 when woken. */
 static int fill(cli_lines *r)
 {
     if (r->pos > 0) {
@@ -80,6 +109,9 @@ static int fill(cli_lines *r)
         r->cap *= 2;
     }
     for (;;) {
+        int ready = wait_readable(r);
+        if (ready <= 0)
+            return ready == 0 ? -2 : -1;
         ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
         if (n < 0 && errno == EINTR)
             continue;
@@ -110,8 +142,10 @@ int cli_lines_next(cli_lines *r, const char **line, size_t *len, size_t *lineno)
             return 0;
         size_t scanned = r->end - r->pos;
         int got = fill(r);
+        if (got == -2)
+            return -2;
         if (got < 0) {
-            fprintf(stderr, "floe: reading '%s' at line %zu: %s\n", r->path, r->lineno + 1,
+            cli_say("floe: reading '%s' at line %zu: %s\n", r->path, r->lineno + 1,
                     errno == EFBIG ? "line longer than 1 GiB" : strerror(errno));
             return -1;
         }

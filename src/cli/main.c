@@ -1,6 +1,7 @@
 /*
  * main.c - the floe program: dispatches to one command per file.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,7 +48,17 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         if (strcmp(name, COMMANDS[i].name) == 0)
             return COMMANDS[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "floe: unknown command '%s'\n\n", name);
-    usage(stderr);
+    const char *near = NULL;
+    size_t best = SIZE_MAX, score;
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (cli_is_close(name, strlen(name), COMMANDS[i].name, &score) && score < best) {
+            near = COMMANDS[i].name;
+            best = score;
+        }
+    if (near)
+        fprintf(stderr, "floe: unknown command '%s'; did you mean '%s'? (floe --help lists the "
+                        "commands)\n", name, near);
+    else
+        fprintf(stderr, "floe: unknown command '%s' (floe --help lists the commands)\n", name);
     return 2;
 }

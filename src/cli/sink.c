@@ -6,16 +6,20 @@
  * input everything read is committed and the table records the frontier
  * just past the newest update, so a later run over the next file continues;
  * with --close (or an input line {"progress": null}) the input is complete
- * and the table records [].  A bad line stops
- * the run with an error naming the line; the table stays at its last
- * committed frontier, and running the same command again resumes there.
- * Progress goes to stderr on a terminal; --metrics-addr serves Prometheus
- * metrics.
+ * and the table records [].  The library commits synchronously inside
+ * push/advance, so between two calls nothing is half-done: a bad line, or a
+ * stop signal, leaves the table at its last committed frontier, and running
+ * the same command again resumes there.
+ *
+ * What the operator sees: a status line (status_line.c), messages and the
+ * final summary on stderr, /metrics and /health on --metrics-addr
+ * (metrics_server.c), and the exit status: 0 done, 1 halted, 2 bad
+ * options, 128 + N stopped by signal N (stop_signals.c).
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli_internal.h"
@@ -25,79 +29,68 @@ static const char USAGE[] =
     "[--mode upsert|append] [--input PATH|-] [--catalog URI] [--warehouse URI] "
     "[--catalog-name NAME] [--commit-interval DURATION] [--as-of T] [--sink-id ID] "
     "[--sink-version N] [--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
-    "[--close] [--new-sink] [--resume-from FRONTIER] [--metrics-addr HOST:PORT]";
+    "[--close] [--new-sink] [--resume-from FRONTIER] [--metrics-addr HOST:PORT] [--quiet]";
+
+static const char NOTES[] =
+    "progress:\n"
+    "  On a terminal one status line is redrawn every second: time running, updates\n"
+    "  read and their rate, snapshots committed, the input and committed frontiers,\n"
+    "  the lag between them (in input time units) and the freshness (seconds since\n"
+    "  the oldest input no commit covers arrived; 0 when caught up).\n"
+    "  Off a terminal it is a plain line every 10 s.  A summary line ends the run.\n"
+    "  --quiet prints nothing on success but the resume notice; errors and warnings\n"
+    "  still go to stderr.\n"
+    "\n"
+    "metrics (--metrics-addr HOST:PORT, [IPv6]:PORT, or :PORT for every interface):\n"
+    "  GET /metrics   Prometheus text format\n"
+    "  GET /health    200 \"ok\" while the sink runs; 503 with the reason while it\n"
+    "                 starts, after it halted or while it stops (200 \"finished\" at\n"
+    "                 the end of a successful run; see --metrics-linger)\n"
+    "\n"
+    "signals:\n"
+    "  SIGTERM, SIGINT (Ctrl-C) and SIGHUP stop the sink cleanly: it stops reading,\n"
+    "  keeps every snapshot already committed, prints the committed frontier and exits\n"
+    "  128 + the signal number; the same command resumes at that frontier.  A second\n"
+    "  signal while stopping ends the process at once.\n"
+    "\n"
+    "exit status:\n"
+    "  0    the input ended and everything read was committed\n"
+    "  1    the sink halted (bad input, catalog or storage failure, fenced...): the\n"
+    "       table stays at its last committed frontier\n"
+    "  2    bad options: nothing was created\n"
+    "  129, 130, 143   stopped by SIGHUP, SIGINT, SIGTERM\n";
+
+static const cli_command CMD = {"sink", USAGE, NOTES};
 
 #define MAX_WARNINGS 20
+#define TTY_INTERVAL_NS 1000000000u
+#define PLAIN_INTERVAL_NS 10000000000u
+
+typedef enum outcome { RUN_DONE, RUN_HALTED, RUN_STOPPED } outcome;
 
 typedef struct run {
     floe_sink *sink;
     floe_error *err;
     cli_lines *lines;
     metrics_server *metrics;
+    cli_status *status;
+    const char *table;
     const char *input;
-    bool progress, close;
+    cli_status_mode mode;
+    uint64_t interval_ns, linger_ns;
+    bool close;
     uint64_t warnings;
-    uint64_t started_ns, last_progress_ns;
+    uint64_t started_ns;
+    size_t lineno;              /* of the last line read */
 } run;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void on_warning(void *ctx, const char *msg)
 {
     run *r = ctx;
     if (++r->warnings <= MAX_WARNINGS)
-        fprintf(stderr, "%sfloe: warning: %s\n", r->progress ? "\r\033[K" : "", msg);
+        cli_say("floe: warning: %s\n", msg);
     else if (r->warnings == MAX_WARNINGS + 1)
-        fprintf(stderr, "floe: warning: further warnings are counted, not shown\n");
-}
-
-static void frontier_text(int empty, uint64_t t, char *buf, size_t n)
-{
-    if (empty)
-        snprintf(buf, n, "[]");
-    else
-        snprintf(buf, n, "[%" PRIu64 "]", t);
-}
-
-static void show_progress(run *r, bool final)
-{
-    floe_sink_stats st;
-    floe_sink_stats_get(r->sink, &st);
-    double secs = (double)(now_ns() - r->started_ns) / 1e9;
-    char in[32], done[32] = "none", lag[48] = "";
-    frontier_text(st.input_frontier_empty, st.input_frontier, in, sizeof in);
-    if (st.has_committed_frontier)
-        frontier_text(st.committed_frontier_empty, st.committed_frontier, done, sizeof done);
-    if (st.has_committed_frontier && !st.input_frontier_empty && !st.committed_frontier_empty &&
-        st.input_frontier >= st.committed_frontier)
-        snprintf(lag, sizeof lag, ", lag %" PRIu64, st.input_frontier - st.committed_frontier);
-    fprintf(stderr,
-            "%sfloe: %" PRIu64 " updates in (%.0f/s), %" PRIu64 " stashed, %" PRIu64
-            " snapshots committed, frontier %s, committed %s%s%s",
-            r->progress && !final ? "\r\033[K" : "", st.updates_in,
-            secs > 0 ? (double)st.updates_in / secs : 0.0, st.updates_stashed,
-            st.snapshots_committed, in, done, lag, final || !r->progress ? "\n" : "");
-}
-
-static void maybe_progress(run *r)
-{
-    uint64_t t = now_ns();
-    if (r->progress && t - r->last_progress_ns > 1000000000u) {
-        r->last_progress_ns = t;
-        show_progress(r, false);
-    }
-}
-
-static void on_commit(void *ctx, const char *frontier, int64_t snapshot_id)
-{
-    (void)frontier;
-    (void)snapshot_id;
-    maybe_progress(ctx);
+        cli_say("floe: warning: further warnings are counted, not shown\n");
 }
 
 static int parse_mode(const char *v, floe_sink_mode *out)
@@ -109,37 +102,24 @@ static int parse_mode(const char *v, floe_sink_mode *out)
     else if (strcmp(v, "append") == 0)
         *out = FLOE_SINK_MODE_APPEND;
     else {
-        fprintf(stderr, "floe: --mode must be upsert or append, not '%s'\n", v);
+        cli_say("floe: --mode must be upsert or append, not '%s'\n", v);
         return -1;
     }
     return 0;
 }
 
-static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **schema_text)
+static int numbers(const cli_opt *opts, floe_sink_options *o)
 {
-    floe_sink_options_init(o);
-    o->table = cli_get(opts, "table");
-    o->key = cli_get(opts, "key");
-    cli_connect_options(opts, &o->connect);
-    o->sink_id = cli_get(opts, "sink-id");
-    o->spill_dir = cli_get(opts, "spill-dir");
-    o->resume_from = cli_get(opts, "resume-from");
-    o->new_sink = cli_has(opts, "new-sink");
-    o->on_warning = on_warning;
-    o->warning_ctx = r;
-    o->on_commit = on_commit;
-    o->commit_ctx = r;
-    size_t mem = 0;
+    size_t mem = 0, target = 0;
     const char *codec = cli_get(opts, "compression");
     if (codec) {
         int c = floe_compression_from_name(codec);
         if (c < 0) {
-            fprintf(stderr, "floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
+            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
             return -1;
         }
         o->compression = (floe_compression)c;
     }
-    size_t target = 0;
     if (parse_mode(cli_get(opts, "mode"), &o->mode) != 0 ||
         cli_duration_opt(opts, "commit-interval", &o->commit_interval) != 0 ||
         cli_u64_opt(opts, "as-of", &o->as_of) != 0 ||
@@ -148,11 +128,41 @@ static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **sch
         cli_size_opt(opts, "memory-limit", &mem) != 0)
         return -1;
     if (cli_has(opts, "sink-version") && o->sink_version == 0) {
-        fprintf(stderr, "floe: --sink-version must be at least 1\n");
+        cli_say("floe: --sink-version must be at least 1\n");
         return -1;
     }
     o->target_file_size = target;
     o->memory_limit = mem;
+    return 0;
+}
+
+static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **schema_text)
+{
+    floe_sink_options_init(o);
+    o->table = r->table = cli_get(opts, "table");
+    o->key = cli_get(opts, "key");
+    cli_connect_options(opts, &o->connect);
+    o->sink_id = cli_get(opts, "sink-id");
+    o->spill_dir = cli_get(opts, "spill-dir");
+    o->resume_from = cli_get(opts, "resume-from");
+    o->new_sink = cli_has(opts, "new-sink");
+    o->on_warning = on_warning;
+    o->warning_ctx = r;
+    if (numbers(opts, o) != 0)
+        return -1;
+    r->input = cli_get(opts, "input") ? cli_get(opts, "input") : "-";
+    r->close = cli_has(opts, "close");
+    const char *term = getenv("TERM");
+    bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
+    r->mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
+    r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
+    if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0 ||
+        cli_wall_duration_opt(opts, "metrics-linger", true, &r->linger_ns) != 0)
+        return -1;
+    if (r->linger_ns && !cli_has(opts, "metrics-addr")) {
+        cli_say("floe: --metrics-linger needs --metrics-addr\n");
+        return -1;
+    }
     if (cli_has(opts, "schema")) {
         *schema_text = cli_schema_text(cli_get(opts, "schema"));
         if (!*schema_text)
@@ -162,54 +172,184 @@ static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **sch
     return 0;
 }
 
-static bool blank(const char *s, size_t n)
+/* ---- reports --------------------------------------------------------------------- */
+
+/* The committed frontier, "[t]" / "[]", or false when nothing is committed. */
+static bool committed(const floe_sink_stats *st, char *buf, size_t cap)
 {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
+    if (!st->has_committed_frontier)
+        return false;
+    cli_frontier_text(st->committed_frontier_empty, st->committed_frontier, buf, cap);
     return true;
 }
 
-static void report_halt(run *r, const char *where)
+static void halt_advice(run *r, bool input_at_fault)
 {
     floe_sink_stats st;
     floe_sink_stats_get(r->sink, &st);
-    char done[32] = "none (nothing committed)";
-    if (st.has_committed_frontier)
-        frontier_text(st.committed_frontier_empty, st.committed_frontier, done, sizeof done);
-    fprintf(stderr, "%sfloe: %s: %s\n", r->progress ? "\r\033[K" : "", where,
-            floe_error_frame(r->err, 0));
-    for (size_t i = 1; i < floe_error_depth(r->err); i++)
-        fprintf(stderr, "  caused by: %s\n", floe_error_frame(r->err, i));
-    fprintf(stderr, "floe: the table stays at its last committed frontier, %s; run again to "
-                    "resume\n", done);
+    char f[32];
+    int code = floe_error_code(r->err);
+    const char *what = input_at_fault ? "fix the input and run again"
+                       : code == FLOE_EFENCED ? "a newer version of this sink took over"
+                       : floe_error_retryable(r->err)
+                           ? "this may be transient: run the same command again"
+                           : "fix the cause and run the same command again";
+    if (committed(&st, f, sizeof f))
+        cli_say("floe: %s: the table stays at its last committed frontier %s (nothing of this "
+                "run after it is visible)\n", what, f);
+    else
+        cli_say("floe: %s: nothing is committed for this sink yet (nothing of this run is "
+                "visible)\n", what);
 }
 
-static int stream(run *r)
+/* The sink halted with r->err: say where and why, and tell /health. */
+static void report_halt(run *r, const char *where, bool input_at_fault)
+{
+    char chain[16384];
+    cli_chain(r->err, chain, sizeof chain);
+    metrics_server_health(r->metrics, 503, "halted: %s: %s", where, chain);
+    cli_say("floe: %s: %s\n", where, chain);
+    halt_advice(r, input_at_fault);
+}
+
+static void report_done(run *r)
+{
+    metrics_server_health(r->metrics, 200, "finished");
+    if (r->mode == CLI_STATUS_QUIET)
+        return;
+    floe_sink_stats st;
+    floe_sink_stats_get(r->sink, &st);
+    double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
+    char f[32], where[160];
+    if (!committed(&st, f, sizeof f))
+        snprintf(where, sizeof where, "nothing committed (the input held no updates)");
+    else if (st.committed_frontier_empty)
+        snprintf(where, sizeof where, "%s at frontier [] (input closed)", r->table);
+    else
+        snprintf(where, sizeof where, "%s at frontier %s (a later run continues there)",
+                 r->table, f);
+    cli_say("floe: done in %.1fs: %" PRIu64 " update%s read (%.0f/s), %" PRIu64
+            " snapshot%s committed, %s\n", secs, st.updates_in, st.updates_in == 1 ? "" : "s",
+            secs > 0 ? (double)st.updates_in / secs : 0.0, st.snapshots_committed,
+            st.snapshots_committed == 1 ? "" : "s", where);
+}
+
+static int report_stop(run *r, int sig)
+{
+    char buf[32], f[32];
+    const char *name = cli_signal_name(sig, buf, sizeof buf);
+    metrics_server_health(r->metrics, 503, "stopping: %s", name);
+    floe_sink_stats st;
+    floe_sink_stats_get(r->sink, &st);
+    cli_say("floe: %s: stopped reading %s after line %zu: %" PRIu64 " updates read, %" PRIu64
+            " snapshots committed by this run\n", name, cli_lines_name(r->lines), r->lineno,
+            st.updates_in, st.snapshots_committed);
+    if (!committed(&st, f, sizeof f))
+        cli_say("floe: nothing is committed for this sink yet: the same command resumes from "
+                "the start of the input\n");
+    else if (st.committed_frontier_empty)
+        cli_say("floe: %s is at committed frontier [] (its input is complete): nothing remains "
+                "to resume\n", r->table);
+    else
+        cli_say("floe: %s is at committed frontier %s: the same command resumes there (input "
+                "below it is skipped, the rest is read again)\n", r->table, f);
+    return 128 + sig;
+}
+
+/* ---- the run --------------------------------------------------------------------- */
+
+static outcome stream(run *r)
 {
     const char *line;
-    size_t len, lineno = 0;
-    int got;
-    while ((got = cli_lines_next(r->lines, &line, &len, &lineno)) == 1) {
-        if (blank(line, len))
+    size_t len;
+    int got = 0;
+    while (!cli_signals_caught() &&
+           (got = cli_lines_next(r->lines, &line, &len, &r->lineno)) == 1) {
+        if (cli_blank(line, len))
             continue;
         if (floe_sink_push_json(r->sink, line, len, r->err) != FLOE_OK) {
             char where[4200];
-            snprintf(where, sizeof where, "%s:%zu", r->input, lineno);
-            report_halt(r, where);
-            return -1;
+            int code = floe_error_code(r->err);
+            snprintf(where, sizeof where, "%s:%zu", cli_lines_name(r->lines), r->lineno);
+            report_halt(r, where, code == FLOE_EINPUT || code == FLOE_ELIMIT);
+            return RUN_HALTED;
         }
-        if ((lineno & 1023) == 0)
-            maybe_progress(r);
     }
-    if (got < 0)
-        return -1;
+    if (cli_signals_caught())
+        return RUN_STOPPED;
+    if (got < 0) {                                  /* a read error, reported */
+        metrics_server_health(r->metrics, 503, "halted: cannot read the input");
+        floe_error_clear(r->err);
+        halt_advice(r, false);
+        return RUN_HALTED;
+    }
     int rc = r->close ? floe_sink_finish(r->sink, r->err) : floe_sink_end(r->sink, r->err);
     if (rc != FLOE_OK) {
-        report_halt(r, "at the end of the input");
-        return -1;
+        char where[4300];
+        snprintf(where, sizeof where, "at the end of %s (line %zu)", cli_lines_name(r->lines),
+                 r->lineno);
+        report_halt(r, where, false);
+        return RUN_HALTED;
     }
-    return 0;
+    return RUN_DONE;
+}
+
+static void notices(run *r)
+{
+    if (floe_sink_complete(r->sink))
+        cli_say("floe: warning: %s already records frontier [] for this sink: its input was "
+                "closed, so only an input without updates is accepted\n", r->table);
+    const char *from = floe_sink_resume_frontier(r->sink);
+    if (from)          /* shown even with --quiet: input below it is skipped */
+        cli_say("floe: resuming %s at frontier %s (input below it is skipped)\n", r->table,
+                from);
+    if (r->mode != CLI_STATUS_QUIET && strcmp(r->input, "-") == 0 && isatty(STDIN_FILENO))
+        cli_say("floe: reading the change stream from the terminal (Ctrl-D ends the input, "
+                "Ctrl-C stops)\n");
+}
+
+/* Keep serving /metrics and /health for --metrics-linger (a signal ends it). */
+static void linger(run *r)
+{
+    if (!r->metrics || !r->linger_ns || cli_signals_caught())
+        return;
+    uint64_t until = cli_now_ns() + r->linger_ns;
+    for (uint64_t now; (now = cli_now_ns()) < until && !cli_signals_caught();) {
+        struct pollfd p = {cli_signals_fd(), POLLIN, 0};
+        poll(&p, 1, (int)((until - now) / 1000000u) + 1);
+    }
+}
+
+static int open_and_run(run *r, const cli_opt *opts, const floe_sink_options *o)
+{
+    if (cli_lines_open(r->input, &r->lines) != FLOE_OK)      /* before anything is made */
+        return CLI_EXIT_FAILED;
+    cli_lines_wake_on(r->lines, cli_signals_fd());
+    const char *addr = cli_get(opts, "metrics-addr");
+    bool usage = false;
+    if (addr && !(r->metrics = metrics_server_start(addr, &usage)))   /* before the table */
+        return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+    if (floe_sink_open(o, &r->sink, r->err) != FLOE_OK) {
+        char chain[16384];
+        cli_chain(r->err, chain, sizeof chain);
+        metrics_server_health(r->metrics, 503, "halted: %s", chain);
+        cli_say("floe: %s: %s\n", o->table, chain);
+        linger(r);
+        return CLI_EXIT_FAILED;
+    }
+    metrics_server_attach(r->metrics, r->sink);
+    notices(r);
+    r->started_ns = cli_now_ns();
+    r->status = cli_status_start(r->mode, r->interval_ns, r->sink);
+    outcome out = stream(r);
+    cli_status_stop(r->status);
+    r->status = NULL;
+    if (out == RUN_STOPPED)
+        return report_stop(r, cli_signals_caught());
+    if (out == RUN_DONE)
+        report_done(r);
+    linger(r);
+    return out == RUN_DONE ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
 int cmd_sink(int argc, char **argv)
@@ -231,50 +371,36 @@ int cmd_sink(int argc, char **argv)
         {"new-sink", false, "this sink id is new to a table that already holds rows", NULL},
         {"resume-from", true, "resume at this frontier when the table lost this sink's "
                               "progress (expired history)", NULL},
-        {"metrics-addr", true, "serve Prometheus metrics on HOST:PORT", NULL},
+        {"metrics-addr", true, "serve /metrics and /health on HOST:PORT, [IPv6]:PORT or :PORT",
+         NULL},
+        {"metrics-linger", true, "after the run, keep serving them this long (wall clock, "
+                                 "e.g. 30s; default 0)", NULL},
         {"memory-limit", true, "updates held in memory before spilling to disk (default 512m)", NULL},
         {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
-        {"progress", false, "show progress even when stderr is not a terminal", NULL},
-        {"quiet", false, "no progress output", NULL},
+        {"progress-interval", true, "redraw the status line this often (wall clock; default 1s "
+                                    "on a terminal, 10s otherwise)", NULL},
+        {"quiet", false, "no status line and no summary (errors and warnings still shown)",
+         NULL},
         {NULL, false, NULL, NULL},
     };
-    int p = cli_parse(argc, argv, opts, USAGE);
+    int p = cli_parse(&CMD, argc, argv, opts);
     if (p != 0)
-        return p > 0 ? 0 : 2;
-    if (!cli_has(opts, "table")) {
-        fprintf(stderr, "floe sink: --table is required\n");
-        cli_usage(stderr, opts, USAGE);
-        return 2;
+        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (cli_require(&CMD, opts, (const char *const[]){"table", NULL}) != 0)
+        return CLI_EXIT_USAGE;
+    if (cli_signals_start() != 0) {
+        cli_say("floe: cannot set up the stop signals\n");
+        return CLI_EXIT_FAILED;
     }
     run r = {0};
-    r.input = cli_get(opts, "input") ? cli_get(opts, "input") : "-";
-    r.progress = !cli_has(opts, "quiet") && (cli_has(opts, "progress") || isatty(2));
-    r.close = cli_has(opts, "close");
-    r.started_ns = r.last_progress_ns = now_ns();
     r.err = floe_error_new();
     floe_sink_options o;
     char *schema_text = NULL;
-    int status = 1;
-    if (!r.err || options(opts, &o, &r, &schema_text) != 0) {
-        status = 2;
-    } else if (cli_lines_open(r.input, &r.lines) != FLOE_OK) {   /* before anything is made */
-        status = 1;
-    } else if (floe_sink_open(&o, &r.sink, r.err) != FLOE_OK) {
-        cli_report(o.table, r.err);
-    } else if (cli_has(opts, "metrics-addr") &&
-               !(r.metrics = metrics_server_start(cli_get(opts, "metrics-addr"), r.sink))) {
-        status = 1;
-    } else {
-        if (floe_sink_complete(r.sink))
-            fprintf(stderr, "floe: %s already records frontier [] for this sink: its input was "
-                            "closed, so only an input without updates is accepted\n", o.table);
-        if (floe_sink_resume_frontier(r.sink))
-            fprintf(stderr, "floe: resuming %s at frontier %s\n", o.table,
-                    floe_sink_resume_frontier(r.sink));
-        status = stream(&r) == 0 ? 0 : 1;
-        if (status == 0 || !r.progress)
-            show_progress(&r, true);
-    }
+    int status = CLI_EXIT_FAILED;
+    if (r.err)
+        status = options(opts, &o, &r, &schema_text) != 0 ? CLI_EXIT_USAGE
+                                                            : open_and_run(&r, opts, &o);
+    cli_status_stop(r.status);
     metrics_server_stop(r.metrics);
     cli_lines_close(r.lines);
     floe_sink_free(r.sink);

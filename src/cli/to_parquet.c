@@ -16,6 +16,8 @@ static const char USAGE[] =
     "[--compression zstd|snappy|gzip|none] [--compression-level N] [--page-size BYTES] "
     "[--row-group-size BYTES] [--dictionary-limit BYTES] [--no-dictionary]";
 
+static const cli_command CMD = {"to-parquet", USAGE, NULL};
+
 typedef struct job {
     floe_schema *schema;
     floe_row *row;
@@ -42,7 +44,7 @@ static int setup(job *j, const cli_opt *opts)
     if (codec) {
         int c = floe_compression_from_name(codec);
         if (c < 0) {
-            fprintf(stderr, "floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
+            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
             return -1;
         }
         po.compression = (floe_compression)c;
@@ -73,25 +75,20 @@ static int setup(job *j, const cli_opt *opts)
     return cli_lines_open(cli_get(opts, "input"), &j->lines) == FLOE_OK ? 0 : -1;
 }
 
-static bool blank(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-            return false;
-    return true;
-}
-
-static int copy_rows(job *j, const char *input)
+static int copy_rows(job *j)
 {
     const char *line;
     size_t len, lineno;
     int got;
     while ((got = cli_lines_next(j->lines, &line, &len, &lineno)) == 1) {
-        if (blank(line, len))
+        if (cli_blank(line, len))
             continue;
         if (floe_row_set_json(j->row, line, len, j->err) != FLOE_OK ||
             floe_parquet_writer_write(j->writer, j->row, j->err) != FLOE_OK) {
-            fprintf(stderr, "floe: %s:%zu: %s\n", input, lineno, floe_error_message(j->err));
+            char chain[16384];
+            cli_chain(j->err, chain, sizeof chain);
+            cli_say("floe: %s:%zu: %s\n", cli_lines_name(j->lines), lineno, chain);
+            cli_say("floe: fix the input and run again: no output file was written\n");
             return -1;
         }
     }
@@ -112,27 +109,22 @@ int cmd_to_parquet(int argc, char **argv)
         {"no-dictionary", false, "never use dictionary encoding", NULL},
         {NULL, false, NULL, NULL},
     };
-    int p = cli_parse(argc, argv, opts, USAGE);
+    int p = cli_parse(&CMD, argc, argv, opts);
     if (p != 0)
         return p > 0 ? 0 : 2;
-    for (const char *req[] = {"schema", "input", "output"}, **r = req; r < req + 3; r++) {
-        if (!cli_has(opts, *r)) {
-            fprintf(stderr, "floe to-parquet: --%s is required\n", *r);
-            cli_usage(stderr, opts, USAGE);
-            return 2;
-        }
-    }
+    if (cli_require(&CMD, opts, (const char *const[]){"schema", "input", "output", NULL}) != 0)
+        return 2;
     job j = {0};
     j.err = floe_error_new();
     if (!j.err)
         return 1;
     int status = 1;
-    if (setup(&j, opts) == 0 && copy_rows(&j, cli_get(opts, "input")) == 0) {
+    if (setup(&j, opts) == 0 && copy_rows(&j) == 0) {
         uint64_t rows = floe_parquet_writer_rows(j.writer), size = 0;
         floe_parquet_writer *w = j.writer;
         j.writer = NULL;                       /* close frees it, success or not */
         if (floe_parquet_writer_close(w, &size, j.err) == FLOE_OK) {
-            fprintf(stderr, "floe: wrote %llu rows, %llu bytes to %s\n",
+            cli_say("floe: wrote %llu rows, %llu bytes to %s\n",
                     (unsigned long long)rows, (unsigned long long)size, cli_get(opts, "output"));
             status = 0;
         } else {

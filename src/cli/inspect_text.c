@@ -1,0 +1,190 @@
+/*
+ * inspect_text.c - `floe inspect` for people: a header, one aligned line
+ * per snapshot (the newest --limit of them), the schema, the live row
+ * count and where each sink id stands.  The view comes from inspect.c.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_internal.h"
+
+enum { COLS = 9, CELL = 160 };
+
+typedef struct cells {
+    char c[COLS][CELL];
+} cells;
+
+static const char *const HEAD[COLS] = {
+    "SNAPSHOT", "COMMITTED (UTC)", "OPERATION", "DATA FILES", "ROWS", "DELETE FILES",
+    "FRONTIER", "SINK", "REFS",
+};
+static const bool RIGHT[COLS] = {false, false, false, true, true, true, false, false, false};
+
+static const char *or_dash(const char *s) { return s && *s ? s : "-"; }
+
+/* Iceberg leaves out the added-* counts that are zero. */
+static const char *or_zero(const char *s) { return s && *s ? s : "0"; }
+
+static void snapshot_cells(const inspect_view *v, const inspect_snap *s, cells *out)
+{
+    const char *sink = inspect_prop(v, s, "floe.sink-id");
+    const char *version = inspect_prop(v, s, "floe.sink-version");
+    char refs[CELL - 16];
+    inspect_refs(v, s, refs, sizeof refs);
+    snprintf(out->c[0], CELL, "%" PRId64, s->info.snapshot_id);
+    inspect_time_text(s->info.timestamp_ms, false, out->c[1], CELL);
+    snprintf(out->c[2], CELL, "%s", or_dash(s->info.operation));
+    snprintf(out->c[3], CELL, "%s", or_zero(inspect_prop(v, s, "added-data-files")));
+    snprintf(out->c[4], CELL, "%s", or_zero(inspect_prop(v, s, "added-records")));
+    snprintf(out->c[5], CELL, "%s", or_zero(inspect_prop(v, s, "added-delete-files")));
+    snprintf(out->c[6], CELL, "%s", or_dash(inspect_prop(v, s, "floe.frontier")));
+    if (sink && version)
+        snprintf(out->c[7], CELL, "%s v%s", sink, version);
+    else
+        snprintf(out->c[7], CELL, "%s", or_dash(sink));
+    if (!s->on_main)
+        snprintf(out->c[8], CELL, "%s%snot on main", refs, *refs ? ", " : "");
+    else
+        snprintf(out->c[8], CELL, "%s", refs);
+}
+
+static void print_row(const char *const *c, const size_t *width)
+{
+    size_t last = COLS;
+    while (last > 0 && !*c[last - 1])
+        last--;                                /* no trailing blanks */
+    fputs(" ", stdout);
+    for (size_t i = 0; i < last; i++) {
+        int w = i + 1 == last && !RIGHT[i] ? 0 : (int)width[i];
+        printf(RIGHT[i] ? " %*s" : " %-*s", w, c[i]);
+        if (i + 1 < last)
+            fputs(" ", stdout);
+    }
+    fputs("\n", stdout);
+}
+
+static void print_snapshots(const inspect_view *v)
+{
+    size_t shown = v->n_snaps - v->first;
+    if (v->n_snaps == 0) {
+        printf("\nsnapshots: none\n");
+        return;
+    }
+    if (v->first)
+        printf("\nsnapshots: the newest %zu of %zu (%zu older left out; --limit 0 shows all)\n",
+               shown, v->n_snaps, v->first);
+    else
+        printf("\nsnapshots: %zu (files and rows each one added)\n", v->n_snaps);
+    cells *rows = calloc(shown, sizeof *rows);
+    if (!rows) {
+        printf("  (out of memory)\n");
+        return;
+    }
+    size_t width[COLS];
+    for (size_t j = 0; j < COLS; j++)
+        width[j] = strlen(HEAD[j]);
+    for (size_t i = 0; i < shown; i++) {
+        snapshot_cells(v, &v->snaps[v->first + i], &rows[i]);
+        for (size_t j = 0; j < COLS; j++)
+            if (strlen(rows[i].c[j]) > width[j])
+                width[j] = strlen(rows[i].c[j]);
+    }
+    print_row(HEAD, width);
+    for (size_t i = 0; i < shown; i++) {
+        const char *c[COLS];
+        for (size_t j = 0; j < COLS; j++)
+            c[j] = rows[i].c[j];
+        print_row(c, width);
+    }
+    free(rows);
+}
+
+static void print_schema(const inspect_view *v)
+{
+    const cli_json *fields = cli_json_get(v->schema, "fields");
+    if (!fields || fields->type != CLI_JSON_ARRAY) {
+        printf("\nschema: %s\n", v->schema_json ? v->schema_json : "unknown");
+        return;
+    }
+    const cli_json *sid = cli_json_get(v->schema, "schema-id");
+    printf("\nschema: %zu column%s", fields->n, fields->n == 1 ? "" : "s");
+    if (sid && sid->type == CLI_JSON_NUMBER)
+        printf(" (schema id %s)", sid->text);
+    printf("\n");
+    size_t wname = 0;
+    for (size_t i = 0; i < fields->n; i++) {
+        const char *name = cli_json_str(&fields->items[i], "name");
+        if (name && strlen(name) > wname)
+            wname = strlen(name);
+    }
+    for (size_t i = 0; i < fields->n; i++) {
+        const cli_json *f = &fields->items[i];
+        const cli_json *id = cli_json_get(f, "id");
+        const cli_json *req = cli_json_get(f, "required");
+        char type[4096];
+        inspect_type_text(cli_json_get(f, "type"), type, sizeof type);
+        printf("  %4s  %-*s  %s%s\n", id && id->type == CLI_JSON_NUMBER ? id->text : "?",
+               (int)wname, or_dash(cli_json_str(f, "name")), type,
+               req && req->type == CLI_JSON_BOOL && req->boolean ? " not null" : "");
+    }
+}
+
+static void print_live(const inspect_view *v)
+{
+    const inspect_live *l = &v->live;
+    if (v->current < 0)
+        printf("\nlive rows: 0 (no current snapshot)\n");
+    else if (!l->known)
+        printf("\nlive rows: unknown (the current snapshot's summary has no total-records)\n");
+    else if (l->exact)
+        printf("\nlive rows: %" PRIu64 " (total-records %" PRIu64 " - total-position-deletes "
+               "%" PRIu64 ")\n", l->rows, l->records, l->position_deletes);
+    else
+        printf("\nlive rows: at most %" PRIu64 " (total-records %" PRIu64 " - total-position-"
+               "deletes %" PRIu64 "; %" PRIu64 " equality deletes remove an unknown number "
+               "more)\n", l->rows, l->records, l->position_deletes, l->equality_deletes);
+}
+
+static void print_sinks(const inspect_view *v)
+{
+    if (v->n_sinks == 0) {
+        printf("\nsinks: none (no snapshot records a floe sink)\n");
+        return;
+    }
+    printf("\nsinks: %zu (where each stands on main's history)\n", v->n_sinks);
+    size_t w = 0;
+    for (size_t i = 0; i < v->n_sinks; i++)
+        if (strlen(v->sinks[i].id) > w)
+            w = strlen(v->sinks[i].id);
+    for (size_t i = 0; i < v->n_sinks; i++) {
+        const floe_sink_progress *p = &v->sinks[i].progress;
+        printf("  %-*s  ", (int)w, v->sinks[i].id);
+        if (p->state == FLOE_PROGRESS_FOUND)
+            printf("frontier %s, version %" PRIu64 ", snapshot %" PRId64, p->frontier,
+                   p->sink_version, p->snapshot_id);
+        else if (p->state == FLOE_PROGRESS_UNKNOWN)
+            printf("unknown (history expired; --resume-from sets where it goes on)");
+        else
+            printf("none on main");
+        if (p->tag_snapshot_id >= 0 && p->tag_snapshot_id == p->snapshot_id)
+            printf(" (tag floe-%s)", v->sinks[i].id);
+        else if (p->tag_snapshot_id >= 0)
+            printf(" (tag floe-%s at snapshot %" PRId64 ")", v->sinks[i].id, p->tag_snapshot_id);
+        printf("\n");
+    }
+}
+
+void inspect_print_text(const inspect_view *v)
+{
+    printf("table     %s\nmetadata  %s\ndata      %s\n", v->ident,
+           floe_table_metadata_location(v->table), floe_table_data_location(v->table));
+    if (v->current < 0)
+        printf("current   none (no snapshots)\n");
+    else
+        printf("current   %" PRId64 " (main)\n", v->current);
+    print_snapshots(v);
+    print_schema(v);
+    print_live(v);
+    print_sinks(v);
+}
