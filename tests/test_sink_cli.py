@@ -1,6 +1,7 @@
-"""`floe sink` as an operator sees it: primary-key warnings, progress on the
-terminal, the Prometheus metrics endpoint, bounded memory (spilling), and
-options errors."""
+"""`floe sink` as an operator sees it: primary-key warnings, the summary
+line, the Prometheus metrics endpoint, bounded memory (spilling), and
+options errors.  test_cli_*.py test the status line, /health, signals,
+messages and inspect in depth."""
 import json
 import socket
 import time
@@ -37,15 +38,18 @@ def test_no_warning_for_a_synthetic_key(floe, tmp_path):
     assert rows == [(7, "a"), (7, "a")]
 
 
-def test_progress_shows_rows_batches_frontier_and_lag(floe, tmp_path):
+def test_the_summary_shows_updates_snapshots_and_frontier(floe, tmp_path):
+    """Off a terminal a short run prints only the summary, on its own line
+    (the live status line is tested in test_cli_sink.py)."""
     stream = Stream(41, steps=30)
     res = floe(*[a for a in sink_args(tmp_path, "upsert", stream, 20) if a != "--quiet"],
-               "--progress", input=stream.text())
+               input=stream.text())
+    assert "\r" not in res.stderr and "\x1b" not in res.stderr
     last = res.stderr.strip().splitlines()[-1]
     n = sum(1 for l in stream.lines if '"time"' in l)
-    assert f"{n} updates in" in last
+    assert last.startswith("floe: done in ") and f"{n} updates read" in last
     snaps = len(table_snapshots(db_of(tmp_path), TABLE))
-    assert f"{snaps} snapshots committed" in last and "frontier []" in last
+    assert f"{snaps} snapshots committed" in last and "at frontier [] (input closed)" in last
 
 
 def free_port():
