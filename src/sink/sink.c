@@ -629,6 +629,8 @@ static int write_closed(floe_sink *s, floe__frontier f, floe_error *err)
         if (rc != FLOE_OK)
             break;
     }
+    if (rc == FLOE_OK)          /* the writer may hold the stash's rows until then */
+        rc = floe__writer_flush(s->writer, err);
     floe__stash_end_close(s->stash);
     return rc;
 }

@@ -204,6 +204,9 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
 /* One consolidated update; updates come in (time, key, row) order and their
  * times must lie in a known batch. */
 int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err);
+/* Write out the (key, time) group being gathered: it may point at rows of
+ * the stash (floe__upd.stable), so call it before floe__stash_end_close. */
+int floe__writer_flush(floe__writer *w, floe_error *err);
 /* The input ended at `end` (floe__minter_end): the open batch holding end
  * ends there, later ones (which can hold no update) are dropped. */
 int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err);

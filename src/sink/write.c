@@ -355,6 +355,11 @@ int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err)
     return group_add(w, u, err);
 }
 
+int floe__writer_flush(floe__writer *w, floe_error *err)
+{
+    return flush_group(w, err);
+}
+
 /* ---- the end of an input ------------------------------------------------------------- */
 
 int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err)
