@@ -33,7 +33,7 @@ def sink(proxy, table, *extra, env=None, input_text=None, pace_s=0.0):
     is fed over stdin in ten slices pace_s apart (a run that outlives
     short-lived tokens)."""
     args = [floe_bin(), "sink", "--table", table, "--schema", SCHEMA, "--key", "id", "--catalog",
-            proxy.uri, "--commit-interval", "10", "--input", "-", *extra]
+            proxy.uri, "--commit-interval", "10", "--input", "-", "--close", *extra]
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **(env or {})))
@@ -106,7 +106,7 @@ def test_oauth2_a_revoked_token_is_replaced_once(rest_server, proxy):
     stream = Stream(44, steps=30)
     lines = stream.text().splitlines(keepends=True)
     args = [floe_bin(), "sink", "--table", table, "--schema", SCHEMA, "--key", "id", "--catalog",
-            proxy.uri, "--commit-interval", "10", "--input", "-", "--catalog-credential",
+            proxy.uri, "--commit-interval", "10", "--input", "-", "--close", "--catalog-credential",
             f"{CLIENT}:{CLIENT_SECRET}"]
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -34,8 +34,8 @@ def run_sink(floe, proxy, table, tmp_path, stream, interval=20, env=None, check=
     import os
     full_env = dict(os.environ, **(env or {}))
     return floe("sink", "--table", table, "--schema", SCHEMA, "--key", "id", "--catalog",
-                proxy.uri, "--commit-interval", str(interval), "--input", src, env=full_env,
-                check=check)
+                proxy.uri, "--commit-interval", str(interval), "--input", src, "--close",
+                env=full_env, check=check)
 
 
 def floe_snapshots(server, table):

@@ -24,7 +24,7 @@ from sinkmodel import COLS, INF, SCHEMA, Stream, frontier_value
 
 def rest_sink_args(uri, table, mode, stream, interval):
     args = ["sink", "--table", table, "--schema", SCHEMA, "--mode", mode, "--catalog", uri,
-            "--commit-interval", str(interval), "--as-of", str(stream.as_of), "--quiet"]
+            "--commit-interval", str(interval), "--as-of", str(stream.as_of), "--quiet", "--close"]
     if mode == "upsert":
         args += ["--key", "id"]
     return args

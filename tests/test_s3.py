@@ -308,7 +308,7 @@ def test_sink_into_an_s3_warehouse(s3, bucket, tmp_path, mode):
     wh = f"s3://{bucket}/wh"
     args = ["sink", "--table", "demo.orders", "--schema", SCHEMA, "--mode", mode,
             "--warehouse", wh, "--commit-interval", "15", "--as-of", str(stream.as_of),
-            "--quiet", "--input", "changes.ndjson"]
+            "--quiet", "--close", "--input", "changes.ndjson"]
     if mode == "upsert":
         args += ["--key", "id"]
     floe_s3(s3.env(), tmp_path, *args)
