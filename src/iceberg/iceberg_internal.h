@@ -18,14 +18,35 @@ typedef enum floe__content {
     FLOE_CONTENT_EQUALITY_DELETES = 2,
 } floe__content;
 
-/* One written file, as a manifest entry will describe it. */
+/* One content file, as a manifest entry describes it.  Every field after
+ * n_equality_ids is optional: zero means absent, which is what floe's
+ * writers leave for the Parquet data and delete files they make.  A
+ * deletion vector is content POSITION_DELETES, format "PUFFIN",
+ * record_count its cardinality, file_size the Puffin file's size, with
+ * referenced_data_file and content_offset / content_size set. */
 typedef struct floe__content_file {
     floe__content content;
     char *path;                       /* full URI */
     floe__file_metrics metrics;       /* record_count, file_size, columns, split offsets */
     int32_t *equality_ids;            /* EQUALITY_DELETES only */
     size_t n_equality_ids;
+    char *format;                     /* 101 file_format as written; NULL: "PARQUET" */
+    char *referenced_data_file;       /* 143: the one data file all deletes are in, or NULL */
+    bool has_first_row_id;            /* 142 (v3 data files; explicit when carried) */
+    int64_t first_row_id;
+    bool has_content_offset;          /* 144 / 145: a blob inside the file (DVs) */
+    int64_t content_offset, content_size;
+    bool has_sort_order_id;           /* 140 */
+    int32_t sort_order_id;
+    bool has_key_metadata;            /* 131 */
+    floe__buf key_metadata;
 } floe__content_file;
+
+/* Whether f is a deletion vector (position deletes in a Puffin file). */
+bool floe__content_is_dv(const floe__content_file *f);
+/* A deep copy of src into *dst (zeroed first); on failure *dst is empty. */
+int floe__content_file_copy(floe__content_file *dst, const floe__content_file *src,
+                            floe_error *err);
 
 void floe__content_file_clear(floe__content_file *f);   /* frees what it holds */
 

@@ -32,68 +32,88 @@
     "{\"name\":\"key\",\"type\":\"int\",\"field-id\":" #kid "},"                      \
     "{\"name\":\"value\",\"type\":\"" vtype "\",\"field-id\":" #vid "}]}}]}"
 
-static const char ENTRY_SCHEMA[] =
-    "{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
-    "{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
-    "{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1},"
-    "{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,"
-    "\"field-id\":3},"
-    "{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,"
-    "\"field-id\":4},"
-    "{\"name\":\"data_file\",\"field-id\":2,\"type\":{\"type\":\"record\",\"name\":\"r2\","
-    "\"fields\":["
-    "{\"name\":\"content\",\"type\":\"int\",\"field-id\":134},"
-    "{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"
-    "{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"
-    "{\"name\":\"partition\",\"field-id\":102,"
-    "\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]}},"
-    "{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"
-    "{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104},"
-    MAP_FIELD("column_sizes", 108, 117, 118, "long") ","
-    MAP_FIELD("value_counts", 109, 119, 120, "long") ","
-    MAP_FIELD("null_value_counts", 110, 121, 122, "long") ","
-    MAP_FIELD("nan_value_counts", 137, 138, 139, "long") ","
-    MAP_FIELD("lower_bounds", 125, 126, 127, "bytes") ","
-    MAP_FIELD("upper_bounds", 128, 129, 130, "bytes") ","
-    "{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,"
-    "\"field-id\":131},"
-    "{\"name\":\"split_offsets\",\"default\":null,\"field-id\":132,"
-    "\"type\":[\"null\",{\"type\":\"array\",\"items\":\"long\",\"element-id\":133}]},"
-    "{\"name\":\"equality_ids\",\"default\":null,\"field-id\":135,"
-    "\"type\":[\"null\",{\"type\":\"array\",\"items\":\"int\",\"element-id\":136}]},"
-    "{\"name\":\"sort_order_id\",\"type\":[\"null\",\"int\"],\"default\":null,"
+#define ENTRY_HEAD                                                                           \
+    "{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["                      \
+    "{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"                             \
+    "{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1}," \
+    "{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,"       \
+    "\"field-id\":3},"                                                                   \
+    "{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,"  \
+    "\"field-id\":4},"                                                                   \
+    "{\"name\":\"data_file\",\"field-id\":2,\"type\":{\"type\":\"record\",\"name\":\"r2\"," \
+    "\"fields\":["                                                                       \
+    "{\"name\":\"content\",\"type\":\"int\",\"field-id\":134},"                          \
+    "{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"                     \
+    "{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"                   \
+    "{\"name\":\"partition\",\"field-id\":102,"                                          \
+    "\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]}},"                   \
+    "{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"                    \
+    "{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104},"              \
+    MAP_FIELD("column_sizes", 108, 117, 118, "long") ","                                 \
+    MAP_FIELD("value_counts", 109, 119, 120, "long") ","                                 \
+    MAP_FIELD("null_value_counts", 110, 121, 122, "long") ","                            \
+    MAP_FIELD("nan_value_counts", 137, 138, 139, "long") ","                             \
+    MAP_FIELD("lower_bounds", 125, 126, 127, "bytes") ","                                \
+    MAP_FIELD("upper_bounds", 128, 129, 130, "bytes") ","                                \
+    "{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,"         \
+    "\"field-id\":131},"                                                                 \
+    "{\"name\":\"split_offsets\",\"default\":null,\"field-id\":132,"                     \
+    "\"type\":[\"null\",{\"type\":\"array\",\"items\":\"long\",\"element-id\":133}]},"   \
+    "{\"name\":\"equality_ids\",\"default\":null,\"field-id\":135,"                      \
+    "\"type\":[\"null\",{\"type\":\"array\",\"items\":\"int\",\"element-id\":136}]},"    \
+    "{\"name\":\"sort_order_id\",\"type\":[\"null\",\"int\"],\"default\":null,"          \
     "\"field-id\":140}"
-    "]}}]}";
+#define ENTRY_TAIL "]}}]}"
+#define F_FIRST_ROW_ID                                                                       \
+    ",{\"name\":\"first_row_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":142}"
+#define F_REFERENCED                                                                         \
+    ",{\"name\":\"referenced_data_file\",\"type\":[\"null\",\"string\"],\"default\":null,"       \
+    "\"field-id\":143}"
+#define F_CONTENT_RANGE                                                                      \
+    ",{\"name\":\"content_offset\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":144}" \
+    ",{\"name\":\"content_size_in_bytes\",\"type\":[\"null\",\"long\"],\"default\":null,"       \
+    "\"field-id\":145}"
 
-static const char LIST_SCHEMA[] =
-    "{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
-    "{\"name\":\"manifest_path\",\"type\":\"string\",\"field-id\":500},"
-    "{\"name\":\"manifest_length\",\"type\":\"long\",\"field-id\":501},"
-    "{\"name\":\"partition_spec_id\",\"type\":\"int\",\"field-id\":502},"
-    "{\"name\":\"content\",\"type\":\"int\",\"field-id\":517},"
-    "{\"name\":\"sequence_number\",\"type\":\"long\",\"field-id\":515},"
-    "{\"name\":\"min_sequence_number\",\"type\":\"long\",\"field-id\":516},"
-    "{\"name\":\"added_snapshot_id\",\"type\":\"long\",\"field-id\":503},"
-    "{\"name\":\"added_files_count\",\"type\":\"int\",\"field-id\":504},"
-    "{\"name\":\"existing_files_count\",\"type\":\"int\",\"field-id\":505},"
-    "{\"name\":\"deleted_files_count\",\"type\":\"int\",\"field-id\":506},"
-    "{\"name\":\"added_rows_count\",\"type\":\"long\",\"field-id\":512},"
-    "{\"name\":\"existing_rows_count\",\"type\":\"long\",\"field-id\":513},"
-    "{\"name\":\"deleted_rows_count\",\"type\":\"long\",\"field-id\":514},"
-    "{\"name\":\"partitions\",\"default\":null,\"field-id\":507,\"type\":[\"null\","
-    "{\"type\":\"array\",\"element-id\":508,\"items\":{\"type\":\"record\",\"name\":\"r508\","
-    "\"fields\":["
-    "{\"name\":\"contains_null\",\"type\":\"boolean\",\"field-id\":509},"
-    "{\"name\":\"contains_nan\",\"type\":[\"null\",\"boolean\"],\"default\":null,"
-    "\"field-id\":518},"
-    "{\"name\":\"lower_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,"
-    "\"field-id\":510},"
-    "{\"name\":\"upper_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,"
-    "\"field-id\":511}"
-    "]}}]},"
-    "{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,"
+/* v2 data manifests, v2 delete manifests (referenced_data_file for
+ * file-scoped position deletes), v3 manifests (row lineage, DV ranges). */
+static const char ENTRY_SCHEMA_V2[] = ENTRY_HEAD ENTRY_TAIL;
+static const char ENTRY_SCHEMA_V2_DELETES[] = ENTRY_HEAD F_REFERENCED ENTRY_TAIL;
+static const char ENTRY_SCHEMA_V3[] =
+    ENTRY_HEAD F_FIRST_ROW_ID F_REFERENCED F_CONTENT_RANGE ENTRY_TAIL;
+
+
+#define LIST_HEAD                                                                            \
+    "{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["                       \
+    "{\"name\":\"manifest_path\",\"type\":\"string\",\"field-id\":500},"                 \
+    "{\"name\":\"manifest_length\",\"type\":\"long\",\"field-id\":501},"                 \
+    "{\"name\":\"partition_spec_id\",\"type\":\"int\",\"field-id\":502},"                \
+    "{\"name\":\"content\",\"type\":\"int\",\"field-id\":517},"                          \
+    "{\"name\":\"sequence_number\",\"type\":\"long\",\"field-id\":515},"                 \
+    "{\"name\":\"min_sequence_number\",\"type\":\"long\",\"field-id\":516},"             \
+    "{\"name\":\"added_snapshot_id\",\"type\":\"long\",\"field-id\":503},"               \
+    "{\"name\":\"added_files_count\",\"type\":\"int\",\"field-id\":504},"                \
+    "{\"name\":\"existing_files_count\",\"type\":\"int\",\"field-id\":505},"             \
+    "{\"name\":\"deleted_files_count\",\"type\":\"int\",\"field-id\":506},"              \
+    "{\"name\":\"added_rows_count\",\"type\":\"long\",\"field-id\":512},"                \
+    "{\"name\":\"existing_rows_count\",\"type\":\"long\",\"field-id\":513},"             \
+    "{\"name\":\"deleted_rows_count\",\"type\":\"long\",\"field-id\":514},"              \
+    "{\"name\":\"partitions\",\"default\":null,\"field-id\":507,\"type\":[\"null\","     \
+    "{\"type\":\"array\",\"element-id\":508,\"items\":{\"type\":\"record\",\"name\":\"r508\"," \
+    "\"fields\":["                                                                       \
+    "{\"name\":\"contains_null\",\"type\":\"boolean\",\"field-id\":509},"                \
+    "{\"name\":\"contains_nan\",\"type\":[\"null\",\"boolean\"],\"default\":null,"       \
+    "\"field-id\":518},"                                                                 \
+    "{\"name\":\"lower_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,"          \
+    "\"field-id\":510},"                                                                 \
+    "{\"name\":\"upper_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,"          \
+    "\"field-id\":511}"                                                                  \
+    "]}}]},"                                                                             \
+    "{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,"         \
     "\"field-id\":519}"
-    "]}";
+static const char LIST_SCHEMA[] = LIST_HEAD "]}";
+static const char LIST_SCHEMA_V3[] =
+    LIST_HEAD ",{\"name\":\"first_row_id\",\"type\":[\"null\",\"long\"],\"default\":null,"
+    "\"field-id\":520}]}";
 
 /* ---- shared --------------------------------------------------------------------------- */
 
@@ -242,26 +262,41 @@ static void put_map(floe__avro_writer *w, const floe__file_metrics *m, which k)
     floe__avro_end_array(w);
 }
 
-static int put_entry(floe__avro_writer *w, const floe__content_file *f, int64_t snapshot_id,
-                     floe_error *err)
+static void put_opt_long(floe__avro_writer *w, bool has, int64_t v)
+{
+    if (has)
+        floe__avro_put_long(w, v);
+    else
+        floe__avro_put_null(w);
+}
+
+static void put_opt_str(floe__avro_writer *w, const char *s)
+{
+    if (s)
+        floe__avro_put_cstr(w, s);
+    else
+        floe__avro_put_null(w);
+}
+
+/* The data_file record; `version` picks the trailing v3 / v2-delete fields. */
+static void put_data_file(floe__avro_writer *w, const floe__content_file *f, int version,
+                          bool deletes)
 {
     const floe__file_metrics *m = &f->metrics;
     floe__avro_begin_record(w);
-    floe__avro_put_int(w, 1);                       /* status: ADDED */
-    floe__avro_put_long(w, snapshot_id);
-    floe__avro_put_null(w);                         /* sequence numbers: inherited */
-    floe__avro_put_null(w);
-    floe__avro_begin_record(w);                     /* data_file */
     floe__avro_put_int(w, (int32_t)f->content);
     floe__avro_put_cstr(w, f->path);
-    floe__avro_put_cstr(w, "PARQUET");
+    floe__avro_put_cstr(w, f->format ? f->format : "PARQUET");
     floe__avro_begin_record(w);                     /* partition: unpartitioned */
     floe__avro_end_record(w, NULL);
     floe__avro_put_long(w, (int64_t)m->record_count);
     floe__avro_put_long(w, (int64_t)m->file_size);
     for (which k = SIZES; k <= UPPER; k++)
         put_map(w, m, k);
-    floe__avro_put_null(w);                         /* key_metadata */
+    if (f->has_key_metadata)
+        floe__avro_put_bytes(w, f->key_metadata.data, f->key_metadata.len);
+    else
+        floe__avro_put_null(w);
     floe__avro_begin_array(w, m->n_splits);
     for (size_t i = 0; i < m->n_splits; i++)
         floe__avro_put_long(w, (int64_t)m->split_offsets[i]);
@@ -274,8 +309,27 @@ static int put_entry(floe__avro_writer *w, const floe__content_file *f, int64_t 
     } else {
         floe__avro_put_null(w);
     }
-    floe__avro_put_null(w);                         /* sort_order_id */
+    put_opt_long(w, f->has_sort_order_id, f->sort_order_id);
+    if (version >= 3)
+        put_opt_long(w, f->has_first_row_id && f->content == FLOE_CONTENT_DATA, f->first_row_id);
+    if (version >= 3 || deletes)
+        put_opt_str(w, f->referenced_data_file);
+    if (version >= 3) {
+        put_opt_long(w, f->has_content_offset, f->content_offset);
+        put_opt_long(w, f->has_content_offset, f->content_size);
+    }
     floe__avro_end_record(w, NULL);
+}
+
+static int put_entry(floe__avro_writer *w, const floe__manifest_entry *e, int version,
+                     bool deletes, floe_error *err)
+{
+    floe__avro_begin_record(w);
+    floe__avro_put_int(w, e->status);
+    put_opt_long(w, e->has_snapshot_id, e->snapshot_id);
+    put_opt_long(w, e->has_sequence_number, e->sequence_number);
+    put_opt_long(w, e->has_file_sequence_number, e->file_sequence_number);
+    put_data_file(w, &e->file, version, deletes);
     return floe__avro_end_record(w, err);
 }
 
@@ -297,8 +351,8 @@ static int check_file(const floe__content_file *f, size_t i, floe_error *err)
 }
 
 /* The manifest's header metadata. */
-static int manifest_meta(const floe__manifest_meta *m, char **texts, char ids[2][24],
-                         floe__avro_meta meta[6], floe_error *err)
+static int manifest_meta(const floe__manifest_meta *m, int version, char **texts,
+                         char ids[3][24], floe__avro_meta meta[6], floe_error *err)
 {
     const json_t *fields = json_object_get(m->spec, "fields");
     FLOE_RETURN_IF(!json_is_array(fields), err, FLOE_EINVAL, "partition spec has no fields");
@@ -310,28 +364,106 @@ static int manifest_meta(const floe__manifest_meta *m, char **texts, char ids[2]
                                                                               "schema-id")));
     snprintf(ids[1], 24, "%lld", (long long)json_integer_value(json_object_get(m->spec,
                                                                               "spec-id")));
+    snprintf(ids[2], 24, "%d", version);
     meta[0] = (floe__avro_meta){"schema", texts[0], FLOE_AVRO_STRLEN};
     meta[1] = (floe__avro_meta){"schema-id", ids[0], FLOE_AVRO_STRLEN};
     meta[2] = (floe__avro_meta){"partition-spec", texts[1], FLOE_AVRO_STRLEN};
     meta[3] = (floe__avro_meta){"partition-spec-id", ids[1], FLOE_AVRO_STRLEN};
-    meta[4] = (floe__avro_meta){"format-version", "2", FLOE_AVRO_STRLEN};
+    meta[4] = (floe__avro_meta){"format-version", ids[2], FLOE_AVRO_STRLEN};
     meta[5] = (floe__avro_meta){"content", m->deletes ? "deletes" : "data", FLOE_AVRO_STRLEN};
     return FLOE_OK;
 }
 
-static int write_entries(floe__avro_writer *w, const floe__manifest_meta *m,
-                         const floe__content_file *files, size_t n, floe__manifest_file *e,
+/* Count an entry into the manifest list entry e (status, rows, min seq). */
+static int count_entry(const floe__manifest_meta *m, const floe__manifest_entry *x,
+                       floe__manifest_file *e, bool *any_live, floe_error *err)
+{
+    int64_t rows = (int64_t)x->file.metrics.record_count;
+    int32_t *files = x->status == 1 ? &e->added_files
+                                    : x->status == 0 ? &e->existing_files : &e->deleted_files;
+    int64_t *r = x->status == 1 ? &e->added_rows
+                                : x->status == 0 ? &e->existing_rows : &e->deleted_rows;
+    FLOE_RETURN_IF(*files == INT32_MAX || *r > INT64_MAX - rows, err, FLOE_ELIMIT,
+                   "too many files for one manifest");
+    (*files)++;
+    *r += rows;
+    if (x->status != 2) {
+        int64_t seq = x->has_sequence_number ? x->sequence_number : m->sequence_number;
+        if (!*any_live || seq < e->min_sequence_number)
+            e->min_sequence_number = seq;
+        *any_live = true;
+    }
+    return FLOE_OK;
+}
+
+static int write_entries(floe__avro_writer *w, const floe__manifest_meta *m, int version,
+                         const floe__manifest_entry *entries, size_t n, floe__manifest_file *e,
                          floe_error *err)
 {
+    bool any_live = false;
     for (size_t i = 0; i < n; i++) {
-        if (!wanted(&files[i], m->deletes))
-            continue;
-        FLOE_FORWARD(put_entry(w, &files[i], m->snapshot_id, err));
-        FLOE_RETURN_IF(e->added_files == INT32_MAX, err, FLOE_ELIMIT,
-                       "too many files for one manifest");
-        e->added_files++;
-        e->added_rows += (int64_t)files[i].metrics.record_count;
+        FLOE_FORWARD(put_entry(w, &entries[i], version, m->deletes, err));
+        FLOE_FORWARD(count_entry(m, &entries[i], e, &any_live, err));
     }
+    if (!any_live)
+        e->min_sequence_number = m->sequence_number;
+    return FLOE_OK;
+}
+
+static int write_manifest_file(floe__fileio *io, const char *uri, const floe__manifest_meta *m,
+                               int version, const floe__manifest_entry *entries, size_t n,
+                               floe__manifest_file *e, uint64_t *size, floe_error *err)
+{
+    char *texts[2] = {NULL, NULL};
+    char ids[3][24];
+    floe__avro_meta meta[6];
+    floe__avro_writer *w = NULL;
+    const char *schema = version >= 3 ? ENTRY_SCHEMA_V3
+                         : m->deletes ? ENTRY_SCHEMA_V2_DELETES : ENTRY_SCHEMA_V2;
+    int rc = manifest_meta(m, version, texts, ids, meta, err);
+    if (rc == FLOE_OK)
+        rc = open_avro(io, uri, schema, meta, 6, &w, err);
+    if (rc == FLOE_OK) {
+        rc = write_entries(w, m, version, entries, n, e, err);
+        if (rc == FLOE_OK) {
+            rc = finish_avro(w, uri, size, err);
+        } else {
+            floe__avro_writer_abort(w);
+            rc = floe__err_wrap(err, rc, "writing %s", uri);
+        }
+    }
+    floe__free(texts[0]);
+    floe__free(texts[1]);
+    return rc;
+}
+
+int floe__manifest_write_entries(floe__fileio *io, const char *uri, const floe__manifest_meta *m,
+                                 int format_version, const floe__manifest_entry *entries,
+                                 size_t n, floe__manifest_file *entry, floe_error *err)
+{
+    int version = format_version >= 3 ? 3 : 2;
+    for (size_t i = 0; i < n; i++) {
+        FLOE_FORWARD(check_file(&entries[i].file, i, err));
+        FLOE_RETURN_IF(!wanted(&entries[i].file, m->deletes) || entries[i].status < 0 ||
+                       entries[i].status > 2, err, FLOE_EINVAL,
+                       "manifest entry %zu (%s): wrong content or status for this manifest", i,
+                       entries[i].file.path);
+    }
+    floe__manifest_file e = {0};
+    uint64_t size = 0;
+    FLOE_FORWARD(write_manifest_file(io, uri, m, version, entries, n, &e, &size, err));
+    e.path = floe__strdup(uri);
+    if (!e.path) {
+        floe__fileio_remove(io, uri, NULL);
+        return FLOE_OOM(err);
+    }
+    e.length = (int64_t)size;
+    e.spec_id = (int32_t)json_integer_value(json_object_get(m->spec, "spec-id"));
+    e.content = m->deletes ? 1 : 0;
+    e.sequence_number = m->sequence_number;
+    e.added_snapshot_id = m->snapshot_id;
+    e.has_partitions = true;                /* an empty list: no partition fields */
+    *entry = e;
     return FLOE_OK;
 }
 
@@ -341,40 +473,21 @@ int floe__manifest_write(floe__fileio *io, const char *uri, const floe__manifest
 {
     for (size_t i = 0; i < n_files; i++)
         FLOE_FORWARD(check_file(&files[i], i, err));
-    char *texts[2] = {NULL, NULL};
-    char ids[2][24];
-    floe__avro_meta meta[6];
-    floe__manifest_file e = {0};
-    floe__avro_writer *w = NULL;
-    uint64_t size = 0;
-    int rc = manifest_meta(m, texts, ids, meta, err);
-    if (rc == FLOE_OK)
-        rc = open_avro(io, uri, ENTRY_SCHEMA, meta, 6, &w, err);
-    if (rc == FLOE_OK) {
-        rc = write_entries(w, m, files, n_files, &e, err);
-        if (rc == FLOE_OK) {
-            rc = finish_avro(w, uri, &size, err);
-        } else {
-            floe__avro_writer_abort(w);
-            rc = floe__err_wrap(err, rc, "writing %s", uri);
-        }
-    }
-    floe__free(texts[0]);
-    floe__free(texts[1]);
-    FLOE_FORWARD(rc);
-    e.path = floe__strdup(uri);
-    if (!e.path) {
-        floe__fileio_remove(io, uri, NULL);
+    floe__manifest_entry *es = floe__calloc(n_files ? n_files : 1, sizeof *es);
+    if (!es)
         return FLOE_OOM(err);
+    size_t n = 0;
+    for (size_t i = 0; i < n_files; i++) {
+        if (!wanted(&files[i], m->deletes))
+            continue;
+        es[n] = (floe__manifest_entry){.status = 1, .has_snapshot_id = true,
+                                       .snapshot_id = m->snapshot_id};
+        es[n].file = files[i];               /* a shallow copy: not freed here */
+        n++;
     }
-    e.length = (int64_t)size;
-    e.spec_id = (int32_t)json_integer_value(json_object_get(m->spec, "spec-id"));
-    e.content = m->deletes ? 1 : 0;
-    e.sequence_number = e.min_sequence_number = m->sequence_number;
-    e.added_snapshot_id = m->snapshot_id;
-    e.has_partitions = true;                /* an empty list: no partition fields */
-    *entry = e;
-    return FLOE_OK;
+    int rc = floe__manifest_write_entries(io, uri, m, 2, es, n, entry, err);
+    floe__free(es);
+    return rc;
 }
 
 /* ---- writing manifest lists ------------------------------------------------------------------ */
@@ -387,7 +500,8 @@ static void put_opt_bytes(floe__avro_writer *w, bool has, const floe__buf *b)
         floe__avro_put_null(w);
 }
 
-static int put_manifest_file(floe__avro_writer *w, const floe__manifest_file *m, floe_error *err)
+static int put_manifest_file(floe__avro_writer *w, const floe__manifest_file *m, bool v3,
+                             floe_error *err)
 {
     floe__avro_begin_record(w);
     floe__avro_put_cstr(w, m->path);
@@ -422,36 +536,50 @@ static int put_manifest_file(floe__avro_writer *w, const floe__manifest_file *m,
         floe__avro_put_null(w);
     }
     put_opt_bytes(w, m->has_key_metadata, &m->key_metadata);
+    if (v3)
+        put_opt_long(w, m->has_first_row_id && m->content == 0, m->first_row_id);
     return floe__avro_end_record(w, err);
 }
 
-int floe__manifest_list_write(floe__fileio *io, const char *uri, const floe__manifest_list *l,
-                              int64_t snapshot_id, int64_t parent_id, int64_t sequence_number,
-                              uint64_t *length, floe_error *err)
+int floe__manifest_list_write_v(floe__fileio *io, const char *uri, const floe__manifest_list *l,
+                                const floe__list_meta *lm, uint64_t *length, floe_error *err)
 {
-    char sid[24], pid[24], seq[24];
-    snprintf(sid, sizeof sid, "%lld", (long long)snapshot_id);
-    if (parent_id < 0)
+    char sid[24], pid[24], seq[24], rid[24];
+    bool v3 = lm->format_version >= 3;
+    snprintf(sid, sizeof sid, "%lld", (long long)lm->snapshot_id);
+    if (lm->parent_id < 0)
         snprintf(pid, sizeof pid, "null");
     else
-        snprintf(pid, sizeof pid, "%lld", (long long)parent_id);
-    snprintf(seq, sizeof seq, "%lld", (long long)sequence_number);
+        snprintf(pid, sizeof pid, "%lld", (long long)lm->parent_id);
+    snprintf(seq, sizeof seq, "%lld", (long long)lm->sequence_number);
+    snprintf(rid, sizeof rid, "%lld", (long long)lm->first_row_id);
     floe__avro_meta meta[] = {
         {"snapshot-id", sid, FLOE_AVRO_STRLEN},
         {"parent-snapshot-id", pid, FLOE_AVRO_STRLEN},
         {"sequence-number", seq, FLOE_AVRO_STRLEN},
-        {"format-version", "2", FLOE_AVRO_STRLEN},
+        {"format-version", v3 ? "3" : "2", FLOE_AVRO_STRLEN},
+        {"first-row-id", rid, FLOE_AVRO_STRLEN},
     };
     floe__avro_writer *w;
-    FLOE_FORWARD_CTX(open_avro(io, uri, LIST_SCHEMA, meta, 4, &w, err), err, "writing %s", uri);
+    FLOE_FORWARD_CTX(open_avro(io, uri, v3 ? LIST_SCHEMA_V3 : LIST_SCHEMA, meta, v3 ? 5 : 4, &w,
+                               err), err, "writing %s", uri);
     for (size_t i = 0; i < l->n; i++) {
-        int rc = put_manifest_file(w, &l->items[i], err);
+        int rc = put_manifest_file(w, &l->items[i], v3, err);
         if (rc != FLOE_OK) {
             floe__avro_writer_abort(w);
             return floe__err_wrap(err, rc, "writing %s", uri);
         }
     }
     return finish_avro(w, uri, length, err);
+}
+
+int floe__manifest_list_write(floe__fileio *io, const char *uri, const floe__manifest_list *l,
+                              int64_t snapshot_id, int64_t parent_id, int64_t sequence_number,
+                              uint64_t *length, floe_error *err)
+{
+    floe__list_meta lm = {.snapshot_id = snapshot_id, .parent_id = parent_id,
+                          .sequence_number = sequence_number, .format_version = 2};
+    return floe__manifest_list_write_v(io, uri, l, &lm, length, err);
 }
 
 /* ---- reading: shared ----------------------------------------------------------------------------- */
@@ -619,6 +747,7 @@ static int read_manifest_file(rd *r, const floe__avro_value *rec, floe__manifest
     m->existing_rows = c[4];
     m->deleted_rows = c[5];
     FLOE_FORWARD(read_partitions(r, rec, m));
+    FLOE_FORWARD(opt_long(r, rec, 520, &m->has_first_row_id, &m->first_row_id));
     return opt_bytes(r, rec, 519, &m->has_key_metadata, &m->key_metadata);
 }
 
@@ -817,6 +946,39 @@ static int read_lists(rd *r, const floe__avro_value *df, floe__content_file *f)
     return FLOE_OK;
 }
 
+static int opt_string(rd *r, const floe__avro_value *rec, int32_t id, char **out)
+{
+    const floe__avro_value *v = floe__avro_get_id(rec, id);
+    if (floe__avro_is_null(v))
+        return FLOE_OK;
+    return req_string(r, rec, id, out);
+}
+
+/* Fields 131, 140, 142-145 (key metadata, sort order, lineage, DV ranges). */
+static int read_v3_fields(rd *r, const floe__avro_value *df, floe__manifest_entry *e)
+{
+    floe__content_file *f = &e->file;
+    bool has;
+    int64_t v = 0;
+    f->format = floe__strdup(e->file_format);
+    if (!f->format)
+        return FLOE_OOM(r->err);
+    FLOE_FORWARD(opt_bytes(r, df, 131, &f->has_key_metadata, &f->key_metadata));
+    FLOE_FORWARD(opt_long(r, df, 140, &has, &v));
+    if (has && (v < INT32_MIN || v > INT32_MAX))
+        return bad(r, 140, "is out of range for an int");
+    f->has_sort_order_id = has;
+    f->sort_order_id = (int32_t)v;
+    FLOE_FORWARD(opt_long(r, df, 142, &f->has_first_row_id, &f->first_row_id));
+    FLOE_FORWARD(opt_string(r, df, 143, &f->referenced_data_file));
+    FLOE_FORWARD(opt_long(r, df, 144, &f->has_content_offset, &f->content_offset));
+    FLOE_FORWARD(opt_long(r, df, 145, &has, &f->content_size));
+    if (f->has_content_offset != has || (has && (f->content_offset < 0 || f->content_size < 0)))
+        return bad(r, 145, "and content_offset (144) must both be set, non-negative, or both "
+                   "null");
+    return FLOE_OK;
+}
+
 static int read_data_file(rd *r, const floe__avro_value *df, floe__manifest_entry *e)
 {
     floe__content_file *f = &e->file;
@@ -839,7 +1001,8 @@ static int read_data_file(rd *r, const floe__avro_value *df, floe__manifest_entr
         return bad(r, 104, "is negative");
     f->metrics.file_size = (uint64_t)v;
     FLOE_FORWARD(read_metrics(r, df, &f->metrics));
-    return read_lists(r, df, f);
+    FLOE_FORWARD(read_lists(r, df, f));
+    return read_v3_fields(r, df, e);
 }
 
 static int read_entry(rd *r, const floe__avro_value *v, floe__manifest_entry *e)

@@ -48,6 +48,8 @@ typedef struct floe__manifest_file {
     floe__partition_summary *partitions;
     bool has_key_metadata;            /* 519 key_metadata */
     floe__buf key_metadata;
+    bool has_first_row_id;            /* 520 first_row_id (v3 data manifests) */
+    int64_t first_row_id;
 } floe__manifest_file;
 
 void floe__manifest_file_clear(floe__manifest_file *m);   /* frees what it holds */
@@ -69,9 +71,22 @@ floe__manifest_file *floe__manifest_list_push(floe__manifest_list *l);
 int floe__manifest_list_parse(const uint8_t *data, size_t len, floe__manifest_list *out,
                               floe_error *err);
 
-/* Write a v2 manifest list of `l` (in order) as the whole object `uri`.
- * parent_id -1: the snapshot has no parent.  *length (may be NULL)
- * receives the file size. */
+/* What a manifest list's header says. */
+typedef struct floe__list_meta {
+    int64_t snapshot_id;
+    int64_t parent_id;                /* -1: the snapshot has no parent */
+    int64_t sequence_number;
+    int format_version;               /* 2 or 3 (v3: field 520 and "first-row-id") */
+    int64_t first_row_id;             /* v3: the snapshot's first-row-id */
+} floe__list_meta;
+
+/* Write a manifest list of `l` (in order) as the whole object `uri`; v3
+ * lists carry each entry's first_row_id (null for delete manifests and
+ * entries without one: assigning them is the caller's job).  *length (may
+ * be NULL) receives the file size. */
+int floe__manifest_list_write_v(floe__fileio *io, const char *uri, const floe__manifest_list *l,
+                                const floe__list_meta *lm, uint64_t *length, floe_error *err);
+/* A v2 list (floe__manifest_list_write_v with format_version 2). */
 int floe__manifest_list_write(floe__fileio *io, const char *uri, const floe__manifest_list *l,
                               int64_t snapshot_id, int64_t parent_id, int64_t sequence_number,
                               uint64_t *length, floe_error *err);
@@ -87,7 +102,7 @@ typedef struct floe__manifest_meta {
     int64_t sequence_number;          /* that snapshot's sequence number */
 } floe__manifest_meta;
 
-/* Write a v2 manifest at `uri` holding the files of `files` whose content
+/* Write a manifest at `uri` holding the files of `files` whose content
  * matches m->deletes (data files, or position and equality delete files),
  * each as an ADDED entry with null sequence numbers (inherited from the
  * manifest list).  `entry` receives the manifest list entry describing it
@@ -97,14 +112,29 @@ int floe__manifest_write(floe__fileio *io, const char *uri, const floe__manifest
                          const floe__content_file *files, size_t n_files,
                          floe__manifest_file *entry, floe_error *err);
 
-/* One manifest_entry read back. */
+/* One manifest_entry (read back, or to write with
+ * floe__manifest_write_entries).  has_* false: null (inherited). */
 typedef struct floe__manifest_entry {
     int32_t status;                   /* 0 existing, 1 added, 2 deleted */
     bool has_snapshot_id, has_sequence_number, has_file_sequence_number;
     int64_t snapshot_id, sequence_number, file_sequence_number;
-    char *file_format;                /* "PARQUET", ... */
+    char *file_format;                /* "PARQUET", ... (read back; file.format too) */
     floe__content_file file;          /* metrics columns sorted by field id */
 } floe__manifest_entry;
+
+/* Write a manifest at `uri` holding `entries` as given (status, snapshot
+ * id, sequence numbers, the whole data_file: format, key metadata, sort
+ * order, first_row_id, referenced_data_file, content range), all of the
+ * manifest's content kind (m->deletes).  `entry` receives its manifest list
+ * entry: counts by status, min_sequence_number over live entries (null
+ * sequence numbers count as m->sequence_number), sequence_number and
+ * added_snapshot_id from m.  v2 delete manifests carry
+ * referenced_data_file; v3 manifests (format_version 3, written with
+ * "format-version" "3") also first_row_id (data files only) and
+ * content_offset / content_size_in_bytes. */
+int floe__manifest_write_entries(floe__fileio *io, const char *uri, const floe__manifest_meta *m,
+                                 int format_version, const floe__manifest_entry *entries,
+                                 size_t n, floe__manifest_file *entry, floe_error *err);
 
 typedef struct floe__manifest_entries {
     floe__manifest_entry *items;

@@ -25,6 +25,7 @@ struct floe__metadata {
     const char *table_uuid;
     const char *location;
     int64_t last_sequence_number;
+    int64_t next_row_id;              /* -1 before v3 */
     int64_t last_updated_ms;
     int32_t last_column_id;
     int32_t last_partition_id;
@@ -213,7 +214,7 @@ static int parse_header(floe__metadata *md, floe_error *err)
                                   err));
     if (v > FLOE_FORMAT_VERSION_MAX)
         return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "metadata: format-version %lld is not supported (floe reads 1 and 2)",
+                             "metadata: format-version %lld is not supported (floe reads 1 to 3)",
                              (long long)v);
     if (v < 1)
         return floe__err_set(err, FLOE_EFORMAT, "metadata: format-version %lld is invalid",
@@ -233,6 +234,13 @@ static int parse_header(floe__metadata *md, floe_error *err)
                                   &md->last_sequence_number, NULL, err));
     if (md->last_sequence_number < 0)
         return floe__err_set(err, FLOE_EFORMAT, "metadata: last-sequence-number is negative");
+    md->next_row_id = -1;
+    if (v >= 3) {
+        FLOE_FORWARD(floe__mdjson_int(d, "next-row-id", true, FLOE_EFORMAT, "metadata",
+                                      &md->next_row_id, NULL, err));
+        if (md->next_row_id < 0)
+            return floe__err_set(err, FLOE_EFORMAT, "metadata: next-row-id is negative");
+    }
     FLOE_FORWARD(floe__mdjson_int(d, "last-updated-ms", true, FLOE_EFORMAT, "metadata",
                                   &md->last_updated_ms, NULL, err));
     return get_i32(d, "last-column-id", true, "metadata", &md->last_column_id, NULL, err);
@@ -451,6 +459,12 @@ int floe__snapshot_parse(const json_t *js, bool v2, int code, const char *ctx,
         return floe__err_set(err, code, "%s: schema-id %lld is out of int range", ctx,
                              (long long)sid);
     s->schema_id = (int32_t)sid;
+    FLOE_FORWARD(floe__mdjson_int(js, "first-row-id", false, code, ctx, &s->first_row_id,
+                                  &s->has_first_row_id, err));
+    FLOE_FORWARD(floe__mdjson_int(js, "added-rows", false, code, ctx, &s->added_rows,
+                                  &s->has_added_rows, err));
+    if ((s->has_first_row_id && s->first_row_id < 0) || (s->has_added_rows && s->added_rows < 0))
+        return floe__err_set(err, code, "%s: first-row-id or added-rows is negative", ctx);
     return parse_summary(s, code, ctx, err);
 }
 
@@ -735,6 +749,7 @@ int64_t floe__metadata_last_sequence_number(const floe__metadata *md)
     return md->last_sequence_number;
 }
 int64_t floe__metadata_last_updated_ms(const floe__metadata *md) { return md->last_updated_ms; }
+int64_t floe__metadata_next_row_id(const floe__metadata *md) { return md->next_row_id; }
 int32_t floe__metadata_last_column_id(const floe__metadata *md) { return md->last_column_id; }
 int32_t floe__metadata_last_partition_id(const floe__metadata *md)
 {

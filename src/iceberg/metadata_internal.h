@@ -8,10 +8,16 @@
  * validated view of what floe needs.  A floe__metadata is immutable once
  * built; applying updates builds a new one from a copy of the document.
  *
- * Formats: v2 is read and written; v1 is read (with the spec's defaults:
- * sequence numbers 0, the deprecated `schema` / `partition-spec` fields)
- * and can be upgraded to v2 by an `upgrade-format-version` update; v3 and
- * later are refused with FLOE_EUNSUPPORTED.
+ * Formats: v2 and v3 are read and written; v1 is read (with the spec's
+ * defaults: sequence numbers 0, the deprecated `schema` / `partition-spec`
+ * fields) and can be upgraded by an `upgrade-format-version` update; v4
+ * and later are refused with FLOE_EUNSUPPORTED.  v3 adds row lineage: the
+ * table's `next-row-id` (required), each snapshot's `first-row-id` and
+ * `added-rows` (required on snapshots added to a v3 table; snapshots from
+ * before an upgrade may lack them).  Upgrading to v3 sets next-row-id 0;
+ * adding a snapshot to a v3 table moves next-row-id to its first-row-id +
+ * added-rows (a first-row-id below next-row-id is a stale snapshot:
+ * FLOE_ECONFLICT).
  *
  * Schemas, partition specs and sort orders stay JSON values here: this
  * layer does not depend on the type tree (src/schema converts).
@@ -32,7 +38,7 @@
 #include "util/util_internal.h"
 
 /* Highest format version floe reads and writes. */
-#define FLOE_FORMAT_VERSION_MAX 2
+#define FLOE_FORMAT_VERSION_MAX 3
 /* Property names and defaults. */
 #define FLOE_PROP_DATA_PATH "write.data.path"
 #define FLOE_PROP_FOLDER_STORAGE_PATH "write.folder-storage.path"
@@ -56,6 +62,10 @@ typedef struct floe__snapshot {
     const json_t *summary;           /* object of strings, or NULL */
     bool has_schema_id;
     int32_t schema_id;
+    bool has_first_row_id;           /* v3 row lineage: first-row-id, added-rows */
+    int64_t first_row_id;
+    bool has_added_rows;
+    int64_t added_rows;
     const json_t *json;              /* the whole snapshot object */
 } floe__snapshot;
 
@@ -73,7 +83,7 @@ typedef struct floe__metadata_log_entry {
 
 /* Parse metadata JSON text (gzip-compressed text is accepted too, as the
  * spec allows).  Validates every field floe reads: a missing or ill-typed
- * field is FLOE_EFORMAT naming the field and why; format-version > 2 is
+ * field is FLOE_EFORMAT naming the field and why; format-version > 3 is
  * FLOE_EUNSUPPORTED.  *out is the caller's (floe__metadata_free). */
 int floe__metadata_parse(const void *data, size_t len, floe__metadata **out, floe_error *err);
 /* Build from a JSON document; takes over the caller's reference to `doc`
@@ -95,6 +105,8 @@ const char *floe__metadata_table_uuid(const floe__metadata *md);
 /* The `location` field as written (see floe__location_table_root). */
 const char *floe__metadata_location(const floe__metadata *md);
 int64_t floe__metadata_last_sequence_number(const floe__metadata *md);
+/* v3 tables: next-row-id (the next snapshot's first-row-id); -1 before v3. */
+int64_t floe__metadata_next_row_id(const floe__metadata *md);
 int64_t floe__metadata_last_updated_ms(const floe__metadata *md);
 int32_t floe__metadata_last_column_id(const floe__metadata *md);
 int32_t floe__metadata_last_partition_id(const floe__metadata *md);
@@ -149,15 +161,21 @@ typedef struct floe__table_def {
     const json_t *properties;      /* object of strings, or NULL */
     const json_t *partition_spec;  /* spec JSON, or NULL: unpartitioned (spec-id 0) */
     const json_t *sort_order;      /* sort order JSON, or NULL: unsorted (order-id 0) */
+    int format_version;            /* 2 or 3; 0: the "format-version" property when it
+                                      is set (Java's rule; it is not kept as a
+                                      property), else 2 */
 } floe__table_def;
 
+/* The format version a new table gets from `def` (2 or 3), or
+ * FLOE_EUNSUPPORTED / FLOE_EINVAL for another one. */
+int floe__table_def_format_version(const floe__table_def *def, int *out, floe_error *err);
 /* The update list that creates the table `def` describes (REST shapes):
- * assign-uuid (random), upgrade-format-version 2, add-schema,
+ * assign-uuid (random), upgrade-format-version (2 or 3), add-schema,
  * set-current-schema -1, add-spec, set-default-spec -1, add-sort-order,
  * set-default-sort-order -1, set-location, set-properties.  *out is a new
  * JSON array (caller json_decref). */
 int floe__metadata_creation_updates(const floe__table_def *def, json_t **out, floe_error *err);
-/* A new table's metadata (format v2): the creation updates applied to an
+/* A new table's metadata (format v2 or v3): the creation updates applied to an
  * empty table.  def->location is required. */
 int floe__metadata_create(const floe__table_def *def, int64_t now_ms, floe__metadata **out,
                           floe_error *err);

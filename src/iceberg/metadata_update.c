@@ -21,7 +21,10 @@
  *    entries up to the last removed one; remove-snapshot-ref drops a ref.
  *  - Anything changed moves last-updated-ms (never backwards) and, given
  *    the base file's location, appends it to the bounded metadata-log.
- * A v1 document accepts only upgrade-format-version first: floe writes v2.
+ *  - upgrade-format-version to 3 starts row lineage (next-row-id 0);
+ *    add-snapshot on a v3 table checks first-row-id >= next-row-id and moves
+ *    next-row-id to first-row-id + added-rows.
+ * A v1 document accepts only upgrade-format-version first: floe writes v2 and v3.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +258,14 @@ static int upgrade_v1(apply_ctx *a)
     return jset(a, d, "format-version", json_integer(2));
 }
 
+/* v2 -> v3: row lineage starts at 0; existing snapshots stay as they are. */
+static int upgrade_v2(apply_ctx *a)
+{
+    if (!json_is_integer(json_object_get(a->doc, "next-row-id")))
+        FLOE_FORWARD(jset(a, a->doc, "next-row-id", json_integer(0)));
+    return jset(a, a->doc, "format-version", json_integer(3));
+}
+
 static int up_upgrade_format_version(apply_ctx *a, const json_t *u)
 {
     int64_t v;
@@ -262,15 +273,17 @@ static int up_upgrade_format_version(apply_ctx *a, const json_t *u)
     int64_t cur = doc_int(a->doc, "format-version", 1);
     if (v > FLOE_FORMAT_VERSION_MAX)
         return floe__err_set(a->err, FLOE_EUNSUPPORTED,
-                             "%s: format version %lld is not supported (floe writes 2)", a->ctx,
-                             (long long)v);
+                             "%s: format version %lld is not supported (floe writes 2 and 3)",
+                             a->ctx, (long long)v);
     if (v < cur)
         return floe__err_set(a->err, FLOE_EINVAL, "%s: cannot downgrade a v%lld table to v%lld",
                              a->ctx, (long long)cur, (long long)v);
     if (v == cur)
         return FLOE_OK;
     a->changed = true;
-    return upgrade_v1(a);
+    if (cur < 2)
+        FLOE_FORWARD(upgrade_v1(a));
+    return v >= 3 ? upgrade_v2(a) : FLOE_OK;
 }
 
 /* ---- schemas, specs, sort orders ----------------------------------------------- */
@@ -448,6 +461,25 @@ static int up_set_default_sort_order(apply_ctx *a, const json_t *u)
 
 /* ---- snapshots and refs ---------------------------------------------------------- */
 
+/* v3: the snapshot must carry first-row-id (not behind next-row-id) and
+ * added-rows; next-row-id moves past the rows it assigned. */
+static int add_lineage(apply_ctx *a, const floe__snapshot *s)
+{
+    if (doc_int(a->doc, "format-version", 1) < 3)
+        return FLOE_OK;
+    if (!s->has_first_row_id || !s->has_added_rows)
+        return floe__err_set(a->err, FLOE_EINVAL, "%s: a snapshot of a v3 table needs "
+                             "first-row-id and added-rows", a->ctx);
+    int64_t next = doc_int(a->doc, "next-row-id", 0);
+    if (s->first_row_id < next)
+        return floe__err_set(a->err, FLOE_ECONFLICT, "%s: first-row-id %lld is behind the "
+                             "table's next-row-id %lld (the snapshot is stale)", a->ctx,
+                             (long long)s->first_row_id, (long long)next);
+    if (s->added_rows > INT64_MAX - s->first_row_id)
+        return floe__err_set(a->err, FLOE_EINVAL, "%s: added-rows overflows row ids", a->ctx);
+    return jset(a, a->doc, "next-row-id", json_integer(s->first_row_id + s->added_rows));
+}
+
 static int up_add_snapshot(apply_ctx *a, const json_t *u)
 {
     json_t *snap, *list;
@@ -464,6 +496,7 @@ static int up_add_snapshot(apply_ctx *a, const json_t *u)
                              "%s: sequence number %lld is not above the table's "
                              "last-sequence-number %lld (the snapshot is stale)",
                              a->ctx, (long long)s.sequence_number, (long long)last);
+    FLOE_FORWARD(add_lineage(a, &s));
     int64_t *ids = floe__realloc(a->added_snaps, (a->n_added_snaps + 1) * sizeof *ids);
     if (!ids)
         return FLOE_OOM(a->err);
@@ -960,15 +993,52 @@ static int push(json_t *arr, json_t *v, floe_error *err)
 /* json_pack's "o" takes over its argument even when packing fails, and a
  * NULL argument makes packing fail: each value is made right where it is
  * packed, so nothing leaks on out of memory. */
+int floe__table_def_format_version(const floe__table_def *def, int *out, floe_error *err)
+{
+    int v = def->format_version;
+    const char *p = json_string_value(json_object_get(def->properties, "format-version"));
+    if (v == 0 && p) {
+        char *end;
+        long long x = strtoll(p, &end, 10);
+        FLOE_RETURN_IF(!*p || *end, err, FLOE_EINVAL, "create table: property format-version "
+                       "\"%s\" is not a number", p);
+        v = x < 0 || x > 100 ? 100 : (int)x;
+    }
+    if (v == 0)
+        v = 2;
+    FLOE_RETURN_IF(v < 2 || v > FLOE_FORMAT_VERSION_MAX, err, FLOE_EUNSUPPORTED,
+                   "create table: format version %d is not supported (floe writes 2 and 3)", v);
+    *out = v;
+    return FLOE_OK;
+}
+
+/* The properties to set: def's, without the reserved format-version. */
+static int creation_props(const floe__table_def *def, json_t *ups, floe_error *err)
+{
+    if (!def->properties || json_object_size(def->properties) == 0)
+        return FLOE_OK;
+    json_t *props = json_copy((json_t *)def->properties);
+    if (!props)
+        return FLOE_OOM(err);
+    json_object_del(props, "format-version");
+    if (json_object_size(props) == 0) {
+        json_decref(props);
+        return FLOE_OK;
+    }
+    return push(ups, json_pack("{s:s, s:o}", "action", "set-properties", "updates", props), err);
+}
+
 static int creation_list(const floe__table_def *def, json_t *ups, floe_error *err)
 {
     uint8_t u[16];
     char uuid[37];
+    int version;
+    FLOE_FORWARD(floe__table_def_format_version(def, &version, err));
     FLOE_FORWARD(floe__uuid_random(u, err));
     floe__uuid_format(u, uuid);
     FLOE_FORWARD(push(ups, json_pack("{s:s, s:s}", "action", "assign-uuid", "uuid", uuid), err));
     FLOE_FORWARD(push(ups, json_pack("{s:s, s:i}", "action", "upgrade-format-version",
-                                     "format-version", 2), err));
+                                     "format-version", version), err));
     FLOE_FORWARD(push(ups, json_pack("{s:s, s:o}", "action", "add-schema", "schema",
                                      copy_with_id(def->schema, "schema-id", 0)), err));
     FLOE_FORWARD(push(ups, json_pack("{s:s, s:i}", "action", "set-current-schema", "schema-id",
@@ -987,10 +1057,7 @@ static int creation_list(const floe__table_def *def, json_t *ups, floe_error *er
     if (def->location)
         FLOE_FORWARD(push(ups, json_pack("{s:s, s:s}", "action", "set-location", "location",
                                          def->location), err));
-    if (def->properties && json_object_size(def->properties) > 0)
-        FLOE_FORWARD(push(ups, json_pack("{s:s, s:O}", "action", "set-properties", "updates",
-                                         def->properties), err));
-    return FLOE_OK;
+    return creation_props(def, ups, err);
 }
 
 int floe__metadata_creation_updates(const floe__table_def *def, json_t **out, floe_error *err)

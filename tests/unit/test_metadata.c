@@ -236,7 +236,7 @@ TEST(parse_errors)
     } cases[] = {
         {"format-version", NULL, FLOE_EFORMAT, "\"format-version\" is missing"},
         {"format-version", "\"2\"", FLOE_EFORMAT, "must be an integer, not a string"},
-        {"format-version", "3", FLOE_EUNSUPPORTED, "format-version 3 is not supported"},
+        {"format-version", "4", FLOE_EUNSUPPORTED, "format-version 4 is not supported"},
         {"format-version", "0", FLOE_EFORMAT, "format-version 0 is invalid"},
         {"table-uuid", NULL, FLOE_EFORMAT, "\"table-uuid\" is missing"},
         {"table-uuid", "\"not-a-uuid\"", FLOE_EFORMAT, "is not a uuid"},
@@ -874,7 +874,7 @@ TEST(schema_spec_order_updates)
     CHECK_EQ_INT(apply_txt(md, NULL, "[{\"action\":\"no-such-action\"}]", 1, &b, NULL, err),
                  FLOE_EUNSUPPORTED);
     CHECK(msg_has(err, "unknown update action"));
-    CHECK_EQ_INT(apply_txt(md, NULL, "[{\"action\":\"upgrade-format-version\",\"format-version\":3}]",
+    CHECK_EQ_INT(apply_txt(md, NULL, "[{\"action\":\"upgrade-format-version\",\"format-version\":4}]",
                            1, &b, NULL, err),
                  FLOE_EUNSUPPORTED);
     CHECK_EQ_INT(apply_txt(md, NULL, "{}", 1, &b, NULL, err), FLOE_EINVAL);
