@@ -26,6 +26,12 @@ int floe__local_mkdirs(const char *dir, floe_error *err);
 /* Read a whole local file into `dst` (appending), at most dst->max bytes. */
 int floe__local_read_all(const char *path, floe__buf *dst, floe_error *err);
 
+/* Open a local file for random-access reads (local_read.c); FLOE_ENOTFOUND
+ * when it does not exist. */
+int floe__local_open_input(const char *uri, floe__input **out, floe_error *err);
+/* Every regular file under the local directory `uri` (local_read.c). */
+int floe__local_list(const char *uri, floe__list_fn fn, void *ctx, floe_error *err);
+
 /* The local path of a "file://" URI ("file:///abs", "file://localhost/abs",
  * "file:/abs") or plain path (pointer into `uri`). */
 const char *floe__local_path(const char *uri);
@@ -34,6 +40,34 @@ const char *floe__local_path(const char *uri);
  * Every operation takes a URI.  One FileIO may serve many threads only if
  * its implementation says so (local: yes, it holds no state). */
 typedef struct floe__fileio floe__fileio;
+
+/* An object opened for random-access reads (Parquet footers and pages, a
+ * Puffin blob).  read_at reads exactly [off, off + n), inside [0, size). */
+typedef struct floe__input floe__input;
+struct floe__input {
+    uint64_t size;
+    int (*read_at)(floe__input *in, uint64_t off, size_t n, uint8_t *dst, floe_error *err);
+    void (*close)(floe__input *in);
+};
+static inline int floe__input_read_at(floe__input *in, uint64_t off, size_t n, uint8_t *dst,
+                                      floe_error *err)
+{
+    return in->read_at(in, off, n, dst, err);
+}
+/* Accepts NULL. */
+static inline void floe__input_close(floe__input *in)
+{
+    if (in)
+        in->close(in);
+}
+
+/* One object a listing found. */
+typedef struct floe__listed {
+    const char *uri;                 /* valid during the callback only */
+    uint64_t size;
+    int64_t mtime_ms;                /* last modified, ms since the epoch */
+} floe__listed;
+typedef int (*floe__list_fn)(void *ctx, const floe__listed *obj, floe_error *err);
 
 typedef struct floe__fileio_ops {
     const char *name;                                   /* "local", "s3" */
@@ -46,6 +80,14 @@ typedef struct floe__fileio_ops {
     int (*read_all)(floe__fileio *io, const char *uri, floe__buf *dst, floe_error *err);
     /* *exists = whether the object exists. */
     int (*exists)(floe__fileio *io, const char *uri, bool *exists, floe_error *err);
+    /* Open the object for random-access reads; FLOE_ENOTFOUND when it does
+     * not exist.  *in is the caller's (floe__input_close); it may be used
+     * from one thread at a time and must not outlive io. */
+    int (*open_input)(floe__fileio *io, const char *uri, floe__input **in, floe_error *err);
+    /* Every object under the prefix `uri` (a directory, or an S3 key prefix
+     * ending in '/'), recursively, in no particular order; fn's failure
+     * stops the listing and is returned. */
+    int (*list)(floe__fileio *io, const char *uri, floe__list_fn fn, void *ctx, floe_error *err);
     /* Delete the object; FLOE_ENOTFOUND when it does not exist (S3: seen
      * by a HEAD just before; the delete itself is idempotent). */
     int (*remove)(floe__fileio *io, const char *uri, floe_error *err);
@@ -73,6 +115,22 @@ static inline int floe__fileio_exists(floe__fileio *io, const char *uri, bool *e
                                       floe_error *err)
 {
     return io->ops->exists(io, uri, exists, err);
+}
+static inline int floe__fileio_open_input(floe__fileio *io, const char *uri, floe__input **in,
+                                          floe_error *err)
+{
+    if (!io->ops->open_input)
+        return floe__err_set(err, FLOE_EUNSUPPORTED, "%s storage cannot read %s at random",
+                             io->ops->name, uri);
+    return io->ops->open_input(io, uri, in, err);
+}
+static inline int floe__fileio_list(floe__fileio *io, const char *uri, floe__list_fn fn,
+                                    void *ctx, floe_error *err)
+{
+    if (!io->ops->list)
+        return floe__err_set(err, FLOE_EUNSUPPORTED, "%s storage cannot list %s",
+                             io->ops->name, uri);
+    return io->ops->list(io, uri, fn, ctx, err);
 }
 static inline int floe__fileio_remove(floe__fileio *io, const char *uri, floe_error *err)
 {

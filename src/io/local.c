@@ -384,6 +384,21 @@ static int lio_exists(floe__fileio *io, const char *uri, bool *exists, floe_erro
     return floe__err_set(err, FLOE_EIO, "stat %s: %s", path, strerror(errno));
 }
 
+static int lio_open_input(floe__fileio *io, const char *uri, floe__input **in, floe_error *err)
+{
+    (void)io;
+    FLOE_FORWARD(check_local(uri, err));
+    return floe__local_open_input(uri, in, err);
+}
+
+static int lio_list(floe__fileio *io, const char *uri, floe__list_fn fn, void *ctx,
+                    floe_error *err)
+{
+    (void)io;
+    FLOE_FORWARD(check_local(uri, err));
+    return floe__local_list(uri, fn, ctx, err);
+}
+
 static int lio_remove(floe__fileio *io, const char *uri, floe_error *err)
 {
     (void)io;
@@ -409,6 +424,8 @@ static const floe__fileio_ops LOCAL_OPS = {
     .open_output = lio_open_output,
     .read_all = lio_read_all,
     .exists = lio_exists,
+    .open_input = lio_open_input,
+    .list = lio_list,
     .remove = lio_remove,
     .sync = lio_sync,
     .free = lio_free,
