@@ -281,6 +281,7 @@ def flat_table(n=2500, seed=1):
         vals = [maybe(rng, make(i)) for i in range(n)]
         data[name] = pa.array(vals, t) if name != "u" \
             else pa.ExtensionArray.from_storage(t, pa.array(vals, pa.binary(16)))
+    data["nul"] = pa.nulls(n)                    # the UNKNOWN logical type
     table = pa.table(data)
     return table.cast(with_ids(table.schema))
 

@@ -259,77 +259,142 @@ static int flat_ready(floe__pq_reader *r, size_t *rows, floe_error *err)
     return FLOE_OK;
 }
 
-/* The most bytes the next `rows` rows can take. */
-static size_t flat_need(const floe__pq_reader *r, size_t rows)
-{
-    const floe__pq_rnode *root = &r->nodes[0];
-    size_t need = 0;
-    for (uint32_t k = 0; k < root->n_children; k++) {
-        uint8_t op = r->flat_ops[k];
-        need += rows;                                  /* the tags */
-        if (op == FW_ABSENT)
-            continue;
-        const floe__pq_rcol *c = &r->cols[r->nodes[root->child + k].col_begin];
-        size_t vals = rows;
-        if (c->def) {
-            vals = 0;
-            for (size_t i = 0; i < rows; i++)
-                vals += c->def[c->at + i] == c->max_def;
-        }
-        if (op == FW_BYTES) {
-            need += 4 * vals;
-            for (size_t i = 0; i < vals; i++)
-                need += c->bv[c->vat + i].n;
-        } else {
-            need += vals * (op == FW_UUID ? 40 : c->width);
-        }
-    }
-    return need;
-}
-
-/* One field's slot at o (room reserved); NULL for a null where the
- * projection says required. */
-static inline uint8_t *flat_slot(floe__pq_rcol *restrict c, uint8_t op, bool required,
-                                 uint8_t *restrict o)
-{
-    uint8_t d = c->def ? c->def[c->at] : c->max_def;
-    c->at++;
-    if (d != c->max_def) {
-        if (required)
-            return NULL;
-        *o = FLOE_SLOT_NULL;
-        return o + 1;
-    }
-    *o++ = FLOE_SLOT_PRESENT;
-    size_t v = c->vat++;
-    switch (op) {
-    case FW_F1: *o = c->vals[v]; return o + 1;
-    case FW_F4: memcpy(o, c->vals + 4 * v, 4); return o + 4;
-    case FW_F8: memcpy(o, c->vals + 8 * v, 8); return o + 8;
-    case FW_F16: memcpy(o, c->vals + 16 * v, 16); return o + 16;
-    case FW_FN: memcpy(o, c->vals + c->width * v, c->width); return o + c->width;
-    case FW_BYTES: {
-        floe__pq_bv b = c->bv[v];
-        floe__put_le32(o, b.n);
-        if (b.n)
-            memcpy(o + 4, b.p, b.n);
-        return o + 4 + b.n;
-    }
-    default: {
-        char text[37];
-        floe__uuid_format(c->vals + 16 * v, text);
-        floe__put_le32(o, 36);
-        memcpy(o + 4, text, 36);
-        return o + 40;
-    }
-    }
-}
-
 /* A null in a required field, found after the fact: say which. */
 static int flat_required(floe__pq_reader *r, uint64_t pos, uint32_t k, floe_error *err)
 {
     asm_ctx a = {.r = r, .pos = pos, .err = err};
     return required_null(&a, &r->nodes[r->nodes[0].child + k]);
+}
+
+/* Rows are written in chunks of FLAT_CHUNK, a field at a time: pass 1
+ * adds each field's slot size to each row's, pass 2 writes each field's
+ * slots at its rows' running offsets.  Both are short loops over one
+ * column with the width a constant, on offsets that stay in L1. */
+#define FLAT_CHUNK 256
+
+typedef struct chunk {
+    size_t rows;
+    uint32_t size[FLAT_CHUNK];          /* pass 1: bytes of each row */
+    size_t at[FLAT_CHUNK];              /* pass 2: where each row's next slot goes */
+} chunk;
+
+static inline bool present(const floe__pq_rcol *c, size_t i)
+{
+    return !c->def || c->def[c->at + i] == c->max_def;
+}
+
+/* Pass 1 for one field; the index of a null in a required field, or SIZE_MAX. */
+static size_t size_field(chunk *ch, const floe__pq_rcol *c, uint8_t op, bool required)
+{
+    size_t v = c->vat, bad = SIZE_MAX;
+    uint32_t w = op == FW_UUID ? 40 : c->width;
+    for (size_t i = 0; i < ch->rows; i++) {
+        if (!present(c, i)) {
+            ch->size[i] += 1;
+            bad = required && bad == SIZE_MAX ? i : bad;
+        } else {
+            ch->size[i] += 1 + (op == FW_BYTES ? 4 + c->bv[v++].n : w);
+        }
+    }
+    return bad;
+}
+
+/* Pass 2 for a fixed-width field of width W (a constant where inlined). */
+static inline __attribute__((always_inline)) void put_fixed(chunk *ch, floe__pq_rcol *c,
+                                                            uint8_t *restrict o, size_t W)
+{
+    const uint8_t *vals = c->vals;
+    size_t v = c->vat;
+    for (size_t i = 0; i < ch->rows; i++) {
+        uint8_t *p = o + ch->at[i];
+        if (present(c, i)) {
+            p[0] = FLOE_SLOT_PRESENT;
+            memcpy(p + 1, vals + W * v++, W);
+            ch->at[i] += 1 + W;
+        } else {
+            p[0] = FLOE_SLOT_NULL;
+            ch->at[i] += 1;
+        }
+    }
+    c->vat = v;
+}
+
+static void put_var(chunk *ch, floe__pq_rcol *c, uint8_t op, uint8_t *restrict o)
+{
+    size_t v = c->vat;
+    for (size_t i = 0; i < ch->rows; i++) {
+        uint8_t *p = o + ch->at[i];
+        if (!present(c, i)) {
+            p[0] = FLOE_SLOT_NULL;
+            ch->at[i] += 1;
+            continue;
+        }
+        p[0] = FLOE_SLOT_PRESENT;
+        if (op == FW_BYTES) {
+            floe__pq_bv b = c->bv[v++];
+            floe__put_le32(p + 1, b.n);
+            if (b.n)
+                memcpy(p + 5, b.p, b.n);
+            ch->at[i] += 5 + (size_t)b.n;
+        } else {
+            char text[37];
+            floe__uuid_format(c->vals + 16 * v++, text);
+            floe__put_le32(p + 1, 36);
+            memcpy(p + 5, text, 36);
+            ch->at[i] += 41;
+        }
+    }
+    c->vat = v;
+}
+
+static void put_field(chunk *ch, floe__pq_rcol *c, uint8_t op, uint8_t *restrict o)
+{
+    switch (op) {
+    case FW_F1: put_fixed(ch, c, o, 1); break;
+    case FW_F4: put_fixed(ch, c, o, 4); break;
+    case FW_F8: put_fixed(ch, c, o, 8); break;
+    case FW_F16: put_fixed(ch, c, o, 16); break;
+    case FW_FN: put_fixed(ch, c, o, c->width); break;
+    default: put_var(ch, c, op, o); break;
+    }
+    c->at += ch->rows;
+}
+
+/* The next ch->rows rows (every column's batch holds them) onto out. */
+static int flat_chunk(floe__pq_reader *r, chunk *ch, floe__buf *out, size_t *restrict ends,
+                      uint64_t pos, floe_error *err)
+{
+    const floe__pq_rnode *root = &r->nodes[0], *fields = &r->nodes[root->child];
+    const uint8_t *ops = r->flat_ops;
+    memset(ch->size, 0, ch->rows * sizeof ch->size[0]);
+    for (uint32_t k = 0; k < root->n_children; k++) {
+        size_t bad = SIZE_MAX;
+        if (ops[k] == FW_ABSENT)
+            for (size_t i = 0; i < ch->rows; i++)
+                ch->size[i] += 1;
+        else
+            bad = size_field(ch, &r->cols[fields[k].col_begin], ops[k], fields[k].required);
+        if (bad != SIZE_MAX)
+            return flat_required(r, pos + bad, k, err);
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < ch->rows; i++) {
+        ch->at[i] = total;
+        total += ch->size[i];
+        ends[i] = out->len + total;
+    }
+    FLOE_FORWARD(floe__buf_reserve(out, total, err));
+    uint8_t *restrict o = out->data + out->len;
+    for (uint32_t k = 0; k < root->n_children; k++) {
+        if (ops[k] == FW_ABSENT) {
+            for (size_t i = 0; i < ch->rows; i++)
+                o[ch->at[i]++] = FLOE_SLOT_NULL;
+            continue;
+        }
+        put_field(ch, &r->cols[fields[k].col_begin], ops[k], o);
+    }
+    out->len += total;
+    return FLOE_OK;
 }
 
 int floe__pq_assemble_flat(floe__pq_reader *r, floe__buf *out, size_t *ends, size_t max,
@@ -338,26 +403,12 @@ int floe__pq_assemble_flat(floe__pq_reader *r, floe__buf *out, size_t *ends, siz
     assert(r->flat && r->rg_left > 0 && max > 0);
     size_t rows = max < r->rg_left ? max : (size_t)r->rg_left;
     FLOE_FORWARD(flat_ready(r, &rows, err));
-    FLOE_FORWARD(floe__buf_reserve(out, flat_need(r, rows), err));
-    const floe__pq_rnode *root = &r->nodes[0], *fields = &r->nodes[root->child];
-    const uint8_t *ops = r->flat_ops;
-    /* the rows and ends are the caller's: nothing of the reader's lies there */
-    uint8_t *base = out->data, *restrict o = base + out->len;
-    size_t *restrict end = ends;
+    chunk ch;
     uint64_t pos = row_pos(r);
-    for (size_t i = 0; i < rows; i++) {
-        for (uint32_t k = 0; k < root->n_children; k++) {
-            if (ops[k] == FW_ABSENT) {
-                *o++ = FLOE_SLOT_NULL;
-                continue;
-            }
-            o = flat_slot(&r->cols[fields[k].col_begin], ops[k], fields[k].required, o);
-            if (!o)
-                return flat_required(r, pos + i, k, err);
-        }
-        end[i] = (size_t)(o - base);
+    for (size_t done = 0; done < rows; done += ch.rows) {
+        ch.rows = rows - done < FLAT_CHUNK ? rows - done : FLAT_CHUNK;
+        FLOE_FORWARD(flat_chunk(r, &ch, out, ends + done, pos + done, err));
     }
-    out->len = (size_t)(o - base);
     *n = rows;
     return FLOE_OK;
 }

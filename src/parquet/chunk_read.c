@@ -210,8 +210,8 @@ static int load_dict(floe__pq_reader *r, floe__pq_rcol *c, const floe__pq_page_h
                    FLOE_EUNSUPPORTED, "a dictionary encoded %s",
                    floe__pq_encoding_name(h->encoding));
     c->has_dict = true;
-    if (!c->field)
-        return FLOE_OK;                 /* read for its levels only */
+    if (!c->field || c->cv == PQ_CV_NULL)
+        return FLOE_OK;                 /* read for its levels only, or no values at all */
     const uint8_t *p;
     FLOE_FORWARD(body_bytes(r, c, &c->dict_raw, body, (size_t)h->compressed,
                             (size_t)h->uncompressed, true, &p, err));

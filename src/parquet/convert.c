@@ -267,7 +267,10 @@ static int int64s(const floe__pq_rcol *c, const uint8_t *in, size_t n, uint8_t *
             v = ns / 1000 - (ns % 1000 < 0);          /* floor */
             break;
         }
-        default: v = (int64_t)floe__get_le64(in + 8 * i); break;   /* PQ_CV_TIME_US */
+        default:
+            assert(c->cv == PQ_CV_TIME_US);
+            v = (int64_t)floe__get_le64(in + 8 * i);
+            break;
         }
         if (!time_ok(c, v))
             return bad_value(c, "a time of day out of range", err);
@@ -317,7 +320,15 @@ int floe__pq_convert_fixed(const floe__pq_rcol *c, const uint8_t *in, size_t n, 
         return FLOE_OK;
     }
     case PQ_CV_INT96: return int96s(c, in, n, out, err);
-    default: return int64s(c, in, n, out, err);
+    case PQ_CV_I32_I64:
+    case PQ_CV_U32_I64:
+    case PQ_CV_MS32_US:
+    case PQ_CV_MS_US:
+    case PQ_CV_NS_US:
+    case PQ_CV_TIME_US: return int64s(c, in, n, out, err);
+    default:
+        assert(!"no fixed-width conversion");
+        return floe__err_set(err, FLOE_EINTERNAL, "conversion %d of fixed values", c->cv);
     }
 }
 
