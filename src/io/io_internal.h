@@ -26,12 +26,6 @@ int floe__local_mkdirs(const char *dir, floe_error *err);
 /* Read a whole local file into `dst` (appending), at most dst->max bytes. */
 int floe__local_read_all(const char *path, floe__buf *dst, floe_error *err);
 
-/* Open a local file for random-access reads (local_read.c); FLOE_ENOTFOUND
- * when it does not exist. */
-int floe__local_open_input(const char *uri, floe__input **out, floe_error *err);
-/* Every regular file under the local directory `uri` (local_read.c). */
-int floe__local_list(const char *uri, floe__list_fn fn, void *ctx, floe_error *err);
-
 /* The local path of a "file://" URI ("file:///abs", "file://localhost/abs",
  * "file:/abs") or plain path (pointer into `uri`). */
 const char *floe__local_path(const char *uri);
@@ -68,6 +62,12 @@ typedef struct floe__listed {
     int64_t mtime_ms;                /* last modified, ms since the epoch */
 } floe__listed;
 typedef int (*floe__list_fn)(void *ctx, const floe__listed *obj, floe_error *err);
+
+/* Open a local file for random-access reads (local_read.c); FLOE_ENOTFOUND
+ * when it does not exist. */
+int floe__local_open_input(const char *uri, floe__input **out, floe_error *err);
+/* Every regular file under the local directory `uri` (local_read.c). */
+int floe__local_list(const char *uri, floe__list_fn fn, void *ctx, floe_error *err);
 
 typedef struct floe__fileio_ops {
     const char *name;                                   /* "local", "s3" */
