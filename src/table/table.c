@@ -39,15 +39,37 @@ static int ensure_namespace(floe__table *t, floe_error *err)
     return rc;
 }
 
+/* The creation properties with "format-version" set for `version` (0:
+ * props as given): a REST catalog reads the version from there. */
+static int versioned_props(const json_t *props, int version, json_t **out, floe_error *err)
+{
+    *out = props ? json_deep_copy(props) : json_object();
+    if (!*out)
+        return FLOE_OOM(err);
+    char v[16];
+    snprintf(v, sizeof v, "%d", version);
+    if (version && json_object_set_new(*out, "format-version", json_string(v)) != 0) {
+        json_decref(*out);
+        return FLOE_OOM(err);
+    }
+    return FLOE_OK;
+}
+
 static int create(floe__table *t, const floe__schema *declared, const json_t *props,
-                  floe_error *err)
+                  int version, floe_error *err)
 {
     FLOE_FORWARD(ensure_namespace(t, err));
-    json_t *schema;
-    FLOE_FORWARD(floe__schema_to_jansson(declared, &schema, err));
-    floe__table_def def = {.schema = schema, .properties = props};
-    int rc = floe__catalog_create_table(t->catalog, t->ns, t->name, &def, &t->loaded, err);
+    json_t *schema, *p;
+    FLOE_FORWARD(versioned_props(props, version, &p, err));
+    int rc = floe__schema_to_jansson(declared, &schema, err);
+    if (rc != FLOE_OK) {
+        json_decref(p);
+        return rc;
+    }
+    floe__table_def def = {.schema = schema, .properties = p, .format_version = version};
+    rc = floe__catalog_create_table(t->catalog, t->ns, t->name, &def, &t->loaded, err);
     json_decref(schema);
+    json_decref(p);
     if (rc == FLOE_EEXISTS) {            /* lost a race to another creator: use theirs */
         floe_error_clear(err);
         rc = floe__catalog_load_table(t->catalog, t->ns, t->name, &t->loaded, err);
@@ -90,8 +112,18 @@ int floe__table_open(floe__catalog *c, floe__fileio *io, const char *ns, const c
                      const floe__schema *declared, const json_t *create_properties,
                      floe__table **out, floe_error *err)
 {
+    return floe__table_open_v(c, io, ns, name, declared, create_properties, 0, out, err);
+}
+
+int floe__table_open_v(floe__catalog *c, floe__fileio *io, const char *ns, const char *name,
+                       const floe__schema *declared, const json_t *create_properties,
+                       int format_version, floe__table **out, floe_error *err)
+{
     FLOE_RETURN_IF(!c || !io || !ns || !name || !*ns || !*name, err, FLOE_EINVAL,
                    "opening a table needs a catalog, a FileIO, a namespace and a name");
+    FLOE_RETURN_IF(format_version != 0 && format_version != 2 && format_version != 3, err,
+                   FLOE_EUNSUPPORTED, "format version %d: floe creates v2 and v3 tables",
+                   format_version);
     floe__table *t = floe__calloc(1, sizeof *t);
     if (!t)
         return FLOE_OOM(err);
@@ -104,7 +136,7 @@ int floe__table_open(floe__catalog *c, floe__fileio *io, const char *ns, const c
         rc = floe__catalog_load_table(c, ns, name, &t->loaded, err);
     if (rc == FLOE_ENOTFOUND && declared) {
         floe_error_clear(err);
-        rc = create(t, declared, create_properties, err);
+        rc = create(t, declared, create_properties, format_version, err);
     }
     if (rc == FLOE_OK)
         rc = setup(t, declared, err);
@@ -140,10 +172,10 @@ int floe__table_check_writable(const floe__table *t, floe_error *err)
 {
     const floe__metadata *md = t->loaded->metadata;
     int v = floe__metadata_format_version(md);
-    if (v != 2)
+    if (v != 2 && v != 3)
         return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "table %s.%s has format version %d: floe writes version 2 tables "
-                             "(upgrade the table first)", t->ns, t->name, v);
+                             "table %s.%s has format version %d: floe writes version 2 and 3 "
+                             "tables (upgrade the table first)", t->ns, t->name, v);
     const json_t *fields = json_object_get(floe__metadata_default_spec(md), "fields");
     if (json_array_size(fields) != 0)
         return floe__err_set(err, FLOE_EUNSUPPORTED,

@@ -9,15 +9,21 @@
  *      FLOE_ECONFLICT at once: the caller reloads and decides).
  *   2. A fresh positive snapshot id; sequence number = the table's
  *      last-sequence-number + 1.
- *   3. A data manifest for the data files and a delete manifest for the
+ *   3. With position deletes or removals: the parent is planned and the
+ *      deletes written for the table's format (commit_files.c).
+ *   4. A data manifest for the data files and a delete manifest for the
  *      delete files (none for an empty commit), entries ADDED with
- *      inherited sequence numbers.
- *   4. The manifest list: the new manifests first, then every manifest of
- *      the parent snapshot exactly as the parent's list describes it.
- *   5. The summary: operation (append: data files only, or nothing;
- *      delete: delete files only; overwrite: both), added-* counts (when not zero, as Java and pyiceberg write
- *      them), changed-partition-count, the total-* counts carried from the
- *      parent's summary (a total the parent lacks is left out, as Java
+ *      inherited sequence numbers (the data sequence number explicit when
+ *      the caller sets one); the parent's manifests holding removed files,
+ *      rewritten.
+ *   5. The manifest list: the new manifests first, then every other
+ *      manifest of the parent snapshot exactly as the parent's list
+ *      describes it; v3: first_row_id for data manifests without one.
+ *   6. The summary: operation (the caller's, or append / delete /
+ *      overwrite), the added-* and deleted-* / removed-* counts (when not
+ *      zero, as Java's SnapshotSummary writes them), changed-partition-count,
+ *      the total-* counts from the parent's summary plus what is added
+ *      minus what is removed (a total the parent lacks is left out, as Java
  *      does), then the caller's properties.
  *   6. Requirements assert-table-uuid and assert-ref-snapshot-id(main =
  *      base, or absent), updates add-snapshot, set-snapshot-ref(main) and,
@@ -34,7 +40,7 @@
  */
 #include <stdio.h>
 
-#include "table/table_internal.h"
+#include "table/commit_internal.h"
 
 /* Summary keys floe computes; callers may not set them. */
 static const char *const STANDARD_KEYS[] = {
@@ -42,31 +48,15 @@ static const char *const STANDARD_KEYS[] = {
     "added-delete-files", "added-position-delete-files", "added-equality-delete-files",
     "added-position-deletes", "added-equality-deletes", "changed-partition-count",
     "total-records", "total-files-size", "total-data-files", "total-delete-files",
-    "total-position-deletes", "total-equality-deletes",
+    "total-position-deletes", "total-equality-deletes", "added-dvs", "removed-dvs",
+    "deleted-data-files", "deleted-records", "removed-files-size", "removed-delete-files",
+    "removed-position-delete-files", "removed-equality-delete-files",
+    "removed-position-deletes", "removed-equality-deletes",
 };
 #define N_STANDARD (sizeof STANDARD_KEYS / sizeof STANDARD_KEYS[0])
 
-typedef struct counts {
-    uint64_t data_files, records, files_size, delete_files, pos_files, eq_files, pos_deletes,
-        eq_deletes;
-} counts;
-
-/* Everything one attempt writes, for cleanup. */
-typedef struct attempt {
-    floe__table *t;
-    const floe__commit_request *req;
-    const floe__metadata *md;
-    int64_t parent;                  /* -1: none */
-    int64_t snapshot_id;
-    int64_t seq;
-    char uuid[37];
-    char *dir;                       /* metadata directory */
-    char *list_path;
-    floe__manifest_list list;        /* new manifests first, then carried ones */
-    size_t n_new;                    /* how many of list.items this attempt wrote */
-    bool list_written;
-    json_t *summary;
-} attempt;
+typedef floe__attempt attempt;
+typedef floe__commit_counts counts;
 
 static void attempt_cleanup(attempt *a, bool remove_files)
 {
@@ -75,8 +65,13 @@ static void attempt_cleanup(attempt *a, bool remove_files)
             floe__fileio_remove(a->t->io, a->list.items[i].path, NULL);
         if (a->list_written)
             floe__fileio_remove(a->t->io, a->list_path, NULL);
+        for (size_t i = 0; i < a->written.n; i++)    /* DVs share a file: removed again is fine */
+            floe__fileio_remove(a->t->io, a->written.files[i].path, NULL);
     }
     floe__manifest_list_clear(&a->list);
+    floe__content_list_clear(&a->written);
+    floe__plan_free(a->plan);
+    floe__free(a->removed);
     floe__free(a->dir);
     floe__free(a->list_path);
     json_decref(a->summary);
@@ -109,33 +104,25 @@ static int check_summary(const json_t *summary, floe_error *err)
     return FLOE_OK;
 }
 
-static int count_files(const floe__commit_request *req, counts *c, floe_error *err)
+static int check_request(const attempt *a, floe_error *err)
 {
-    memset(c, 0, sizeof *c);
+    const floe__commit_request *req = a->req;
+    static const char *const ops[] = {"append", "replace", "overwrite", "delete"};
+    bool known = !req->operation;
+    for (size_t i = 0; !known && i < 4; i++)
+        known = strcmp(req->operation, ops[i]) == 0;
+    FLOE_RETURN_IF(!known, err, FLOE_EINVAL, "commit: operation \"%s\" is not append, replace, "
+                   "overwrite or delete", req->operation);
+    FLOE_RETURN_IF(req->n_remove && !req->remove, err, FLOE_EINVAL, "commit: NULL remove list");
     for (size_t i = 0; i < req->n_files; i++) {
         const floe__content_file *f = &req->files[i];
         FLOE_RETURN_IF(!f->path, err, FLOE_EINVAL, "commit: file %zu has no path", i);
-        uint64_t rows = f->metrics.record_count;
-        c->files_size += f->metrics.file_size;
-        switch (f->content) {
-        case FLOE_CONTENT_DATA:
-            c->data_files++;
-            c->records += rows;
-            break;
-        case FLOE_CONTENT_POSITION_DELETES:
-            c->delete_files++;
-            c->pos_files++;
-            c->pos_deletes += rows;
-            break;
-        case FLOE_CONTENT_EQUALITY_DELETES:
-            c->delete_files++;
-            c->eq_files++;
-            c->eq_deletes += rows;
-            break;
-        default:
-            return floe__err_set(err, FLOE_EINVAL, "commit: file %s has unknown content %d",
-                                 f->path, (int)f->content);
-        }
+        FLOE_RETURN_IF(f->content > FLOE_CONTENT_EQUALITY_DELETES, err, FLOE_EINVAL,
+                       "commit: file %s has unknown content %d", f->path, (int)f->content);
+        FLOE_RETURN_IF(a->version >= 3 && f->content == FLOE_CONTENT_POSITION_DELETES &&
+                       !floe__content_is_dv(f), err, FLOE_EINVAL, "commit: %s is a position "
+                       "delete file; a v3 table takes position deletes as deletion vectors "
+                       "(the request's deletes)", f->path);
     }
     return FLOE_OK;
 }
@@ -159,13 +146,44 @@ static int new_snapshot_id(const floe__metadata *md, int64_t *out, floe_error *e
 
 /* ---- manifests ----------------------------------------------------------------------------- */
 
+/* The ADDED entries of a new manifest: the caller's files of that kind,
+ * and (deletes) the ones this attempt wrote.  Shallow copies. */
+static int new_entries(attempt *a, bool deletes, floe__manifest_entry **out, size_t *n,
+                       floe_error *err)
+{
+    size_t cap = a->req->n_files + (deletes ? a->written.n : 0);
+    *n = 0;
+    *out = floe__calloc(cap ? cap : 1, sizeof **out);
+    if (!*out)
+        return FLOE_OOM(err);
+    const floe__commit_request *r = a->req;
+    for (size_t i = 0; i < r->n_files + (deletes ? a->written.n : 0); i++) {
+        const floe__content_file *f = i < r->n_files ? &r->files[i]
+                                                     : &a->written.files[i - r->n_files];
+        if ((f->content != FLOE_CONTENT_DATA) != deletes)
+            continue;
+        floe__manifest_entry *e = &(*out)[(*n)++];
+        *e = (floe__manifest_entry){.status = 1, .has_snapshot_id = true,
+                                    .snapshot_id = a->snapshot_id};
+        e->file = *f;
+        e->file.has_first_row_id = false;       /* new data files inherit (v3) */
+        if (!deletes && r->has_data_sequence_number) {
+            e->has_sequence_number = true;
+            e->sequence_number = r->data_sequence_number;
+        }
+    }
+    return FLOE_OK;
+}
+
 static int write_manifest(attempt *a, bool deletes, floe_error *err)
 {
-    bool any = false;
-    for (size_t i = 0; i < a->req->n_files; i++)
-        any = any || ((a->req->files[i].content != FLOE_CONTENT_DATA) == deletes);
-    if (!any)
+    floe__manifest_entry *es;
+    size_t n;
+    FLOE_FORWARD(new_entries(a, deletes, &es, &n, err));
+    if (n == 0) {
+        floe__free(es);
         return FLOE_OK;
+    }
     const json_t *schema = floe__metadata_schema_by_id(a->md, a->t->schema_id);
     floe__manifest_meta m = {
         .schema = schema ? schema : floe__metadata_current_schema(a->md),
@@ -177,12 +195,11 @@ static int write_manifest(attempt *a, bool deletes, floe_error *err)
     char name[64];
     snprintf(name, sizeof name, "%s-m%d.avro", a->uuid, deletes ? 1 : 0);
     char *path = floe__path_join(a->dir, name);
-    if (!path)
-        return FLOE_OOM(err);
-    floe__manifest_file *e = floe__manifest_list_push(&a->list);
-    int rc = e ? floe__manifest_write(a->t->io, path, &m, a->req->files, a->req->n_files, e, err)
+    floe__manifest_file *e = path ? floe__manifest_list_push(&a->list) : NULL;
+    int rc = e ? floe__manifest_write_entries(a->t->io, path, &m, a->version, es, n, e, err)
                : FLOE_OOM(err);
     floe__free(path);
+    floe__free(es);
     if (rc != FLOE_OK) {
         if (e)
             a->list.n--;                 /* the pushed entry was left zeroed */
@@ -192,8 +209,9 @@ static int write_manifest(attempt *a, bool deletes, floe_error *err)
     return FLOE_OK;
 }
 
-/* Append every manifest of the parent snapshot, as its list has them. */
-static int carry_parent(attempt *a, floe_error *err)
+/* Append every manifest of the parent snapshot, as its list has them,
+ * except those rewritten[i] replaced. */
+static int carry_parent(attempt *a, const bool *rewritten, floe_error *err)
 {
     if (a->parent < 0)
         return FLOE_OK;
@@ -205,6 +223,7 @@ static int carry_parent(attempt *a, floe_error *err)
                    (long long)a->parent);
     floe__buf data;
     floe__buf_init(&data, FLOE_MANIFEST_MAX_BYTES);
+    size_t from = a->list.n;
     int rc = floe__fileio_read_all(a->t->io, s->manifest_list, &data, err);
     if (rc == FLOE_OK)
         rc = floe__manifest_list_parse(data.data, data.len, &a->list, err);
@@ -212,6 +231,38 @@ static int carry_parent(attempt *a, floe_error *err)
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "carrying the manifests of snapshot %lld forward (%s)",
                               (long long)a->parent, s->manifest_list);
+    size_t k = from;
+    for (size_t i = from; rewritten && i < a->list.n; i++) {
+        if (rewritten[i - from])
+            floe__manifest_file_clear(&a->list.items[i]);
+        else
+            a->list.items[k++] = a->list.items[i];
+    }
+    if (rewritten)
+        a->list.n = k;
+    return FLOE_OK;
+}
+
+/* v3 row lineage: data manifests without a first_row_id get the next
+ * ids, counting their added and existing rows (the spec's simple way). */
+static int assign_row_ids(attempt *a, floe_error *err)
+{
+    if (a->version < 3)
+        return FLOE_OK;
+    int64_t next = floe__metadata_next_row_id(a->md);
+    a->first_row_id = next;
+    for (size_t i = 0; i < a->list.n; i++) {
+        floe__manifest_file *m = &a->list.items[i];
+        if (m->content != 0 || m->has_first_row_id)
+            continue;
+        int64_t rows = m->added_rows + m->existing_rows;
+        FLOE_RETURN_IF(rows < 0 || rows > INT64_MAX - next, err, FLOE_ELIMIT,
+                       "row ids would overflow");
+        m->has_first_row_id = true;
+        m->first_row_id = next;
+        next += rows;
+    }
+    a->added_rows = next - a->first_row_id;
     return FLOE_OK;
 }
 
@@ -222,8 +273,8 @@ static int write_list(attempt *a, floe_error *err)
     a->list_path = floe__path_join(a->dir, name);
     if (!a->list_path)
         return FLOE_OOM(err);
-    FLOE_FORWARD(floe__manifest_list_write(a->t->io, a->list_path, &a->list, a->snapshot_id,
-                                           a->parent, a->seq, NULL, err));
+    floe__list_meta lm = {a->snapshot_id, a->parent, a->seq, a->version, a->first_row_id};
+    FLOE_FORWARD(floe__manifest_list_write_v(a->t->io, a->list_path, &a->list, &lm, NULL, err));
     a->list_written = true;
     return FLOE_OK;
 }
@@ -264,48 +315,66 @@ static bool parent_total(const floe__snapshot *p, const char *key, uint64_t *out
     return true;
 }
 
+/* A total: the parent's plus what is added minus what is removed (never
+ * below zero); left out when the parent lacks it. */
 static int put_total(json_t *o, const floe__snapshot *parent, const char *key, uint64_t added,
-                     floe_error *err)
+                     uint64_t removed, floe_error *err)
 {
     uint64_t prev;
     if (!parent_total(parent, key, &prev))
         return FLOE_OK;
-    return put_count(o, key, prev + added, true, err);
+    uint64_t v = prev + added;
+    return put_count(o, key, v > removed ? v - removed : 0, true, err);
 }
 
-/* As Java's AppendFiles / RowDelta name them: data only (or nothing) is an
- * append, deletes only a delete, both an overwrite. */
-static const char *operation(const counts *c)
+/* As Java's AppendFiles / RowDelta / DeleteFiles / OverwriteFiles name
+ * them, unless the caller chose one (a compaction's "replace"). */
+static const char *operation(const attempt *a)
 {
-    if (c->delete_files == 0)
+    if (a->req->operation)
+        return a->req->operation;
+    const counts *add = &a->added, *gone = &a->gone;
+    if (add->delete_files == 0 && gone->data_files + gone->delete_files == 0)
         return "append";
-    return c->data_files ? "overwrite" : "delete";
+    return add->data_files ? "overwrite" : "delete";
 }
 
-static int build_summary(attempt *a, const counts *c, floe_error *err)
+static int put_counts(json_t *o, const counts *c, bool added, floe_error *err)
+{
+    static const char *const keys[2][9] = {
+        {"deleted-data-files", "deleted-records", "removed-files-size", "removed-delete-files",
+         "removed-position-delete-files", "removed-dvs", "removed-equality-delete-files",
+         "removed-position-deletes", "removed-equality-deletes"},
+        {"added-data-files", "added-records", "added-files-size", "added-delete-files",
+         "added-position-delete-files", "added-dvs", "added-equality-delete-files",
+         "added-position-deletes", "added-equality-deletes"}};
+    const uint64_t v[9] = {c->data_files, c->records, c->files_size, c->delete_files,
+                           c->pos_files, c->dvs, c->eq_files, c->pos_deletes, c->eq_deletes};
+    for (int i = 0; i < 9; i++)
+        FLOE_FORWARD(put_count(o, keys[added][i], v[i], false, err));
+    return FLOE_OK;
+}
+
+static int build_summary(attempt *a, floe_error *err)
 {
     json_t *o = a->summary = json_object();
     if (!o)
         return FLOE_OOM(err);
     const floe__snapshot *p = a->parent < 0 ? NULL : floe__metadata_snapshot_by_id(a->md,
                                                                                 a->parent);
-    FLOE_FORWARD(put_str(o, "operation", operation(c), err));
-    FLOE_FORWARD(put_count(o, "added-data-files", c->data_files, false, err));
-    FLOE_FORWARD(put_count(o, "added-records", c->records, false, err));
-    FLOE_FORWARD(put_count(o, "added-files-size", c->files_size, false, err));
-    FLOE_FORWARD(put_count(o, "added-delete-files", c->delete_files, false, err));
-    FLOE_FORWARD(put_count(o, "added-position-delete-files", c->pos_files, false, err));
-    FLOE_FORWARD(put_count(o, "added-equality-delete-files", c->eq_files, false, err));
-    FLOE_FORWARD(put_count(o, "added-position-deletes", c->pos_deletes, false, err));
-    FLOE_FORWARD(put_count(o, "added-equality-deletes", c->eq_deletes, false, err));
-    FLOE_FORWARD(put_count(o, "changed-partition-count",
-                           c->data_files + c->delete_files ? 1 : 0, true, err));
-    FLOE_FORWARD(put_total(o, p, "total-records", c->records, err));
-    FLOE_FORWARD(put_total(o, p, "total-files-size", c->files_size, err));
-    FLOE_FORWARD(put_total(o, p, "total-data-files", c->data_files, err));
-    FLOE_FORWARD(put_total(o, p, "total-delete-files", c->delete_files, err));
-    FLOE_FORWARD(put_total(o, p, "total-position-deletes", c->pos_deletes, err));
-    FLOE_FORWARD(put_total(o, p, "total-equality-deletes", c->eq_deletes, err));
+    const counts *c = &a->added, *g = &a->gone;
+    FLOE_FORWARD(put_str(o, "operation", operation(a), err));
+    FLOE_FORWARD(put_counts(o, c, true, err));
+    FLOE_FORWARD(put_counts(o, g, false, err));
+    bool changed = c->data_files + c->delete_files + g->data_files + g->delete_files > 0;
+    FLOE_FORWARD(put_count(o, "changed-partition-count", changed ? 1 : 0, true, err));
+    FLOE_FORWARD(put_total(o, p, "total-records", c->records, g->records, err));
+    FLOE_FORWARD(put_total(o, p, "total-files-size", c->files_size, g->files_size, err));
+    FLOE_FORWARD(put_total(o, p, "total-data-files", c->data_files, g->data_files, err));
+    FLOE_FORWARD(put_total(o, p, "total-delete-files", c->delete_files, g->delete_files, err));
+    FLOE_FORWARD(put_total(o, p, "total-position-deletes", c->pos_deletes, g->pos_deletes,
+                           err));
+    FLOE_FORWARD(put_total(o, p, "total-equality-deletes", c->eq_deletes, g->eq_deletes, err));
     if (a->req->summary && json_object_update(o, (json_t *)a->req->summary) != 0)
         return FLOE_OOM(err);
     return FLOE_OK;
@@ -321,6 +390,12 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
                              "timestamp-ms", (json_int_t)(now > last ? now : last),
                              "manifest-list", a->list_path, "summary", a->summary,
                              "schema-id", (int)a->t->schema_id);
+    if (snap && a->version >= 3 &&
+        (json_object_set_new(snap, "first-row-id", json_integer(a->first_row_id)) != 0 ||
+         json_object_set_new(snap, "added-rows", json_integer(a->added_rows)) != 0)) {
+        json_decref(snap);
+        snap = NULL;
+    }
     if (snap && a->parent >= 0 &&
         json_object_set_new(snap, "parent-snapshot-id", json_integer(a->parent)) != 0) {
         json_decref(snap);
@@ -374,19 +449,33 @@ static int check_landed(floe__table *t, int64_t id, floe__loaded_table **next)
 /* Build and write everything up to the catalog call. */
 static int prepare(attempt *a, floe_error *err)
 {
-    counts c;
-    FLOE_FORWARD(count_files(a->req, &c, err));
+    FLOE_FORWARD(check_request(a, err));
+    for (size_t i = 0; i < a->req->n_files; i++)
+        floe__commit_count(&a->added, &a->req->files[i]);
     FLOE_FORWARD(new_snapshot_id(a->md, &a->snapshot_id, err));
     a->seq = floe__metadata_last_sequence_number(a->md) + 1;
+    const floe__commit_request *r = a->req;
+    FLOE_RETURN_IF(r->has_data_sequence_number && (r->data_sequence_number < 0 ||
+                   r->data_sequence_number > a->seq), err, FLOE_EINVAL, "commit: data sequence "
+                   "number %lld is not in [0, %lld]", (long long)r->data_sequence_number,
+                   (long long)a->seq);
     uint8_t u[16];
     FLOE_FORWARD(floe__uuid_random(u, err));
     floe__uuid_format(u, a->uuid);
     FLOE_FORWARD(floe__metadata_metadata_location_dir(a->md, &a->dir, err));
+    if (r->n_remove || floe__posdel_set_files(r->deletes))
+        FLOE_FORWARD(floe__attempt_files(a, err));
     FLOE_FORWARD(write_manifest(a, false, err));
     FLOE_FORWARD(write_manifest(a, true, err));
-    FLOE_FORWARD(carry_parent(a, err));
+    bool *rewritten = NULL;
+    int rc = floe__attempt_rewrite(a, &rewritten, err);
+    if (rc == FLOE_OK)
+        rc = carry_parent(a, rewritten, err);
+    floe__free(rewritten);
+    FLOE_FORWARD(rc);
+    FLOE_FORWARD(assign_row_ids(a, err));
     FLOE_FORWARD(write_list(a, err));
-    return build_summary(a, &c, err);
+    return build_summary(a, err);
 }
 
 int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t *snapshot_id,
@@ -397,6 +486,7 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
     FLOE_FORWARD(floe__table_check_writable(t, err));
     FLOE_FORWARD(check_summary(req->summary, err));
     attempt a = {.t = t, .req = req, .md = t->loaded->metadata};
+    a.version = floe__metadata_format_version(a.md);
     a.parent = floe__metadata_current_snapshot_id(a.md);
     int64_t base = req->base_snapshot_id < 0 ? -1 : req->base_snapshot_id;
     FLOE_RETURN_IF(a.parent != base, err, FLOE_ECONFLICT,

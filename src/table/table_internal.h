@@ -14,6 +14,7 @@
 
 #include "catalog/catalog_internal.h"
 #include "iceberg/manifest_internal.h"
+#include "iceberg/puffin_internal.h"
 #include "parquet/parquet_internal.h"
 
 /* ---- tables (table.c) --------------------------------------------------------- */
@@ -43,12 +44,18 @@ typedef struct floe__table {
 int floe__table_open(floe__catalog *c, floe__fileio *io, const char *ns, const char *name,
                      const floe__schema *declared, const json_t *create_properties,
                      floe__table **out, floe_error *err);
+/* floe__table_open, creating the table (when it must) with format version
+ * `format_version`: 2, 3, or 0 for the default (2, or the "format-version"
+ * of create_properties).  An existing table keeps its version. */
+int floe__table_open_v(floe__catalog *c, floe__fileio *io, const char *ns, const char *name,
+                       const floe__schema *declared, const json_t *create_properties,
+                       int format_version, floe__table **out, floe_error *err);
 /* Reload the current metadata from the catalog (schema and spec unchanged
  * in the struct: the caller compares ids to detect evolution). */
 int floe__table_refresh(floe__table *t, floe_error *err);
 void floe__table_free(floe__table *t);
-/* Whether floe can write to the table as loaded: format version 2 and an
- * unpartitioned default spec (FLOE_EUNSUPPORTED naming what is not). */
+/* Whether floe can write to the table as loaded: format version 2 or 3 and
+ * an unpartitioned default spec (FLOE_EUNSUPPORTED naming what is not). */
 int floe__table_check_writable(const floe__table *t, floe_error *err);
 
 /* ---- file writers (file_writer.c) ---------------------------------------------------
@@ -95,27 +102,198 @@ uint64_t floe__posdel_count(const floe__posdel_writer *w);
 int floe__posdel_writer_close(floe__posdel_writer *w, floe__content_list *out, floe_error *err);
 void floe__posdel_writer_abort(floe__posdel_writer *w);
 
-/* ---- commits (commit.c, manifest.c) ---------------------------------------------------
- * One snapshot adding `files`: a data manifest and/or a delete manifest, a
- * manifest list carrying every manifest of the current snapshot forward,
- * and a summary with the standard totals plus `summary` (extra string
- * properties, e.g. floe.frontier).  Operation "append" when only data files
- * (or nothing) are added, "delete" when only delete files are, "overwrite"
- * when both are.  The commit asserts the
- * table uuid and that main still points at `base_snapshot_id` (-1: that the
- * table has no snapshot), so any concurrent change is a conflict, never a
- * silent duplicate.  No rebasing.
+/* ---- paths -> indexes (posdel_set.c) ---------------------------------------------------
+ * An open-addressing hash map from a path (borrowed: it must outlive the
+ * map) to a size_t.  Zero-initialized is empty. */
+typedef struct floe__pathmap_slot {
+    const char *path;                 /* NULL: empty slot */
+    size_t value;
+} floe__pathmap_slot;
+typedef struct floe__pathmap {
+    floe__pathmap_slot *slots;
+    size_t n, cap;
+} floe__pathmap;
+void floe__pathmap_clear(floe__pathmap *m);
+bool floe__pathmap_get(const floe__pathmap *m, const char *path, size_t *value);
+/* Insert path -> value; a path already there keeps its value (*existed true). */
+int floe__pathmap_put(floe__pathmap *m, const char *path, size_t value, bool *existed,
+                      floe_error *err);
+
+/* ---- position delete sets (posdel_set.c) ---------------------------------------------------
+ * Data file path -> the set of deleted row positions (sorted, unique; a
+ * Roaring-style bitmap: about 2 bytes a position when sparse, 1 bit when
+ * dense).  The set owns copies of the paths and the bitmaps.  A commit
+ * request may carry one (floe__commit_request.deletes): the commit writes it
+ * for the table's format at each attempt. */
+typedef struct floe__posdel_set floe__posdel_set;
+int floe__posdel_set_new(floe__posdel_set **out, floe_error *err);
+void floe__posdel_set_free(floe__posdel_set *s);               /* accepts NULL */
+/* Add one position (<= 2^63 - 1) of data file `data_path`; duplicates are no-ops. */
+int floe__posdel_set_add(floe__posdel_set *s, const char *data_path, uint64_t pos,
+                         floe_error *err);
+/* Add every position of `positions` (borrowed) to data_path's set. */
+int floe__posdel_set_add_all(floe__posdel_set *s, const char *data_path,
+                             const floe__posbitmap *positions, floe_error *err);
+uint64_t floe__posdel_set_count(const floe__posdel_set *s);   /* positions, all files */
+size_t floe__posdel_set_files(const floe__posdel_set *s);     /* data files */
+/* The i-th data file (in the order first added) and its positions; both
+ * owned by the set, valid until it changes.  NULL past the end. */
+const char *floe__posdel_set_path(const floe__posdel_set *s, size_t i);
+const floe__posbitmap *floe__posdel_set_positions(const floe__posdel_set *s, size_t i);
+/* The positions of `path`, or NULL when the set has none for it. */
+const floe__posbitmap *floe__posdel_set_find(const floe__posdel_set *s, const char *path);
+/* A new array of the file indexes in path (byte) order; caller floe__free()s. */
+int floe__posdel_set_sorted(const floe__posdel_set *s, size_t **order, floe_error *err);
+
+/* ---- what a snapshot holds (plan.c) ---------------------------------------------------------
+ * Scan planning without filters: every live (ADDED or EXISTING) file of a
+ * snapshot, read from its manifest list and manifests (v1/v2/v3, any
+ * writer) through the table's FileIO, with inherited values resolved (data
+ * and file sequence numbers, the adding snapshot, v3 first_row_id), and for
+ * each data file the delete files that apply to it by the spec's rules:
+ *   - a deletion vector: referenced_data_file equal to the data file's
+ *     path and data sequence number >= the data file's; at most one
+ *     (two are FLOE_EFORMAT); when there is one, no position delete file
+ *     applies;
+ *   - a position delete file: referenced_data_file equal to the path when
+ *     set (file-scoped), else any data file whose path lies within the
+ *     delete file's file_path bounds (2147483546; all when it has none);
+ *     data sequence number >= the data file's;
+ *   - an equality delete file: data sequence number > the data file's
+ *     (floe plans unpartitioned tables: every equality delete is global).
+ * Matching is one pass over the manifests plus an index by referenced path
+ * (DVs, file-scoped deletes), binary searches over the data files sorted by
+ * path (bounded unscoped deletes) and one suffix of the equality deletes
+ * sorted by sequence number per data file: nothing is quadratic except
+ * unscoped position delete files, which are per file lists by nature. */
+typedef struct floe__plan_file {
+    floe__content_file file;          /* owned; data files: first_row_id resolved when the
+                                         manifest assigns one (v3) */
+    int64_t data_seq, file_seq;       /* resolved sequence numbers */
+    int64_t snapshot_id;              /* the snapshot that added (or removed) the file */
+    int32_t spec_id;                  /* of its manifest */
+    uint32_t manifest;                /* index into floe__plan.manifests */
+    uint32_t entry;                   /* entry index within that manifest */
+} floe__plan_file;
+
+typedef struct floe__plan_data {
+    floe__plan_file f;
+    size_t dv;                        /* index into plan->deletes of its DV, or SIZE_MAX */
+    size_t *pos;                      /* indexes into plan->deletes of the position delete
+                                         files that apply (none when dv is set); owned */
+    size_t n_pos;
+    size_t eq_from;                   /* plan->eq[eq_from .. n_eq) apply */
+} floe__plan_data;
+
+typedef struct floe__plan_totals {
+    uint64_t data_files, data_rows, data_size;
+    uint64_t delete_files, pos_delete_files, dvs, eq_delete_files;
+    uint64_t pos_deletes, eq_deletes;                 /* rows (DV cardinalities included) */
+} floe__plan_totals;
+
+/* Everything is owned by the plan (floe__plan_free). */
+typedef struct floe__plan {
+    int64_t snapshot_id;              /* -1: the table had no snapshot (all empty) */
+    floe__manifest_list manifests;    /* the snapshot's manifest list, as read */
+    floe__plan_data *data;            /* live data files, in manifest order */
+    size_t n_data;
+    floe__plan_file *deletes;         /* live delete files and DVs, in manifest order */
+    size_t n_deletes;
+    size_t *eq;                       /* indexes into deletes of the equality delete
+                                         files, by data sequence number ascending */
+    size_t n_eq;
+    floe__pathmap data_index;         /* data file path -> index into data */
+    floe__plan_totals totals;
+} floe__plan;
+
+/* Plan snapshot `snapshot_id` of md (-1: the current one; a table without
+ * snapshots gives an empty plan).  Unknown snapshot: FLOE_ENOTFOUND;
+ * malformed manifests: FLOE_EFORMAT; a v1 snapshot without a manifest
+ * list: FLOE_EUNSUPPORTED. */
+int floe__plan_snapshot(floe__fileio *io, const floe__metadata *md, int64_t snapshot_id,
+                        floe__plan **out, floe_error *err);
+/* The same for t's loaded metadata and FileIO. */
+int floe__table_plan(floe__table *t, int64_t snapshot_id, floe__plan **out, floe_error *err);
+void floe__plan_free(floe__plan *p);
+/* The delete files that apply to data file i (DV first, then position
+ * delete files, then equality deletes), as a new array of pointers into
+ * p->deletes (caller floe__free()s the array; *n may be 0). */
+int floe__plan_applicable(const floe__plan *p, size_t i, const floe__plan_file ***out,
+                          size_t *n, floe_error *err);
+
+/* What one snapshot changed relative to its parent: the files its own
+ * manifests (added_snapshot_id = the snapshot) list as ADDED or DELETED by
+ * it.  Only those manifests are read.  Owned by the struct. */
+typedef struct floe__snapshot_changes {
+    int64_t snapshot_id;
+    floe__plan_file *added_data, *removed_data, *added_deletes, *removed_deletes;
+    size_t n_added_data, n_removed_data, n_added_deletes, n_removed_deletes;
+} floe__snapshot_changes;
+int floe__snapshot_changes_read(floe__fileio *io, const floe__metadata *md, int64_t snapshot_id,
+                                floe__snapshot_changes **out, floe_error *err);
+void floe__snapshot_changes_free(floe__snapshot_changes *c);
+
+/* Read one manifest of a list and resolve what its entries inherit: every
+ * entry ends with snapshot id and both sequence numbers set, v3 data
+ * entries with first_row_id (when mf has one).  Appends to out. */
+int floe__manifest_read_resolved(floe__fileio *io, const floe__manifest_file *mf,
+                                 floe__manifest_entries *out, floe_error *err);
+
+/* Read the deletion vector `dv` (a content file with format PUFFIN and a
+ * content range, as planned) into the empty `out`, through io: the blob is
+ * checked (magic, lengths, CRC, cardinality = record_count). */
+int floe__dv_read(floe__fileio *io, const floe__content_file *dv, floe__posbitmap *out,
+                  floe_error *err);
+
+/* ---- commits (table_commit.c, commit_files.c) ---------------------------------------------
+ * One snapshot adding `files` (data files go in a data manifest, delete
+ * files in a delete manifest), writing `deletes` for the table's format,
+ * removing the files `remove` names, and carrying every other manifest of
+ * the current snapshot forward; with a summary holding the standard counts
+ * plus `summary` (extra string properties, e.g. floe.frontier).
+ *
+ * deletes (optional, borrowed): position deletes, written at each attempt
+ * against the metadata then loaded: on a v2 table one file-scoped position
+ * delete Parquet file per data file (referenced_data_file set); on a v3
+ * table one Puffin file with a deletion vector per data file, each merged
+ * with that file's current DV, whose entry the commit removes (at most one
+ * DV per data file).  Every data file named must be live in the current
+ * snapshot: else FLOE_ECONFLICT naming it (a compaction rewrote it).  v3
+ * tables take position deletes only this way (Parquet position delete
+ * files in `files` are FLOE_EINVAL there).
+ * remove (optional): paths of live content files to remove - data files,
+ * delete files, or a Puffin file (all its DVs); removing a data file also
+ * removes its DV and file-scoped position deletes.  The manifests holding
+ * them are rewritten (removed entries DELETED, the rest EXISTING with their
+ * sequence numbers).  A path not live in the current snapshot:
+ * FLOE_ECONFLICT naming it (nothing written stays).
+ * operation (optional): "append", "replace", "overwrite" or "delete"; by
+ * default "append" when only data files (or nothing) are added, "delete"
+ * when no data file is added but deletes are or files are removed,
+ * "overwrite" when data files are added and deletes added or files removed.
+ * has_data_sequence_number: the added data files keep this data sequence
+ * number (written explicitly in their entries, e.g. a compaction's output
+ * keeping the rows' age so equality deletes still apply); at most the new
+ * snapshot's sequence number.
+ *
+ * The commit asserts the table uuid and that main still points at
+ * `base_snapshot_id` (-1: that the table has no snapshot), so any
+ * concurrent change is a conflict, never a silent duplicate.  No rebasing.
+ * v3 tables get row lineage: first-row-id = next-row-id, data manifests
+ * without a first_row_id get one, added-rows their added + existing rows.
  *
  * Results: FLOE_OK (t->loaded is the new metadata; *snapshot_id set);
- * FLOE_ECONFLICT (nothing changed; the manifests written are removed);
- * FLOE_EUNKNOWN_OUTCOME (it may have landed: reload and look);
- * other codes are failures before or without a commit.  (When the catalog
- * reports a failure other than a conflict, the table is reloaded to tell
- * whether the snapshot landed anyway: if so the result is FLOE_OK, if that
- * cannot be told FLOE_EUNKNOWN_OUTCOME.)  The content files themselves are
- * never removed here: they are the caller's.  Partitioned or non-v2 tables:
- * FLOE_EUNSUPPORTED.  Summary keys floe computes (floe__summary_key_reserved)
- * may not appear in req->summary: FLOE_EINVAL. */
+ * FLOE_ECONFLICT (nothing changed; what this attempt wrote is removed);
+ * FLOE_EUNKNOWN_OUTCOME (it may have landed: reload and look; what this
+ * attempt wrote is kept); other codes are failures before or without a
+ * commit.  (When the catalog reports a failure other than a conflict, the
+ * table is reloaded to tell whether the snapshot landed anyway: if so the
+ * result is FLOE_OK, if that cannot be told FLOE_EUNKNOWN_OUTCOME.)  The
+ * files in `files` are never removed here: they are the caller's; the
+ * delete files the commit writes for `deletes` are its own.  Partitioned
+ * tables, or tables not v2/v3: FLOE_EUNSUPPORTED.  Summary keys floe
+ * computes (floe__summary_key_reserved) may not appear in req->summary:
+ * FLOE_EINVAL. */
 typedef struct floe__commit_request {
     const floe__content_file *files;
     size_t n_files;
@@ -123,13 +301,20 @@ typedef struct floe__commit_request {
     int64_t base_snapshot_id;
     const char *tag;                  /* NULL, or a tag ref moved to the new snapshot in
                                          the same metadata update */
+    const floe__posdel_set *deletes;  /* NULL, or position deletes to write (borrowed) */
+    const char *const *remove;        /* paths of content files to remove (borrowed) */
+    size_t n_remove;
+    const char *operation;            /* NULL: derived (see above) */
+    bool has_data_sequence_number;
+    int64_t data_sequence_number;     /* for the added data files */
 } floe__commit_request;
 
 int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t *snapshot_id,
                        floe_error *err);
 
 /* Whether `key` is a summary property floe__table_commit computes itself
- * ("operation", "added-*", "total-*", "changed-partition-count"): such
+ * ("operation", "added-*", "deleted-*", "removed-*", "total-*",
+ * "changed-partition-count"): such
  * keys in req->summary are FLOE_EINVAL. */
 bool floe__summary_key_reserved(const char *key);
 

@@ -709,7 +709,8 @@ static int commit_rows(floe__table *t, const char *const *rows, size_t n, json_t
 {
     floe__content_list files = {0};
     int rc = n ? write_rows(t, rows, n, NULL, &files) : FLOE_OK;
-    floe__commit_request req = {files.files, files.n, summary, base, NULL};
+    floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = summary,
+                                .base_snapshot_id = base, .tag = NULL};
     if (rc == FLOE_OK)
         rc = floe__table_commit(t, &req, id, err);
     if (rc != FLOE_OK)
@@ -756,7 +757,8 @@ TEST(commit_summaries_and_totals)
     floe__posdel_add(pw, "file:///x.parquet", 0, NULL);
     floe__posdel_add(pw, "file:///x.parquet", 1, NULL);
     CHECK_EQ_INT(floe__posdel_writer_close(pw, &files, NULL), FLOE_OK);
-    floe__commit_request req = {files.files, files.n, NULL, id1, NULL};
+    floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = NULL,
+                                .base_snapshot_id = id1, .tag = NULL};
     CHECK_EQ_INT(floe__table_commit(t, &req, &id2, e.err), FLOE_OK);
     CHECK_EQ_STR(summary_of(t, "operation"), "delete");
     CHECK_EQ_STR(summary_of(t, "added-position-deletes"), "2");
@@ -851,7 +853,8 @@ TEST(refuses_partitioned_and_v1_tables)
                                            e.err), FLOE_EUNSUPPORTED);
         CHECK(strstr(floe_error_message(e.err), "partitioned") != NULL);
         CHECK_EQ_INT(floe__posdel_writer_new(t, NULL, &pw, NULL), FLOE_EUNSUPPORTED);
-        floe__commit_request req = {NULL, 0, NULL, -1, NULL};
+        floe__commit_request req = {.files = NULL, .n_files = 0, .summary = NULL,
+                                    .base_snapshot_id = -1, .tag = NULL};
         CHECK_EQ_INT(floe__table_commit(t, &req, NULL, NULL), FLOE_EUNSUPPORTED);
     }
     floe__table_free(t);
@@ -1090,7 +1093,8 @@ TEST(out_of_memory_in_commits)
         t = open_t(&e, name, "id bigint not null, s text", NULL);
         if (!t)
             break;
-        floe__commit_request req = {files.files, files.n, NULL, -1, NULL};
+        floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = NULL,
+                                    .base_snapshot_id = -1, .tag = NULL};
         int64_t id = -1;
         floe__alloc_fail_after(n);
         int rc = floe__table_commit(t, &req, &id, e.err);

@@ -261,8 +261,9 @@ static int run_delta(delta *d, int64_t *snapshot_id)
         b = -1;
     else if (json_is_integer(base))
         b = json_integer_value(base);
-    floe__commit_request req = {d->files.files, d->files.n, json_object_get(d->spec, "summary"),
-                                b, NULL};
+    floe__commit_request req = {.files = d->files.files, .n_files = d->files.n,
+                                .summary = json_object_get(d->spec, "summary"),
+                                .base_snapshot_id = b, .tag = NULL};
     return floe__table_commit(d->tb, &req, snapshot_id, d->t->err);
 }
 
@@ -361,8 +362,9 @@ static int commit_files(tool *t, floe__table *tb, const floe__content_list *file
     char wk[16];
     snprintf(wk, sizeof wk, "%d", worker);
     json_t *summary = json_pack("{s:s}", "worker", wk);
-    floe__commit_request req = {files->files, files->n, summary,
-                                floe__metadata_current_snapshot_id(tb->loaded->metadata), NULL};
+    floe__commit_request req = {.files = files->files, .n_files = files->n, .summary = summary,
+                                .base_snapshot_id = floe__metadata_current_snapshot_id(tb->loaded->metadata),
+                                .tag = NULL};
     int rc = floe__table_commit(tb, &req, id, t->err);
     json_decref(summary);
     return rc;
