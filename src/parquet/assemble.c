@@ -286,15 +286,21 @@ static inline bool present(const floe__pq_rcol *c, size_t i)
 /* Pass 1 for one field; the index of a null in a required field, or SIZE_MAX. */
 static size_t size_field(chunk *ch, const floe__pq_rcol *c, uint8_t op, bool required)
 {
-    size_t v = c->vat, bad = SIZE_MAX;
     uint32_t w = op == FW_UUID ? 40 : c->width;
+    if (op != FW_BYTES && !c->def) {            /* required fixed width: the same for all */
+        for (size_t i = 0; i < ch->rows; i++)
+            ch->size[i] += 1 + w;
+        return SIZE_MAX;
+    }
+    size_t v = c->vat, bad = SIZE_MAX;
     for (size_t i = 0; i < ch->rows; i++) {
-        if (!present(c, i)) {
-            ch->size[i] += 1;
-            bad = required && bad == SIZE_MAX ? i : bad;
-        } else {
-            ch->size[i] += 1 + (op == FW_BYTES ? 4 + c->bv[v++].n : w);
-        }
+        bool here = present(c, i);
+        if (!here && required && bad == SIZE_MAX)
+            bad = i;
+        if (op != FW_BYTES)
+            ch->size[i] += 1 + (here ? w : 0);
+        else
+            ch->size[i] += here ? 5 + c->bv[v++].n : 1;
     }
     return bad;
 }
@@ -305,6 +311,16 @@ static inline __attribute__((always_inline)) void put_fixed(chunk *ch, floe__pq_
 {
     const uint8_t *vals = c->vals;
     size_t v = c->vat;
+    if (!c->def) {                               /* every value present */
+        for (size_t i = 0; i < ch->rows; i++) {
+            uint8_t *p = o + ch->at[i];
+            p[0] = FLOE_SLOT_PRESENT;
+            memcpy(p + 1, vals + W * (v + i), W);
+            ch->at[i] += 1 + W;
+        }
+        c->vat = v + ch->rows;
+        return;
+    }
     for (size_t i = 0; i < ch->rows; i++) {
         uint8_t *p = o + ch->at[i];
         if (present(c, i)) {
