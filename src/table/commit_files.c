@@ -78,13 +78,14 @@ static int cmp_u64(const void *x, const void *y)
 static bool is_marked(const floe__attempt *a, uint32_t manifest, uint32_t entry)
 {
     uint64_t key = (uint64_t)manifest << 32 | entry;
-    return bsearch(&key, a->removed, a->n_removed, sizeof key, cmp_u64) != NULL;
+    return a->n_removed && bsearch(&key, a->removed, a->n_removed, sizeof key, cmp_u64) != NULL;
 }
 
 /* Sort and dedupe the marks, then count each removed file once. */
 static void finish_marks(floe__attempt *a)
 {
-    qsort(a->removed, a->n_removed, sizeof *a->removed, cmp_u64);
+    if (a->n_removed)
+        qsort(a->removed, a->n_removed, sizeof *a->removed, cmp_u64);
     size_t k = 0;
     for (size_t i = 0; i < a->n_removed; i++)
         if (k == 0 || a->removed[k - 1] != a->removed[i])
@@ -147,11 +148,24 @@ static int removals(floe__attempt *a, floe__pathmap *gone, floe_error *err)
 
 /* ---- position deletes ------------------------------------------------------------------------ */
 
-/* The plan's live data file a delete targets, or FLOE_ECONFLICT. */
+static bool added_here(const floe__attempt *a, const char *path)
+{
+    for (size_t i = 0; i < a->req->n_files; i++)
+        if (a->req->files[i].content == FLOE_CONTENT_DATA &&
+            strcmp(a->req->files[i].path, path) == 0)
+            return true;
+    return false;
+}
+
+/* The plan's live data file a delete targets (*out NULL: a data file this
+ * commit adds, which deletes may target too), or FLOE_ECONFLICT. */
 static int target(floe__attempt *a, const floe__pathmap *gone, const char *path,
                   const floe__plan_data **out, floe_error *err)
 {
     size_t i;
+    *out = NULL;
+    if (!floe__pathmap_get(&a->plan->data_index, path, &i) && added_here(a, path))
+        return FLOE_OK;
     FLOE_RETURN_IF(!floe__pathmap_get(&a->plan->data_index, path, &i), err, FLOE_ECONFLICT,
                    "data file %s, which position deletes target, is not in snapshot %lld (a "
                    "concurrent commit removed it; plan again)", path, (long long)a->parent);
@@ -266,12 +280,12 @@ static int merge_dvs(floe__attempt *a, const floe__pathmap *gone, const size_t *
         const char *path = floe__posdel_set_path(s, order[k]);
         const floe__plan_data *d;
         FLOE_FORWARD(target(a, gone, path, &d, err));
-        FLOE_RETURN_IF(d->n_pos, err, FLOE_EUNSUPPORTED, "data file %s has Parquet position "
+        FLOE_RETURN_IF(d && d->n_pos, err, FLOE_EUNSUPPORTED, "data file %s has Parquet position "
                        "deletes (from before an upgrade to v3): merging them into a deletion "
                        "vector is not supported yet", path);
         FLOE_FORWARD(floe__posdel_set_add_all(merged, path, floe__posdel_set_positions(s, order[k]),
                                               err));
-        if (d->dv == SIZE_MAX)
+        if (!d || d->dv == SIZE_MAX)
             continue;
         floe__posbitmap old = {0};
         const floe__plan_file *dv = &a->plan->deletes[d->dv];
