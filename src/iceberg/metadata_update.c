@@ -660,9 +660,10 @@ static bool listed(const json_t *ids, int64_t id)
 static int drop_ref(apply_ctx *a, const char *name)
 {
     json_t *refs = json_object_get(a->doc, "refs");
+    bool main = strcmp(name, "main") == 0;         /* name may be the key deleted next */
     if (refs && json_object_del(refs, name) == 0)
         a->changed = true;
-    if (strcmp(name, "main") == 0 && doc_int(a->doc, "current-snapshot-id", -1) != -1) {
+    if (main && doc_int(a->doc, "current-snapshot-id", -1) != -1) {
         a->changed = true;
         return jset(a, a->doc, "current-snapshot-id", json_integer(-1));
     }
