@@ -138,8 +138,12 @@ typedef struct floe__pq_reader floe__pq_reader;
  * field ids, or ids numbered from 1 when it has none; fields floe cannot
  * represent are FLOE_EUNSUPPORTED), owned by the reader
  * (floe__pq_reader_schema).  `o` may be NULL for the defaults.  Reads and
- * checks the footer; no data is read yet.  *out is the caller's (free with
- * floe__pq_reader_free); on failure nothing is allocated. */
+ * checks the footer; no data is read yet.  Errors: FLOE_EFORMAT (not
+ * Parquet, a malformed footer or schema), FLOE_EUNSUPPORTED, FLOE_ELIMIT
+ * (a footer over max_footer), FLOE_EINCOMPATIBLE (the projection does not
+ * fit the file), FLOE_EINVAL (options), the source's codes.  *out is the
+ * caller's (free with floe__pq_reader_free); on failure nothing is
+ * allocated. */
 int floe__pq_reader_open(const floe__pq_source *src, const floe__schema *projection,
                          const floe__pq_read_options *o, floe__pq_reader **out,
                          floe_error *err);
