@@ -1,8 +1,9 @@
 /*
  * s3.c - the S3 FileIO (see io_internal.h): its settings and how they
  * change (vended credentials), scheme dispatch (local URIs go to a local
- * FileIO inside), reads (GET), existence (HEAD) and deletes.  Requests and
- * retries are in s3_request.c, uploads in s3_output.c.
+ * FileIO inside), whole reads (GET), existence (HEAD) and deletes.
+ * Requests and retries are in s3_request.c, uploads in s3_output.c,
+ * random-access reads in s3_input.c, listings in s3_list.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -239,6 +240,7 @@ static int apply_prop(s3_conf *c, const char *key, const char *text, floe_error 
         {"floe.s3.retry-max-ms", offsetof(s3_conf, retry_max_ms), 3600000},
         {"floe.s3.connect-timeout-ms", offsetof(s3_conf, connect_timeout_ms), 3600000},
         {"floe.s3.request-timeout-ms", offsetof(s3_conf, request_timeout_ms), 86400000},
+        {"floe.s3.list-page-size", offsetof(s3_conf, list_page_size), 1000},
     };
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
         if (strcmp(key, nums[i].key) != 0)
@@ -401,6 +403,23 @@ static int s3_exists(floe__fileio *io, const char *uri, bool *exists, floe_error
     return rc;
 }
 
+static int s3_open_input(floe__fileio *io, const char *uri, floe__input **in, floe_error *err)
+{
+    floe__s3 *s = (floe__s3 *)io;
+    if (!floe__s3_is_uri(uri))
+        return floe__fileio_open_input(s->local, uri, in, err);
+    return floe__s3_input_open(s, uri, in, err);
+}
+
+static int s3_list(floe__fileio *io, const char *uri, floe__list_fn fn, void *ctx,
+                   floe_error *err)
+{
+    floe__s3 *s = (floe__s3 *)io;
+    if (!floe__s3_is_uri(uri))
+        return floe__fileio_list(s->local, uri, fn, ctx, err);
+    return floe__s3_list(s, uri, fn, ctx, err);
+}
+
 static int s3_remove(floe__fileio *io, const char *uri, floe_error *err)
 {
     floe__s3 *s = (floe__s3 *)io;
@@ -441,6 +460,8 @@ static const floe__fileio_ops S3_OPS = {
     .open_output = s3_open_output,
     .read_all = s3_read_all,
     .exists = s3_exists,
+    .open_input = s3_open_input,
+    .list = s3_list,
     .remove = s3_remove,
     .sync = s3_sync,
     .free = s3_free,

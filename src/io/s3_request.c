@@ -49,6 +49,24 @@ int floe__s3_parse_uri(const char *uri, s3_loc *out, floe_error *err)
     return FLOE_OK;
 }
 
+int floe__s3_parse_prefix(const char *uri, s3_loc *out, floe_error *err)
+{
+    size_t sl = scheme_len(uri);
+    FLOE_RETURN_IF(!sl, err, FLOE_EINVAL, "'%s' is not an s3:// URI", uri);
+    const char *b = uri + sl, *slash = strchr(b, '/');
+    size_t bl = slash ? (size_t)(slash - b) : strlen(b);
+    FLOE_RETURN_IF(bl == 0, err, FLOE_EINVAL, "'%s': an S3 prefix is s3://BUCKET[/PREFIX]", uri);
+    const char *p = slash ? slash + 1 : "";
+    size_t pl = strlen(p);
+    out->bucket = floe__strndup(b, bl);
+    out->key = pl && p[pl - 1] != '/' ? floe__sprintf("%s/", p) : floe__strdup(p);
+    if (!out->bucket || !out->key) {
+        floe__s3_loc_free(out);
+        return FLOE_OOM(err);
+    }
+    return FLOE_OK;
+}
+
 void floe__s3_loc_free(s3_loc *l)
 {
     floe__free(l->bucket);
@@ -282,13 +300,19 @@ static int wrap(const s3_conf *c, const s3_req *r, int code, int attempts, bool 
     char tries[48] = "";
     if (gave_up)
         snprintf(tries, sizeof tries, ", gave up after %d attempts", attempts);
+    const char *key = r->shown_key ? r->shown_key : r->loc->key;
     if (c->endpoint)
         floe__err_wrap(err, code, "S3 %s s3://%s/%s (endpoint %s, region %s%s)", r->what,
-                       r->loc->bucket, r->loc->key, c->endpoint, c->region, tries);
+                       r->loc->bucket, key, c->endpoint, c->region, tries);
     else
         floe__err_wrap(err, code, "S3 %s s3://%s/%s (AWS, region %s%s)", r->what,
-                       r->loc->bucket, r->loc->key, c->region, tries);
+                       r->loc->bucket, key, c->region, tries);
     return code;
+}
+
+int floe__s3_wrap(const s3_conf *c, const s3_req *r, int code, floe_error *err)
+{
+    return wrap(c, r, code, 0, false, err);
 }
 
 int floe__s3_request(floe__s3 *s, const s3_conf *c, const s3_req *r, floe__http_response *resp,

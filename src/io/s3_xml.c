@@ -1,11 +1,14 @@
 /*
  * s3_xml.c - the little XML S3 speaks: the text of a named element (Code,
- * Message, UploadId, ...), the name of the root element (<Error> hiding in
- * a 200 reply) and escaping text for request bodies.
+ * Message, UploadId, ...), repeated elements one after another (a
+ * listing's <Contents>), the name of the root element (<Error> hiding in a
+ * 200 reply) and escaping text for request bodies.
  *
  * Not a general XML parser: it scans for "<tag>" or "<tag attr...>" and the
  * next "</tag>", which is all S3's flat replies need.  Every scan is
  * bounded by the given length; the input need not be NUL-terminated.
+ * Replies are untrusted: text inside elements is always entity-encoded
+ * (a key cannot hold a literal '<'), so a value cannot fake a tag.
  */
 #include <stdio.h>
 
@@ -148,6 +151,27 @@ bool floe__s3_xml_text(const char *xml, size_t n, const char *tag, floe__buf *ou
     }
     out->len--;
     return true;
+}
+
+int floe__s3_xml_next(const char *xml, size_t n, const char *tag, size_t *pos,
+                      const char **inner, size_t *inner_len)
+{
+    const char *end = xml + n;
+    bool empty = false;
+    const char *p = *pos < n ? find_start(xml + *pos, end, tag, &empty) : NULL;
+    if (!p) {
+        *pos = n;
+        return 0;
+    }
+    const char *stop = empty ? p : find_end(p, end, tag);
+    if (!stop) {
+        *pos = n;
+        return -1;
+    }
+    *inner = p;
+    *inner_len = (size_t)(stop - p);
+    *pos = empty ? (size_t)(p - xml) : (size_t)(stop - xml) + strlen(tag) + 3;
+    return 1;
 }
 
 /* The position after the first occurrence of `pat` in [p, end), or NULL. */
