@@ -227,8 +227,8 @@ static void count_committed(floe__committer *c, const floe__sealed *s, uint64_t 
 
 /* One attempt: FLOE_OK when the batch is in the table (*v says how) and
  * *id is the snapshot that records its upper. */
-static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summary, verdict *v,
-                   int64_t *id, floe_error *err)
+static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summary, bool first,
+                   verdict *v, int64_t *id, floe_error *err)
 {
     floe__table *t = c->cfg.table;
     FLOE_FORWARD(floe__table_refresh(t, err));
@@ -238,14 +238,22 @@ static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summ
         *id = p.snapshot_id;
         return FLOE_OK;
     }
+    floe__posdel_set *deletes = NULL;
+    bool own = !c->cfg.prepare;
+    FLOE_FORWARD(own ? floe__sealed_deletes(s, &deletes, err)
+                     : c->cfg.prepare(c->cfg.prepare_ctx, s, first, &deletes, err));
     floe__commit_request req = {
         .files = s->files.files,
         .n_files = s->files.n,
         .summary = summary,
         .base_snapshot_id = floe__metadata_current_snapshot_id(t->loaded->metadata),
         .tag = c->tag,
+        .deletes = deletes,
     };
-    return floe__table_commit(t, &req, id, err);
+    int rc = floe__table_commit(t, &req, id, err);
+    if (own)
+        floe__posdel_set_free(deletes);
+    return rc;
 }
 
 /* A batch an earlier run committed: its own files are not needed. */
@@ -283,7 +291,7 @@ int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error
     int64_t id = -1;
     for (int try = 1; try <= c->cfg.max_tries; try++) {
         verdict v = PROCEED;
-        rc = attempt(c, s, summary, &v, &id, err);
+        rc = attempt(c, s, summary, try == 1, &v, &id, err);
         if (rc == FLOE_OK) {
             if (v == ALREADY_LANDED)
                 c->stats.lost_responses++;

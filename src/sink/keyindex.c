@@ -42,6 +42,7 @@ typedef struct slot {
 typedef struct kfile {
     char *path;
     bool live;
+    bool uncommitted;                   /* written by a batch not committed yet */
 } kfile;
 
 struct floe__kx {
@@ -128,7 +129,7 @@ int floe__kx_file(floe__kx *kx, const char *path, uint32_t *id, floe_error *err)
     char *copy = floe__strdup(path);
     if (!copy)
         return FLOE_OOM(err);
-    kx->files[kx->n_files] = (kfile){copy, true};
+    kx->files[kx->n_files] = (kfile){copy, true, false};
     kx->by_path[path_slot(kx, path)] = (uint32_t)kx->n_files + 1;
     *id = (uint32_t)kx->n_files++;
     return FLOE_OK;
@@ -145,6 +146,17 @@ bool floe__kx_file_live(const floe__kx *kx, uint32_t id)
 }
 
 size_t floe__kx_file_count(const floe__kx *kx) { return kx->n_files; }
+
+void floe__kx_file_set_committed(floe__kx *kx, uint32_t id, bool committed)
+{
+    if (id < kx->n_files)
+        kx->files[id].uncommitted = !committed;
+}
+
+static bool committed_file(const floe__kx *kx, uint32_t id)
+{
+    return floe__kx_file_live(kx, id) && !kx->files[id].uncommitted;
+}
 
 void floe__kx_retire(floe__kx *kx, uint32_t id)
 {
@@ -309,7 +321,7 @@ typedef struct probe {
 /* Walk key's probe path.  want != NULL: stop at a live row whose row hash
  * is *want (else remember the first live one). */
 static void walk(floe__kx *kx, uint64_t h, const uint8_t *key, size_t len, const uint64_t *want,
-                 probe *p)
+                 bool committed, probe *p)
 {
     memset(p, 0, sizeof *p);
     size_t mask = kx->cap - 1;
@@ -329,8 +341,8 @@ static void walk(floe__kx *kx, uint64_t h, const uint8_t *key, size_t len, const
             }
             if (!p->dead)
                 p->dead = s;
-        } else if (!is_tomb(s) && (!p->live || (want && s->rowhash == *want
-                                                 && p->live->rowhash != *want))) {
+        } else if (!is_tomb(s) && (!committed || committed_file(kx, file_of(s))) &&
+                   (!p->live || (want && s->rowhash == *want && p->live->rowhash != *want))) {
             p->live = s;
             if (want && s->rowhash == *want)
                 return;
@@ -345,7 +357,7 @@ static int put_slot(floe__kx *kx, const uint8_t *key, size_t len, uint64_t h, ui
     if ((kx->used + 1) * 4 > kx->cap * 3)
         FLOE_FORWARD(grow(kx, err));
     probe p;
-    walk(kx, h, key, len, NULL, &p);
+    walk(kx, h, key, len, NULL, false, &p);
     slot *s = p.dead;
     if (!s) {
         uint64_t ref = p.ref;
@@ -437,18 +449,22 @@ static int run_row(floe__kx *kx, uint64_t h, const uint8_t *key, size_t len, uin
 }
 
 static int take_from_run(floe__kx *kx, const uint8_t *key, size_t len, uint64_t h,
-                         uint64_t rowhash, bool *found, floe__kx_loc *loc, floe_error *err)
+                         uint64_t rowhash, bool committed, bool *found, floe__kx_loc *loc,
+                         floe_error *err)
 {
     gathered g = {0};
     FLOE_FORWARD(run_live(kx, h, key, len, &g, err));
-    if (g.n == 0)
-        return FLOE_OK;
-    size_t pick = 0;
-    for (size_t i = 0; i < g.n; i++)
-        if (g.locs[i].rowhash == rowhash) {
+    size_t pick = g.n;
+    for (size_t i = 0; i < g.n; i++) {
+        if (committed && !committed_file(kx, g.locs[i].file))
+            continue;
+        if (pick == g.n || g.locs[i].rowhash == rowhash)
             pick = i;
+        if (g.locs[i].rowhash == rowhash)
             break;
-        }
+    }
+    if (pick == g.n)
+        return FLOE_OK;
     *loc = g.locs[pick];
     *found = true;
     FLOE_FORWARD(put_slot(kx, key, len, h, loc->file | FILE_TOMB, loc->pos, loc->rowhash, err));
@@ -457,13 +473,28 @@ static int take_from_run(floe__kx *kx, const uint8_t *key, size_t len, uint64_t 
     return maybe_spill(kx, err);
 }
 
+static int take(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash, bool committed,
+                bool *found, floe__kx_loc *loc, floe_error *err);
+
 int floe__kx_take(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash, bool *found,
                   floe__kx_loc *loc, floe_error *err)
+{
+    return take(kx, key, len, rowhash, false, found, loc, err);
+}
+
+int floe__kx_take_committed(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash,
+                            bool *found, floe__kx_loc *loc, floe_error *err)
+{
+    return take(kx, key, len, rowhash, true, found, loc, err);
+}
+
+static int take(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash, bool committed,
+                bool *found, floe__kx_loc *loc, floe_error *err)
 {
     *found = false;
     uint64_t h = hash_key(key, len);
     probe p;
-    walk(kx, h, key, len, &rowhash, &p);
+    walk(kx, h, key, len, &rowhash, committed, &p);
     if (p.live) {
         loc->file = file_of(p.live);
         loc->pos = pos_of(p.live);
@@ -473,7 +504,7 @@ int floe__kx_take(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash
         *found = true;
         return FLOE_OK;
     }
-    return kx->run ? take_from_run(kx, key, len, h, rowhash, found, loc, err) : FLOE_OK;
+    return kx->run ? take_from_run(kx, key, len, h, rowhash, committed, found, loc, err) : FLOE_OK;
 }
 
 /* The memory slot holding the live row (file, pos) of key, or NULL. */
@@ -519,7 +550,7 @@ int floe__kx_has(floe__kx *kx, const uint8_t *key, size_t len, bool *live, floe_
 {
     uint64_t h = hash_key(key, len);
     probe p;
-    walk(kx, h, key, len, NULL, &p);
+    walk(kx, h, key, len, NULL, false, &p);
     *live = p.live != NULL;
     if (*live || !kx->run)
         return FLOE_OK;

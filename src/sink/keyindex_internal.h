@@ -79,6 +79,9 @@ const char *floe__kx_file_path(const floe__kx *kx, uint32_t id);
  * counting at once.  Its path may come back later under a new id. */
 void floe__kx_retire(floe__kx *kx, uint32_t id);
 bool floe__kx_file_live(const floe__kx *kx, uint32_t id);
+/* Files a batch wrote are uncommitted until its commit lands; a row is
+ * re-targeted after a compaction only onto committed files. */
+void floe__kx_file_set_committed(floe__kx *kx, uint32_t id, bool committed);
 size_t floe__kx_file_count(const floe__kx *kx);       /* ids handed out */
 
 /* ---- rows ------------------------------------------------------------------------------ */
@@ -90,6 +93,9 @@ int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc l
  * such a row, else any): *found and *loc.  The row is no longer live. */
 int floe__kx_take(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash, bool *found,
                   floe__kx_loc *loc, floe_error *err);
+/* The same among rows of committed files only (re-targeting a delete). */
+int floe__kx_take_committed(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash,
+                            bool *found, floe__kx_loc *loc, floe_error *err);
 /* Remove the live row (file, pos) of key, if it is there: *found. */
 int floe__kx_remove(floe__kx *kx, const uint8_t *key, size_t len, uint32_t file, uint64_t pos,
                     bool *found, floe_error *err);

@@ -131,36 +131,20 @@ int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err);
 void floe__stash_end_close(floe__stash *st);
 void floe__stash_get_stats(const floe__stash *st, floe__stash_stats *out);
 
-/* ---- key memory (keymem.c) ----------------------------------------------------
- * Per upsert batch: key -> where the batch inserted each of the key's live
- * rows (file index, position): a multiset, so duplicates of a row keyed by
- * the whole row are each remembered.  Open addressing over 16-byte slots;
- * key bytes in 1 MiB blocks.  About 31 bytes per key plus the key's own. */
-typedef struct floe__keymem floe__keymem;
-typedef struct floe__keypos {
-    uint32_t file;            /* index into the batch's file table */
-    uint64_t pos;             /* row position in that file */
-} floe__keypos;
-
-int floe__keymem_new(floe__keymem **out, floe_error *err);
-void floe__keymem_free(floe__keymem *km);
-/* Remember one more live row of key. */
-int floe__keymem_put(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos at,
-                     floe_error *err);
-/* Take one of key's live rows (any): true and *at set, or false when the
- * batch holds none. */
-bool floe__keymem_take(floe__keymem *km, const uint8_t *key, size_t len, floe__keypos *at);
-size_t floe__keymem_count(const floe__keymem *km);
-size_t floe__keymem_bytes(const floe__keymem *km);   /* memory held */
-
-/* ---- the writer (write.c) ---------------------------------------------------------
+/* ---- the writer (write.c, write_upsert.c) ------------------------------------------------
  * Pairs consolidated updates with batch descriptions and turns them into
- * data and delete files, one set per batch (SPEC.md section 6).  Upsert:
- * per (key, time) the retractions become position deletes (key inserted
- * earlier in this batch, from the key memory) or equality deletes, then the
- * insertions are appended and remembered.  The snapshot batch only inserts
- * and keeps no key memory.  Append: every update becomes |diff| rows with
- * _diff = +1/-1 and _timestamp = its time. */
+ * data and delete files, one set per batch (SPEC.md section 6).
+ *
+ * Upsert: the updates of one key within one batch are resolved together,
+ * in time order, retractions before insertions at each time: a retraction
+ * cancels a row the same batch inserted earlier (it is never written); one
+ * of a row of an earlier batch becomes a position delete of its row, found
+ * in the key index (position mode), or an equality delete on the key
+ * (equality mode).  What survives is written and, in position mode, added
+ * to the index.  So a batch never deletes a row it writes, and a key
+ * updated several times in one batch ends with exactly one row.  The
+ * snapshot batch only inserts.  Append: every update becomes |diff| rows
+ * with _diff = +1/-1 and _timestamp = its time. */
 typedef struct floe__writer floe__writer;
 
 typedef void (*floe__warn_fn)(void *ctx, const char *message);
@@ -169,6 +153,7 @@ typedef struct floe__writer_config {
     floe__table *table;
     bool upsert;
     bool synthetic_key;                 /* upsert keyed by the whole row */
+    struct floe__kx *kx;                /* position mode: the key index; NULL: equality mode */
     const floe__schema *data_schema;    /* data file rows (append: + _diff, _timestamp) */
     const floe__schema *eq_schema;      /* upsert: the key columns, in key order */
     const int32_t *eq_ids;
@@ -178,21 +163,34 @@ typedef struct floe__writer_config {
     void *warn_ctx;
 } floe__writer_config;
 
+/* One position delete a batch makes: the row and the key it was taken
+ * for, so the delete can follow the row when a compaction moves it before
+ * the batch commits.  Records in floe__sealed.deletes: u32 index into
+ * floe__sealed.del_paths, u64 pos, u64 rowhash, u32 key length, key. */
+#define FLOE__DELETE_HEAD 24
+
 /* A batch whose files are complete, ready to commit. */
 typedef struct floe__sealed {
     floe__batch desc;
     floe__content_list files;
     uint64_t rows_written;              /* data rows */
     uint64_t position_deletes, equality_deletes;
+    floe__buf deletes;                  /* the rows it deletes by position */
+    char **del_paths;                   /* the data files they are in (owned) */
+    size_t n_del_paths;
+    struct floe__kx_log *kx_log;        /* position mode: its key index changes (owned) */
 } floe__sealed;
 void floe__sealed_free(floe__sealed *s);   /* frees files and s; accepts NULL */
+/* The batch's delete records as a position delete set (*out NULL when it
+ * has none; the caller frees it). */
+int floe__sealed_deletes(const floe__sealed *s, floe__posdel_set **out, floe_error *err);
 
 typedef struct floe__writer_stats {
     uint64_t data_files, delete_files;  /* sealed so far */
     uint64_t rows_written, position_deletes, equality_deletes;
-    uint64_t pk_violations;
-    uint64_t keys_remembered;           /* in the key memory of open batches */
-    uint64_t keymem_bytes;
+    uint64_t pk_violations;             /* an insertion for a key already live */
+    uint64_t retract_missing;           /* a retraction of a key with no live row */
+    uint64_t retract_mismatch;          /* a retraction whose row is not the live row */
 } floe__writer_stats;
 
 /* cfg (and what it points to) must outlive the writer. */
@@ -204,7 +202,7 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
 /* One consolidated update; updates come in (time, key, row) order and their
  * times must lie in a known batch. */
 int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err);
-/* Write out the (key, time) group being gathered: it may point at rows of
+/* Write out the (key, batch) group being gathered: it may point at rows of
  * the stash (floe__upd.stable), so call it before floe__stash_end_close. */
 int floe__writer_flush(floe__writer *w, floe_error *err);
 /* The input ended at `end` (floe__minter_end): the open batch holding end
@@ -315,6 +313,14 @@ typedef struct floe__committer_config {
     void *on_commit_ctx;
     floe__warn_fn warn;                 /* may be NULL */
     void *warn_ctx;
+    /* Called before each attempt's commit (after the reload and the
+     * checks), the first time with first = true: gives the position
+     * deletes to commit (*deletes, owned by the caller of the hook until the
+     * next call; NULL: none).  NULL: the batch's delete records as they are
+     * (floe__sealed_deletes). */
+    int (*prepare)(void *ctx, const floe__sealed *s, bool first, floe__posdel_set **deletes,
+                   floe_error *err);
+    void *prepare_ctx;
 } floe__committer_config;
 
 typedef struct floe__committer_stats {

@@ -3,57 +3,20 @@
  * one set per batch (SPEC.md section 6).
  *
  * Batches arrive from the minter in order and stay open until the frontier
- * reaches their upper; updates arrive consolidated in (time, key, row)
- * order and go to the batch whose [lower, upper) holds their time.  In
- * upsert mode the updates of one (key, time) form a diff pair: the writer
- * gathers them (the "group") and, when the next key or time starts, emits
- * the retractions first, then the insertions:
- *
- *   retraction, key inserted earlier in this batch -> position delete
- *   retraction, otherwise                           -> equality delete
- *   insertion                                       -> data row, remembered
- *
- * Equality deletes apply to data of lower sequence numbers and position
- * deletes to data of the same or lower, so a key updated several times in
- * one batch ends with exactly one live row.  The snapshot batch only
- * inserts.  Append mode writes |diff| rows per update with _diff and
- * _timestamp appended.
+ * reaches their upper; updates arrive consolidated, a key's updates
+ * together in (time, row) order, and go to the batch whose [lower, upper)
+ * holds their time.  Upsert mode gathers one key's updates within one batch
+ * (a "group") and hands it to write_upsert.c when the key or the batch
+ * changes; append mode writes each update at once as |diff| rows with
+ * _diff (+1/-1) and _timestamp (the time, saturated at 2^63-1).  This file
+ * owns the batches, their files and sealing.
  */
+#include <stdarg.h>
 #include <stdio.h>
 
-#include "sink/sink_internal.h"
+#include "sink/write_internal.h"
 
-typedef struct open_batch {
-    floe__batch desc;
-    floe__file_writer *data, *eqdel;
-    floe__posdel_writer *posdel;
-    floe__keymem *mem;            /* upsert, not the snapshot batch */
-    char **paths;                 /* data file paths, indexed by floe__keypos.file */
-    const char *last_path;        /* the writer's pointer for paths[n_paths-1] */
-    size_t n_paths;
-    uint64_t rows, posdels, eqdels;
-    struct open_batch *next;
-} open_batch;
-
-typedef struct group_item {
-    const uint8_t *row;           /* the stash's bytes (stable), or NULL: copied */
-    size_t row_off;               /* copied: the offset in g_rows */
-    uint32_t row_len;
-    int64_t diff;
-} group_item;
-
-struct floe__writer {
-    const floe__writer_config *cfg;
-    open_batch *head, *tail;      /* open batches, oldest first */
-    /* the (time, key) group being gathered */
-    bool in_group;
-    uint64_t g_time;
-    floe__buf g_key, g_rows, scratch;
-    group_item *g_items;
-    size_t g_n, g_cap;
-    floe__writer_stats stats;
-    bool warned_snapshot_retraction;
-};
+typedef floe__open_batch open_batch;
 
 /* ---- batches ------------------------------------------------------------------- */
 
@@ -64,12 +27,16 @@ static void batch_free(open_batch *b, bool abort_files)
     if (abort_files) {
         floe__file_writer_abort(b->data);
         floe__file_writer_abort(b->eqdel);
-        floe__posdel_writer_abort(b->posdel);
     }
-    floe__keymem_free(b->mem);
-    for (size_t i = 0; i < b->n_paths; i++)
-        floe__free(b->paths[i]);
-    floe__free(b->paths);
+    floe__buf_free(&b->deletes);
+    for (size_t i = 0; i < b->n_del_paths; i++)
+        floe__free(b->del_paths[i]);
+    floe__free(b->del_paths);
+    floe__kx_free(b->mem);
+    if (b->log) {
+        floe__kx_log_free(b->log);
+        floe__free(b->log);
+    }
     floe__free(b);
 }
 
@@ -109,12 +76,20 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
     if (!ob)
         return FLOE_OOM(err);
     ob->desc = *b;
-    if (w->cfg->upsert && !b->snapshot) {
-        int rc = floe__keymem_new(&ob->mem, err);
-        if (rc != FLOE_OK) {
+    floe__buf_init(&ob->deletes, 0);
+    int rc = w->cfg->upsert && !w->cfg->kx && !b->snapshot ? floe__kx_new(NULL, &ob->mem, err)
+                                                           : FLOE_OK;
+    if (rc != FLOE_OK) {
+        floe__free(ob);
+        return rc;
+    }
+    if (w->cfg->kx) {
+        ob->log = floe__malloc(sizeof *ob->log);
+        if (!ob->log) {
             floe__free(ob);
-            return rc;
+            return FLOE_OOM(err);
         }
+        floe__kx_log_init(ob->log);
     }
     if (w->tail)
         w->tail->next = ob;
@@ -132,37 +107,23 @@ static open_batch *batch_for(floe__writer *w, uint64_t t)
     return NULL;
 }
 
-/* ---- writing rows ------------------------------------------------------------------ */
+/* ---- files -------------------------------------------------------------------------- */
 
-static int write_data(floe__writer *w, open_batch *b, const uint8_t *row, size_t len,
-                      floe__keypos *at, floe_error *err)
+int floe__writer_data_row(floe__writer *w, open_batch *b, const uint8_t *row, size_t len,
+                          const char **path, uint64_t *pos, floe_error *err)
 {
     if (!b->data)
         FLOE_FORWARD(floe__file_writer_new(w->cfg->table, FLOE_CONTENT_DATA,
                                            w->cfg->data_schema, NULL, 0, &w->cfg->file_opts,
                                            &b->data, err));
-    const char *path = NULL;
-    uint64_t pos = 0;
-    FLOE_FORWARD(floe__file_writer_write(b->data, row, len, &path, &pos, err));
-    if (path != b->last_path) {
-        char **p = floe__realloc(b->paths, (b->n_paths + 1) * sizeof *p);
-        if (!p)
-            return FLOE_OOM(err);
-        b->paths = p;
-        if (!(b->paths[b->n_paths] = floe__strdup(path)))
-            return FLOE_OOM(err);
-        b->n_paths++;
-        b->last_path = path;
-    }
-    at->file = (uint32_t)(b->n_paths - 1);
-    at->pos = pos;
+    FLOE_FORWARD(floe__file_writer_write(b->data, row, len, path, pos, err));
     b->rows++;
     w->stats.rows_written++;
     return FLOE_OK;
 }
 
-static int write_eqdel(floe__writer *w, open_batch *b, const uint8_t *key, size_t len,
-                       floe_error *err)
+int floe__writer_eq_delete(floe__writer *w, open_batch *b, const uint8_t *key, size_t len,
+                           floe_error *err)
 {
     if (!b->eqdel)
         FLOE_FORWARD(floe__file_writer_new(w->cfg->table, FLOE_CONTENT_EQUALITY_DELETES,
@@ -174,42 +135,7 @@ static int write_eqdel(floe__writer *w, open_batch *b, const uint8_t *key, size_
     return FLOE_OK;
 }
 
-static int write_posdel(floe__writer *w, open_batch *b, floe__keypos at, floe_error *err)
-{
-    if (!b->posdel)
-        FLOE_FORWARD(floe__posdel_writer_new(w->cfg->table, &w->cfg->file_opts, &b->posdel,
-                                             err));
-    FLOE_FORWARD(floe__posdel_add(b->posdel, b->paths[at.file], at.pos, err));
-    b->posdels++;
-    w->stats.position_deletes++;
-    return FLOE_OK;
-}
-
-static uint64_t magnitude(int64_t d) { return d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d; }
-
-/* Append mode: the row, then _diff (int) and _timestamp (long: the time,
- * saturated at 2^63-1, never wrapped to a negative). */
-static int write_append(floe__writer *w, open_batch *b, const floe__upd *u, floe_error *err)
-{
-    floe__buf_reset(&w->scratch);
-    FLOE_FORWARD(floe__buf_reserve(&w->scratch, (size_t)u->row_len + 14, err));
-    floe__buf_put_unchecked(&w->scratch, u->row, u->row_len);
-    uint8_t tail[14];
-    tail[0] = FLOE_SLOT_PRESENT;
-    floe__put_le32(tail + 1, u->diff < 0 ? (uint32_t)-1 : 1u);
-    tail[5] = FLOE_SLOT_PRESENT;
-    floe__put_le64(tail + 6, u->time > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : u->time);
-    floe__buf_put_unchecked(&w->scratch, tail, sizeof tail);
-    floe__keypos at;
-    for (uint64_t i = magnitude(u->diff); i > 0; i--)
-        FLOE_FORWARD(write_data(w, b, w->scratch.data, w->scratch.len, &at, err));
-    return FLOE_OK;
-}
-
-/* ---- upsert groups ------------------------------------------------------------------ */
-
-static void warn(floe__writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(floe__writer *w, const char *fmt, ...)
+void floe__writer_warn(floe__writer *w, const char *fmt, ...)
 {
     if (!w->cfg->warn)
         return;
@@ -221,150 +147,93 @@ static void warn(floe__writer *w, const char *fmt, ...)
     w->cfg->warn(w->cfg->warn_ctx, msg);
 }
 
-static const uint8_t *item_row(const floe__writer *w, const group_item *it)
-{
-    return it->row ? it->row : w->g_rows.data + it->row_off;
-}
+/* ---- append mode ------------------------------------------------------------------------ */
 
-/* The group's key bytes: the key columns, or the whole row for a synthetic key. */
-static const uint8_t *group_key(const floe__writer *w, size_t *len)
-{
-    if (!w->cfg->synthetic_key) {
-        *len = w->g_key.len;
-        return w->g_key.data;
-    }
-    *len = w->g_items[0].row_len;
-    return item_row(w, &w->g_items[0]);
-}
+static uint64_t magnitude(int64_t d) { return d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d; }
 
-static int emit_retractions(floe__writer *w, open_batch *b, const uint8_t *key, size_t klen,
-                            floe_error *err)
+/* The row, then _diff (int) and _timestamp (long: the time, saturated at
+ * 2^63-1, never wrapped to a negative). */
+static int write_append(floe__writer *w, open_batch *b, const floe__upd *u, floe_error *err)
 {
-    bool eq_written = false;
-    for (size_t i = 0; i < w->g_n; i++) {
-        if (w->g_items[i].diff > 0)
-            continue;
-        for (uint64_t n = magnitude(w->g_items[i].diff); n > 0; n--) {
-            floe__keypos at;
-            if (floe__keymem_take(b->mem, key, klen, &at))
-                FLOE_FORWARD(write_posdel(w, b, at, err));
-            else if (!eq_written) {
-                FLOE_FORWARD(write_eqdel(w, b, key, klen, err));
-                eq_written = true;
-            }
-        }
-    }
+    floe__buf_reset(&w->scratch);
+    FLOE_FORWARD(floe__buf_reserve(&w->scratch, (size_t)u->row_len + 14, err));
+    floe__buf_put_unchecked(&w->scratch, u->row, u->row_len);
+    uint8_t tail[14];
+    tail[0] = FLOE_SLOT_PRESENT;
+    floe__put_le32(tail + 1, u->diff < 0 ? (uint32_t)-1 : 1u);
+    tail[5] = FLOE_SLOT_PRESENT;
+    floe__put_le64(tail + 6, u->time > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : u->time);
+    floe__buf_put_unchecked(&w->scratch, tail, sizeof tail);
+    for (uint64_t i = magnitude(u->diff); i > 0; i--)
+        FLOE_FORWARD(floe__writer_data_row(w, b, w->scratch.data, w->scratch.len, NULL, NULL,
+                                           err));
     return FLOE_OK;
 }
 
-static int emit_insertions(floe__writer *w, open_batch *b, const uint8_t *key, size_t klen,
-                           floe_error *err)
-{
-    uint64_t inserted = 0;
-    for (size_t i = 0; i < w->g_n; i++) {
-        if (w->g_items[i].diff < 0)
-            continue;
-        const uint8_t *row = item_row(w, &w->g_items[i]);
-        for (uint64_t n = magnitude(w->g_items[i].diff); n > 0; n--, inserted++) {
-            floe__keypos at;
-            FLOE_FORWARD(write_data(w, b, row, w->g_items[i].row_len, &at, err));
-            if (b->mem)
-                FLOE_FORWARD(floe__keymem_put(b->mem, key, klen, at, err));
-        }
-    }
-    if (inserted > 1 && !w->cfg->synthetic_key) {
-        w->stats.pk_violations++;
-        floe__buf_reset(&w->scratch);
-        if (floe__datum_to_json(w->cfg->eq_schema, key, klen, &w->scratch, NULL) != FLOE_OK)
-            floe__buf_reset(&w->scratch);
-        warn(w, "primary key violation: %llu rows inserted for key %.*s at time %llu",
-             (unsigned long long)inserted, (int)(w->scratch.len > 300 ? 300 : w->scratch.len),
-             (const char *)w->scratch.data, (unsigned long long)w->g_time);
-    }
-    return FLOE_OK;
-}
-
-static int flush_group(floe__writer *w, floe_error *err)
-{
-    if (!w->in_group)
-        return FLOE_OK;
-    w->in_group = false;
-    open_batch *b = batch_for(w, w->g_time);
-    FLOE_RETURN_IF(!b, err, FLOE_EINTERNAL, "no batch holds time %llu",
-                   (unsigned long long)w->g_time);
-    size_t klen;
-    const uint8_t *key = group_key(w, &klen);
-    if (b->desc.snapshot) {
-        for (size_t i = 0; i < w->g_n; i++) {
-            if (w->g_items[i].diff < 0 && !w->warned_snapshot_retraction) {
-                w->warned_snapshot_retraction = true;
-                warn(w, "retractions in the snapshot batch (time %llu) have nothing to retract; "
-                        "ignored", (unsigned long long)w->g_time);
-            }
-        }
-    } else {
-        FLOE_FORWARD(emit_retractions(w, b, key, klen, err));
-    }
-    return emit_insertions(w, b, key, klen, err);
-}
+/* ---- gathering upsert groups -------------------------------------------------------------- */
 
 static int group_add(floe__writer *w, const floe__upd *u, floe_error *err)
 {
     if (w->g_n == w->g_cap) {
         size_t cap = w->g_cap ? w->g_cap * 2 : 8;
-        group_item *g = floe__realloc(w->g_items, cap * sizeof *g);
+        floe__group_item *g = floe__realloc(w->g_items, cap * sizeof *g);
         if (!g)
             return FLOE_OOM(err);
         w->g_items = g;
         w->g_cap = cap;
     }
-    group_item *it = &w->g_items[w->g_n++];
+    floe__group_item *it = &w->g_items[w->g_n++];
     it->row_len = u->row_len;
+    it->time = u->time;
     it->diff = u->diff;
     it->row = u->stable ? u->row : NULL;     /* a big row is not copied again */
     it->row_off = w->g_rows.len;
     return u->stable ? FLOE_OK : floe__buf_append(&w->g_rows, u->row, u->row_len, err);
 }
 
-static bool same_group(const floe__writer *w, const floe__upd *u)
+/* A key of the whole row: the group is one row's updates. */
+static bool same_key(const floe__writer *w, const floe__upd *u)
 {
-    if (!w->in_group || u->time != w->g_time)
-        return false;
-    if (w->cfg->synthetic_key)
-        return false;          /* consolidation already merged equal rows */
-    return u->key_len == w->g_key.len && memcmp(u->key, w->g_key.data, u->key_len) == 0;
-}
-
-int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err)
-{
-    if (!w->cfg->upsert) {
-        open_batch *b = batch_for(w, u->time);
-        FLOE_RETURN_IF(!b, err, FLOE_EINTERNAL, "no batch holds time %llu",
-                       (unsigned long long)u->time);
-        return write_append(w, b, u, err);
-    }
-    if (!same_group(w, u)) {
-        FLOE_FORWARD(flush_group(w, err));
-        w->in_group = true;
-        w->g_time = u->time;
-        w->g_n = 0;
-        floe__buf_reset(&w->g_rows);
-        floe__buf_reset(&w->g_key);
-        FLOE_FORWARD(floe__buf_append(&w->g_key, u->key, u->key_len, err));
-    }
-    return group_add(w, u, err);
+    if (!w->cfg->synthetic_key)
+        return u->key_len == w->g_key.len && memcmp(u->key, w->g_key.data, u->key_len) == 0;
+    return u->row_len == w->g_key.len && memcmp(u->row, w->g_key.data, u->row_len) == 0;
 }
 
 int floe__writer_flush(floe__writer *w, floe_error *err)
 {
-    return flush_group(w, err);
+    if (!w->in_group)
+        return FLOE_OK;
+    w->in_group = false;
+    return floe__writer_resolve_group(w, err);
+}
+
+int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err)
+{
+    open_batch *b = batch_for(w, u->time);
+    FLOE_RETURN_IF(!b, err, FLOE_EINTERNAL, "no batch holds time %llu",
+                   (unsigned long long)u->time);
+    if (!w->cfg->upsert)
+        return write_append(w, b, u, err);
+    if (!w->in_group || b != w->g_batch || !same_key(w, u)) {
+        FLOE_FORWARD(floe__writer_flush(w, err));
+        w->in_group = true;
+        w->g_batch = b;
+        w->g_n = 0;
+        floe__buf_reset(&w->g_rows);
+        floe__buf_reset(&w->g_key);
+        if (w->cfg->synthetic_key)
+            FLOE_FORWARD(floe__buf_append(&w->g_key, u->row, u->row_len, err));
+        else
+            FLOE_FORWARD(floe__buf_append(&w->g_key, u->key, u->key_len, err));
+    }
+    return group_add(w, u, err);
 }
 
 /* ---- the end of an input ------------------------------------------------------------- */
 
 int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err)
 {
-    FLOE_FORWARD(flush_group(w, err));
+    FLOE_FORWARD(floe__writer_flush(w, err));
     open_batch **link = &w->head, *last = NULL;
     while (*link) {
         open_batch *b = *link;
@@ -391,31 +260,67 @@ void floe__sealed_free(floe__sealed *s)
     if (!s)
         return;
     floe__content_list_clear(&s->files);
+    floe__buf_free(&s->deletes);
+    for (size_t i = 0; i < s->n_del_paths; i++)
+        floe__free(s->del_paths[i]);
+    floe__free(s->del_paths);
+    if (s->kx_log) {
+        floe__kx_log_free(s->kx_log);
+        floe__free(s->kx_log);
+    }
     floe__free(s);
+}
+
+int floe__sealed_deletes(const floe__sealed *s, floe__posdel_set **out, floe_error *err)
+{
+    *out = NULL;
+    if (s->deletes.len == 0)
+        return FLOE_OK;
+    floe__posdel_set *set;
+    FLOE_FORWARD(floe__posdel_set_new(&set, err));
+    int rc = FLOE_OK;
+    for (size_t at = 0; rc == FLOE_OK && at < s->deletes.len;) {
+        const uint8_t *p = s->deletes.data + at;
+        uint32_t slot = floe__get_le32(p);
+        assert(slot < s->n_del_paths);
+        rc = floe__posdel_set_add(set, s->del_paths[slot], floe__get_le64(p + 4), err);
+        at += FLOE__DELETE_HEAD + floe__get_le32(p + 20);
+    }
+    if (rc != FLOE_OK) {
+        floe__posdel_set_free(set);
+        return rc;
+    }
+    *out = set;
+    return FLOE_OK;
 }
 
 static int close_files(open_batch *b, floe__content_list *out, floe_error *err)
 {
-    int rc = FLOE_OK;
     floe__file_writer *data = b->data, *eq = b->eqdel;
-    floe__posdel_writer *pd = b->posdel;
     b->data = b->eqdel = NULL;
-    b->posdel = NULL;
-    if (data)
-        rc = floe__file_writer_close(data, out, err);
-    if (eq) {
-        if (rc == FLOE_OK)
-            rc = floe__file_writer_close(eq, out, err);
-        else
-            floe__file_writer_abort(eq);
-    }
-    if (pd) {
-        if (rc == FLOE_OK)
-            rc = floe__posdel_writer_close(pd, out, err);
-        else
-            floe__posdel_writer_abort(pd);
-    }
+    int rc = data ? floe__file_writer_close(data, out, err) : FLOE_OK;
+    if (eq && rc == FLOE_OK)
+        rc = floe__file_writer_close(eq, out, err);
+    else if (eq)
+        floe__file_writer_abort(eq);
     return rc;
+}
+
+/* Move what the batch gathered into the sealed batch. */
+static void hand_over(open_batch *b, floe__sealed *s)
+{
+    s->desc = b->desc;
+    s->rows_written = b->rows;
+    s->position_deletes = b->posdels;
+    s->equality_deletes = b->eqdels;
+    s->deletes = b->deletes;
+    floe__buf_init(&b->deletes, 0);
+    s->del_paths = b->del_paths;
+    s->n_del_paths = b->n_del_paths;
+    b->del_paths = NULL;
+    b->n_del_paths = 0;
+    s->kx_log = b->log;
+    b->log = NULL;
 }
 
 int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out,
@@ -425,15 +330,13 @@ int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out
     open_batch *b = w->head;
     if (!b || floe__frontier_cmp(b->desc.upper, f) > 0)
         return FLOE_OK;
-    FLOE_FORWARD(flush_group(w, err));
+    FLOE_FORWARD(floe__writer_flush(w, err));
     floe__sealed *s = floe__calloc(1, sizeof *s);
     if (!s)
         return FLOE_OOM(err);
-    s->desc = b->desc;
-    s->rows_written = b->rows;
-    s->position_deletes = b->posdels;
-    s->equality_deletes = b->eqdels;
+    floe__buf_init(&s->deletes, 0);
     int rc = close_files(b, &s->files, err);
+    hand_over(b, s);
     w->head = b->next;
     if (!w->head)
         w->tail = NULL;
@@ -452,14 +355,4 @@ int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out
     return FLOE_OK;
 }
 
-void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out)
-{
-    *out = w->stats;
-    out->keys_remembered = out->keymem_bytes = 0;
-    for (const open_batch *b = w->head; b; b = b->next) {
-        if (b->mem) {
-            out->keys_remembered += floe__keymem_count(b->mem);
-            out->keymem_bytes += floe__keymem_bytes(b->mem);
-        }
-    }
-}
+void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out) { *out = w->stats; }

@@ -1,12 +1,14 @@
 /*
  * test_writer.c - the writer (src/sink/write.c): consolidated updates into
  * data, position delete and equality delete files per batch (SPEC 6), for
- * declared keys, keys of the whole row (with duplicates), the snapshot
- * batch, append mode, and the end of an input (truncation).
+ * declared keys, keys of the whole row (with duplicates), equality and
+ * position mode (the key index), the snapshot batch, append mode, and the
+ * end of an input (truncation).
  */
 #include <stdio.h>
 
 #include "scripted_catalog.h"
+#include "sink/keyindex_internal.h"
 #include "source/source_internal.h"
 #include "unit.h"
 
@@ -22,6 +24,7 @@ typedef struct wfix {
     floe__writer_config cfg;
     floe__writer *w;
     floe__buf row, key;
+    floe__kx *kx;
     int warnings;
 } wfix;
 
@@ -35,7 +38,7 @@ static void on_warn(void *ctx, const char *msg)
  * for upsert): upsert keyed by `key` ("id", or NULL: the whole row), or
  * append mode when !upsert. */
 static int wfix_open(wfix *f, const char *name, const char *columns, bool upsert,
-                     const char *key)
+                     const char *key, bool positions)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->dir, sizeof f->dir, "%s/%s", tmp_root, name);
@@ -53,6 +56,9 @@ static int wfix_open(wfix *f, const char *name, const char *columns, bool upsert
     f->cfg.upsert = upsert;
     f->cfg.synthetic_key = upsert && !key;
     f->cfg.data_schema = f->t->schema;
+    if (positions)
+        CHECK_EQ_INT(floe__kx_new(NULL, &f->kx, NULL), FLOE_OK);
+    f->cfg.kx = f->kx;
     f->cfg.warn = on_warn;
     f->cfg.warn_ctx = f;
     floe_parquet_options_init(&f->cfg.file_opts.parquet);
@@ -72,6 +78,7 @@ static int wfix_open(wfix *f, const char *name, const char *columns, bool upsert
 static void wfix_close(wfix *f)
 {
     floe__writer_free(f->w);
+    floe__kx_free(f->kx);
     floe_schema_free(f->eq);
     floe__table_free(f->t);
     if (f->sc)
@@ -123,10 +130,10 @@ static size_t files_of(const floe__sealed *s, floe__content c)
 
 /* ---- upsert with a declared key ---------------------------------------------------------- */
 
-TEST(a_key_updated_within_a_batch_ends_with_one_live_row)
+TEST(a_key_updated_within_a_batch_writes_only_what_survives)
 {
     wfix f;
-    if (wfix_open(&f, "keyed", "id bigint not null, v text", true, "id") != 0)
+    if (wfix_open(&f, "keyed", "id bigint not null, v text", true, "id", false) != 0)
         goto out;
     add_batch(&f, 0, 10, false);
     put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
@@ -134,14 +141,18 @@ TEST(a_key_updated_within_a_batch_ends_with_one_live_row)
     put(&f, 2, 1, "{\"id\": 1, \"v\": \"b\"}");
     put(&f, 3, -1, "{\"id\": 1, \"v\": \"b\"}");         /* delete at 3 */
     put(&f, 3, -1, "{\"id\": 2, \"v\": \"z\"}");         /* a key of an earlier snapshot */
+    put(&f, 4, 1, "{\"id\": 3, \"v\": \"c\"}");
+    put(&f, 5, -1, "{\"id\": 3, \"v\": \"c\"}");         /* updated twice: one row left */
+    put(&f, 5, 1, "{\"id\": 3, \"v\": \"d\"}");
+    put(&f, 6, -1, "{\"id\": 3, \"v\": \"d\"}");
+    put(&f, 6, 1, "{\"id\": 3, \"v\": \"e\"}");
     floe__sealed *s = seal(&f, 10);
     CHECK(s != NULL);
     if (s) {
-        CHECK_EQ_INT(s->rows_written, 2);
-        CHECK_EQ_INT(s->position_deletes, 2);           /* both rows this batch wrote */
+        CHECK_EQ_INT(s->rows_written, 1);               /* only (3, e) */
+        CHECK_EQ_INT(s->position_deletes, 0);           /* a batch never deletes its own rows */
         CHECK_EQ_INT(s->equality_deletes, 1);           /* id 2 */
         CHECK_EQ_INT(files_of(s, FLOE_CONTENT_DATA), 1);
-        CHECK_EQ_INT(files_of(s, FLOE_CONTENT_POSITION_DELETES), 1);
         CHECK_EQ_INT(files_of(s, FLOE_CONTENT_EQUALITY_DELETES), 1);
     }
     floe__sealed_free(s);
@@ -153,7 +164,7 @@ out:
 TEST(two_insertions_of_a_key_at_one_time_warn_and_both_can_be_retracted)
 {
     wfix f;
-    if (wfix_open(&f, "pk", "id bigint not null, v text", true, "id") != 0)
+    if (wfix_open(&f, "pk", "id bigint not null, v text", true, "id", false) != 0)
         goto out;
     add_batch(&f, 0, 10, false);
     put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
@@ -162,9 +173,8 @@ TEST(two_insertions_of_a_key_at_one_time_warn_and_both_can_be_retracted)
     put(&f, 4, -1, "{\"id\": 1, \"v\": \"b\"}");
     floe__sealed *s = seal(&f, 10);
     if (s) {
-        CHECK_EQ_INT(s->rows_written, 2);
-        CHECK_EQ_INT(s->position_deletes, 2);           /* the key memory kept both */
-        CHECK_EQ_INT(s->equality_deletes, 0);
+        CHECK_EQ_INT(s->rows_written, 0);
+        CHECK_EQ_INT(s->position_deletes + s->equality_deletes, 0);
     }
     floe__sealed_free(s);
     floe__writer_stats st;
@@ -175,12 +185,46 @@ out:
     wfix_close(&f);
 }
 
+/* A batch's updates of one key can come in two closes (the frontier passed
+ * part of the batch first): the second retracts a row the first wrote,
+ * which only a position delete of the batch's own file removes. */
+TEST(a_row_written_in_an_earlier_close_of_the_batch_is_deleted_by_position)
+{
+    for (int positions = 0; positions < 2; positions++) {
+        wfix f;
+        if (wfix_open(&f, positions ? "two-closes-pos" : "two-closes", "id bigint not null, v text",
+                      true, "id", positions) != 0) {
+            wfix_close(&f);
+            continue;
+        }
+        add_batch(&f, 0, 10, false);
+        put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
+        CHECK_EQ_INT(floe__writer_flush(f.w, NULL), FLOE_OK);        /* the first close */
+        put(&f, 5, -1, "{\"id\": 1, \"v\": \"a\"}");
+        put(&f, 5, 1, "{\"id\": 1, \"v\": \"b\"}");
+        floe__sealed *s = seal(&f, 10);
+        if (s) {
+            CHECK_EQ_INT(s->rows_written, 2);
+            CHECK_EQ_INT(s->position_deletes, 1);
+            CHECK_EQ_INT(s->equality_deletes, 0);
+            CHECK(s->n_del_paths == 1 && strcmp(s->del_paths[0], s->files.files[0].path) == 0);
+            floe__posdel_set *set = NULL;
+            CHECK_EQ_INT(floe__sealed_deletes(s, &set, NULL), FLOE_OK);
+            CHECK(set && floe__posdel_set_count(set) == 1);
+            floe__posdel_set_free(set);
+        }
+        floe__sealed_free(s);
+        CHECK_EQ_INT(f.warnings, 0);
+        wfix_close(&f);
+    }
+}
+
 /* ---- keys of the whole row ----------------------------------------------------------- */
 
 TEST(duplicates_under_a_whole_row_key_keep_their_multiplicity)
 {
     wfix f;
-    if (wfix_open(&f, "synthetic", "id bigint not null, v text", true, NULL) != 0)
+    if (wfix_open(&f, "synthetic", "id bigint not null, v text", true, NULL, false) != 0)
         goto out;
     add_batch(&f, 0, 10, false);
     add_batch(&f, 10, 20, false);
@@ -191,9 +235,8 @@ TEST(duplicates_under_a_whole_row_key_keep_their_multiplicity)
     put(&f, 12, -1, "{\"id\": 9, \"v\": \"q\"}");         /* an earlier snapshot's row */
     floe__sealed *s = seal(&f, 10);
     if (s) {
-        CHECK_EQ_INT(s->rows_written, 4);
-        CHECK_EQ_INT(s->position_deletes, 3);
-        CHECK_EQ_INT(s->equality_deletes, 0);
+        CHECK_EQ_INT(s->rows_written, 1);
+        CHECK_EQ_INT(s->position_deletes + s->equality_deletes, 0);
     }
     floe__sealed_free(s);
     s = seal(&f, 20);
@@ -207,10 +250,82 @@ out:
     wfix_close(&f);
 }
 
+/* ---- position mode: the key index ----------------------------------------------------------- */
+
+static uint64_t keys_in(wfix *f)
+{
+    floe__kx_stats st;
+    floe__kx_get_stats(f->kx, &st);
+    return st.keys;
+}
+
+TEST(position_mode_deletes_rows_of_earlier_batches_by_position)
+{
+    wfix f;
+    if (wfix_open(&f, "position", "id bigint not null, v text", true, "id", true) != 0)
+        goto out;
+    add_batch(&f, 0, 10, false);
+    add_batch(&f, 10, 20, false);
+    put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
+    put(&f, 2, 1, "{\"id\": 2, \"v\": \"b\"}");
+    put(&f, 11, -1, "{\"id\": 1, \"v\": \"a\"}");        /* an update of batch 1's row */
+    put(&f, 11, 1, "{\"id\": 1, \"v\": \"aa\"}");
+    put(&f, 12, -1, "{\"id\": 2, \"v\": \"not b\"}");    /* differs from the live row */
+    put(&f, 13, -1, "{\"id\": 7, \"v\": \"x\"}");        /* nothing to retract */
+    put(&f, 14, 1, "{\"id\": 1, \"v\": \"again\"}");     /* key 1 is live: a violation */
+    floe__sealed *a = seal(&f, 10), *b = seal(&f, 20);
+    CHECK(a && b);
+    if (a && b) {
+        CHECK_EQ_INT(a->rows_written, 2);
+        CHECK_EQ_INT(b->rows_written, 2);
+        CHECK_EQ_INT(b->position_deletes, 2);
+        CHECK_EQ_INT(b->equality_deletes, 0);
+        CHECK_EQ_INT(b->deletes.len, 2 * (FLOE__DELETE_HEAD + 9));   /* key: slot of id */
+        CHECK(b->kx_log && b->kx_log->n_ops == 4);                 /* 2 removes, 2 inserts */
+        CHECK(b->n_del_paths == 1 && floe__get_le32(b->deletes.data) == 0);
+        CHECK_EQ_STR(b->del_paths[0], a->files.files[0].path);
+        CHECK_EQ_INT(floe__get_le64(b->deletes.data + 4), 0);      /* (1, a) was row 0 */
+    }
+    floe__writer_stats st;
+    floe__writer_get_stats(f.w, &st);
+    CHECK_EQ_INT(st.retract_mismatch, 1);
+    CHECK_EQ_INT(st.retract_missing, 1);
+    CHECK_EQ_INT(st.pk_violations, 1);
+    CHECK_EQ_INT(f.warnings, 3);
+    CHECK_EQ_INT(keys_in(&f), 2);                                   /* (1, aa), (1, again) */
+    floe__sealed_free(a);
+    floe__sealed_free(b);
+out:
+    wfix_close(&f);
+}
+
+TEST(position_mode_whole_row_duplicates_across_batches)
+{
+    wfix f;
+    if (wfix_open(&f, "position-synthetic", "id bigint not null, v text", true, NULL, true) != 0)
+        goto out;
+    add_batch(&f, 0, 10, true);                                     /* the snapshot batch */
+    add_batch(&f, 10, 20, false);
+    put(&f, 0, 3, "{\"id\": 4, \"v\": \"d\"}");                      /* +3, indexed */
+    put(&f, 15, -1, "{\"id\": 4, \"v\": \"d\"}");                    /* -1: one copy goes */
+    floe__sealed *a = seal(&f, 10), *b = seal(&f, 20);
+    if (a && b) {
+        CHECK_EQ_INT(a->rows_written, 3);
+        CHECK_EQ_INT(b->position_deletes, 1);
+        CHECK_EQ_INT(b->equality_deletes, 0);
+    }
+    CHECK_EQ_INT(keys_in(&f), 2);
+    CHECK_EQ_INT(f.warnings, 0);
+    floe__sealed_free(a);
+    floe__sealed_free(b);
+out:
+    wfix_close(&f);
+}
+
 TEST(the_snapshot_batch_only_inserts)
 {
     wfix f;
-    if (wfix_open(&f, "snapshot", "id bigint not null, v text", true, "id") != 0)
+    if (wfix_open(&f, "snapshot", "id bigint not null, v text", true, "id", false) != 0)
         goto out;
     add_batch(&f, 5, 6, true);
     put(&f, 5, 1, "{\"id\": 1, \"v\": \"a\"}");
@@ -243,7 +358,7 @@ TEST(append_writes_multiplicities_and_saturates_timestamps)
 {
     wfix f;
     if (wfix_open(&f, "append", "id bigint not null, _diff integer not null, "
-                                "_timestamp bigint not null", false, NULL) != 0)
+                                "_timestamp bigint not null", false, NULL, false) != 0)
         goto out;
     floe__batch b = {floe__frontier_at(0), floe__frontier_closed(), false, 0};
     CHECK_EQ_INT(floe__writer_add_batch(f.w, &b, NULL), FLOE_OK);
@@ -275,7 +390,7 @@ out:
 TEST(truncation_ends_the_last_batch_at_the_end_of_the_input)
 {
     wfix f;
-    if (wfix_open(&f, "truncate", "id bigint not null, v text", true, "id") != 0)
+    if (wfix_open(&f, "truncate", "id bigint not null, v text", true, "id", false) != 0)
         goto out;
     add_batch(&f, 0, 10, false);
     add_batch(&f, 10, 20, false);
@@ -299,9 +414,12 @@ out:
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "writer");
-    RUN(a_key_updated_within_a_batch_ends_with_one_live_row);
+    RUN(a_key_updated_within_a_batch_writes_only_what_survives);
     RUN(two_insertions_of_a_key_at_one_time_warn_and_both_can_be_retracted);
+    RUN(a_row_written_in_an_earlier_close_of_the_batch_is_deleted_by_position);
     RUN(duplicates_under_a_whole_row_key_keep_their_multiplicity);
+    RUN(position_mode_deletes_rows_of_earlier_batches_by_position);
+    RUN(position_mode_whole_row_duplicates_across_batches);
     RUN(the_snapshot_batch_only_inserts);
     RUN(append_writes_multiplicities_and_saturates_timestamps);
     RUN(truncation_ends_the_last_batch_at_the_end_of_the_input);

@@ -1,0 +1,57 @@
+/*
+ * write_internal.h - what write.c (batches, files, append mode, sealing)
+ * and write_upsert.c (resolving one key's updates within a batch) share.
+ */
+#ifndef FLOE_WRITE_INTERNAL_H
+#define FLOE_WRITE_INTERNAL_H
+
+#include "sink/keyindex_internal.h"
+#include "sink/sink_internal.h"
+
+typedef struct floe__open_batch {
+    floe__batch desc;
+    floe__file_writer *data, *eqdel;
+    uint64_t rows, posdels, eqdels;
+    floe__buf deletes;                 /* FLOE__DELETE_HEAD records */
+    char **del_paths;                  /* the data files they name (owned) */
+    size_t n_del_paths;
+    floe__kx_log *log;                 /* position mode: the index changes of this batch */
+    floe__kx *mem;                     /* equality mode: the rows this batch wrote */
+    struct floe__open_batch *next;
+} floe__open_batch;
+
+/* One update of the group being gathered. */
+typedef struct floe__group_item {
+    const uint8_t *row;                /* the stash's bytes (stable), or NULL: copied */
+    size_t row_off;                    /* copied: the offset in g_rows */
+    uint32_t row_len;
+    uint64_t time;
+    int64_t diff;
+} floe__group_item;
+
+struct floe__writer {
+    const floe__writer_config *cfg;
+    floe__open_batch *head, *tail;     /* open batches, oldest first */
+    /* the (key, batch) group being gathered */
+    bool in_group;
+    floe__open_batch *g_batch;
+    floe__buf g_key, g_rows, scratch;
+    floe__group_item *g_items;
+    size_t g_n, g_cap;
+    floe__writer_stats stats;
+    bool warned_snapshot_retraction;
+};
+
+/* A data row into batch b; *path / *pos: where it went (path owned by the
+ * file writer, valid until the file rolls over or closes). */
+int floe__writer_data_row(floe__writer *w, floe__open_batch *b, const uint8_t *row, size_t len,
+                          const char **path, uint64_t *pos, floe_error *err);
+/* An equality delete of key in batch b. */
+int floe__writer_eq_delete(floe__writer *w, floe__open_batch *b, const uint8_t *key, size_t len,
+                           floe_error *err);
+/* Resolve and write out the gathered group (write_upsert.c). */
+int floe__writer_resolve_group(floe__writer *w, floe_error *err);
+void floe__writer_warn(floe__writer *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* FLOE_WRITE_INTERNAL_H */
