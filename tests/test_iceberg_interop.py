@@ -131,10 +131,13 @@ def test_inspect_text_and_json(env):
                                 "sink_id": "db.i", "sink_version": "2"}
     assert info["metadata_location"].endswith(".metadata.json")
     text = env.inspect("db.i", as_json=False)
-    assert f"snapshot {s2['snapshot_id']} (current)" in text
-    assert f"frontier  [5] from sink db.i version 2 (snapshot {s1['snapshot_id']})" in text
-    assert "sequence 2, parent " + str(s1["snapshot_id"]) in text
-    assert "  floe.frontier = [5]" in text and "  total-records = 2" in text
+    assert f"current   {s2['snapshot_id']} (main)" in text
+    rows = [l.split() for l in text.splitlines() if l.strip().startswith(str(s1["snapshot_id"]))
+            or l.strip().startswith(str(s2["snapshot_id"]))]
+    assert [r[0] for r in rows] == [str(s1["snapshot_id"]), str(s2["snapshot_id"])]
+    assert rows[0][2:8] == ["append", "1", "1", "0", "[5]", "db.i"] and rows[1][-1] == "main"
+    assert "live rows: 2 (total-records 2" in text
+    assert f"  db.i  frontier [5], version 2, snapshot {s1['snapshot_id']}" in text
 
 
 def test_inspect_and_append_refuse_what_they_cannot_do(env):

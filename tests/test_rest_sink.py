@@ -116,17 +116,32 @@ def test_append_and_inspect_over_rest(floe, rest, tmp_path):
 
 
 def test_the_sink_resumes_over_rest_from_the_recorded_frontier(floe, rest_server, tmp_path):
-    """A second run over the same closed input commits nothing new."""
+    """A first run over part of the input records its frontier; a second run
+    over the whole input skips what is below it and closes the table; a third
+    run is refused and commits nothing."""
     stream = Stream(7, steps=20)
     src = tmp_path / "changes.ndjson"
-    src.write_text(stream.text())
+    # an input file ends at a progress line (a file's end closes its last time)
+    cut = next(i for i in range(len(stream.lines) // 2, len(stream.lines))
+               if stream.lines[i].startswith('{"progress"'))
+    src.write_text("\n".join(stream.lines[:cut + 1]) + "\n")
     table = f"{rest_server.namespace()}.orders"
     args = rest_sink_args(rest_server.uri, table, "upsert", stream, 10)
-    floe(*args, "--input", src)
-    before = snapshots(rest_server, table)
-    floe(*args, "--input", src)
-    assert snapshots(rest_server, table) == before
-    assert frontier_value(before[-1]["summary"]["floe.frontier"]) == INF
+    open_args = [a for a in args if a != "--close"]
+    floe(*open_args, "--input", src)
+    first = snapshots(rest_server, table)
+    mid = frontier_value(first[-1]["summary"]["floe.frontier"])
+    assert 0 < mid < INF
+    src.write_text(stream.text())
+    res = floe(*args, "--input", src)
+    assert f"resuming {table} at frontier [{mid}]" in res.stderr
+    check_rest_snapshots(rest_server, table, stream, "upsert")
+    snaps = snapshots(rest_server, table)
+    assert snaps[:len(first)] == first and len(snaps) > len(first)
+    assert frontier_value(snaps[-1]["summary"]["floe.frontier"]) == INF
+    res = floe(*args, "--input", src, check=False)
+    assert res.returncode == 1 and "its input was closed" in res.stderr, res
+    assert snapshots(rest_server, table) == snaps
 
 
 def test_a_missing_table_without_schema_is_a_clear_error(floe, rest_server):

@@ -328,7 +328,8 @@ def test_sink_into_an_s3_warehouse(s3, bucket, tmp_path, mode):
         assert t.scan().to_arrow().num_rows == len(stream.expected(INF, mode))
     res = floe_s3(s3.env(), tmp_path, "inspect", "--table", "demo.orders")
     assert "frontier" in res.stdout and "[]" in res.stdout, res
-    # a second run resumes from the table's frontier and adds nothing
-    floe_s3(s3.env(), tmp_path, *args)
+    # the input was closed: a second run over it is refused and adds nothing
+    res = floe_s3(s3.env(), tmp_path, *args, check=False)
+    assert res.returncode == 1 and "its input was closed" in res.stderr, res
     assert len(s3_snapshots(s3, metadata_location(tmp_path / "catalog.db", "demo.orders"))) \
         == len(snaps)

@@ -51,9 +51,9 @@ def test_unreadable_ca_file_is_reported(s3_tls, tmp_path):
     (tmp_path / "x").write_text("x")
     res = run_tool(s3_tls.env(FLOE_CA_FILE=str(tmp_path / "missing.pem")), "put",
                    f"s3://{bucket}/x", tmp_path / "x", check=False)
-    assert res.returncode == 17 and "CA file cannot be read" in res.stderr, res
+    assert res.returncode == 20 and "CA file cannot be read" in res.stderr, res
     (tmp_path / "junk.pem").write_text("not a certificate\n")
     res = run_tool(s3_tls.env(FLOE_CA_FILE=str(tmp_path / "junk.pem")), "put",
                    f"s3://{bucket}/x", tmp_path / "x", check=False)
-    assert res.returncode == 17, res
+    assert res.returncode == 20, res
     assert s3_tls.keys(bucket) == []

@@ -189,6 +189,11 @@ static void halt_advice(run *r, bool input_at_fault)
     floe_sink_stats_get(r->sink, &st);
     char f[32];
     int code = floe_error_code(r->err);
+    if (floe_sink_complete(r->sink)) {
+        cli_say("floe: an earlier run closed this sink's input: the table stays complete at "
+                "frontier [] (a new stream needs another --sink-id)\n");
+        return;
+    }
     const char *what = input_at_fault ? "fix the input and run again"
                        : code == FLOE_EFENCED ? "a newer version of this sink took over"
                        : floe_error_retryable(r->err)
