@@ -482,6 +482,19 @@ typedef enum floe_sink_mode {
     FLOE_SINK_MODE_APPEND = 2,
 } floe_sink_mode;
 
+/* How upsert mode deletes a row of an earlier commit (SPEC 6). */
+typedef enum floe_delete_mode {
+    /* By position (format 2) or deletion vector (format 3), found in a key
+     * index of the table's live rows: every engine reads such tables, and
+     * reads them fast.  The index is kept on local disk between runs
+     * (index_dir) and rebuilt from the table when it is missing. */
+    FLOE_DELETE_POSITION = 0,
+    /* Equality deletes on the key: no index, but readers must check every
+     * delete against every older data file (slow, and pyiceberg and some
+     * engines cannot read them). */
+    FLOE_DELETE_EQUALITY = 1,
+} floe_delete_mode;
+
 /* Options; start from floe_sink_options_init().  Strings are copied by
  * floe_sink_open. */
 typedef struct floe_sink_options {
@@ -497,8 +510,21 @@ typedef struct floe_sink_options {
     floe_compression compression;   /* default ZSTD */
     int compression_level;          /* 0: the codec's default */
     uint64_t target_file_size;      /* data file roll-over size; default 512 MiB */
-    size_t memory_limit;            /* updates held in memory before spilling; 512 MiB */
+    /* Memory for updates held before spilling and, in position mode, the
+     * key index's memory tier (half each; beyond it the index spills to
+     * disk too).  0: 512 MiB for updates, 256 MiB for the index. */
+    size_t memory_limit;
     const char *spill_dir;          /* NULL: $TMPDIR or /tmp */
+    floe_delete_mode delete_mode;   /* upsert mode only; default FLOE_DELETE_POSITION */
+    /* Where position mode keeps its key index between runs (a directory per
+     * table and sink id, locked while a sink uses it).  NULL: $FLOE_STATE_DIR,
+     * else $XDG_STATE_HOME/floe, else $HOME/.local/state/floe; "": nowhere
+     * (the index is rebuilt from the table at every start). */
+    const char *index_dir;
+    /* The Iceberg format version of a table floe creates: 2 (0: the
+     * default) or 3 (deletion vectors).  An existing table keeps its own;
+     * asking for another is FLOE_EINVAL. */
+    int format_version;
     /* Called with each warning (e.g. a primary-key violation); may be NULL. */
     void (*on_warning)(void *ctx, const char *message);
     void *warning_ctx;
@@ -534,6 +560,11 @@ void floe_sink_free(floe_sink *sink);
 /* The frontier the sink resumes at, "[t]" / "[]", or NULL for a fresh
  * start.  Input below it is skipped (it is committed already). */
 const char *floe_sink_resume_frontier(const floe_sink *sink);
+/* Position mode: one sentence on how the key index started (loaded from
+ * its checkpoint and log, rebuilt from the table and why, or empty), with
+ * its size and the time it took; NULL in equality and append mode.  Owned
+ * by the sink. */
+const char *floe_sink_index_report(const floe_sink *sink);
 /* 1 when the table already records the empty frontier for this sink: its
  * input was closed.  Pushing an update then is FLOE_ESTATE. */
 int floe_sink_complete(const floe_sink *sink);
@@ -581,6 +612,14 @@ typedef struct floe_sink_stats {
      * everything read is committed. */
     double freshness_seconds;
     uint64_t batches_skipped;               /* already committed by an earlier run */
+    /* Position mode's key index (all 0 otherwise). */
+    uint64_t index_keys;                    /* live rows it holds */
+    uint64_t index_memory_bytes, index_disk_bytes;
+    uint64_t index_rebuilds;                /* full reads of the table's files */
+    uint64_t index_snapshots_synced;        /* other writers' snapshots read */
+    uint64_t deletes_retargeted;            /* moved onto a file a compaction wrote */
+    uint64_t retractions_missing;           /* retracted a key with no live row */
+    uint64_t retractions_mismatched;        /* retracted a row other than the key's live row */
 } floe_sink_stats;
 /* Current figures: the input counters, the input frontier and the
  * freshness are read live (they never lag the input), the rest as of the

@@ -6,13 +6,22 @@ DuckDB, polars, pyiceberg, Java Iceberg.  FLOE_BUILD selects the build
 directory ("build" = release, "build-asan" = ASan+UBSan); sanitizer reports
 make the program exit non-zero, which the helpers below turn into failures.
 """
+import atexit
 import os
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"))
+
+# Position mode keeps each sink's key index in a state directory: one per
+# test process, not the user's.
+STATE_DIR = tempfile.mkdtemp(prefix="floe-state-")
+os.environ["FLOE_STATE_DIR"] = STATE_DIR
+atexit.register(shutil.rmtree, STATE_DIR, True)
 
 
 def floe_bin():

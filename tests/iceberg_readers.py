@@ -53,3 +53,25 @@ def duckdb_snapshot_rows(metadata_location, cols, snapshot_ids):
 def pyiceberg_catalog(db, warehouse, name="floe"):
     from pyiceberg.catalog.sql import SqlCatalog
     return SqlCatalog(name, uri=f"sqlite:///{db}", warehouse=warehouse)
+
+
+def pyiceberg_snapshot_rows(db, warehouse, table, cols, snapshot_ids):
+    """[rows at each snapshot id] read with pyiceberg (its own planning and
+    delete application; it refuses equality deletes)."""
+    t = pyiceberg_catalog(db, warehouse).load_table(table)
+    return [canon_rows(cols, t.scan(snapshot_id=sid).to_arrow().to_pylist())
+            for sid in snapshot_ids]
+
+
+def files_ever_added(db, warehouse, table):
+    """Every file any snapshot's manifests list, with pyiceberg:
+    {path: (content, file_format)} (EQUALITY_DELETES, POSITION_DELETES, DATA;
+    PARQUET, PUFFIN)."""
+    t = pyiceberg_catalog(db, warehouse).load_table(table)
+    out = {}
+    for snap in t.snapshots():
+        for m in snap.manifests(t.io):
+            for e in m.fetch_manifest_entry(t.io, discard_deleted=False):
+                out[e.data_file.file_path] = (e.data_file.content.name,
+                                              e.data_file.file_format.name)
+    return out

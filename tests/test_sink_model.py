@@ -2,24 +2,39 @@
 
 A Python model (sinkmodel.py) generates change streams and computes the
 expected table at every committed frontier.  After the run, every snapshot
-is read back by time travel with DuckDB's iceberg extension and with Java
-Iceberg (IcebergGenerics, which applies every delete kind), in upsert and in
-append mode.  The seed is in the test id: rerun one with -k.
+is read back by time travel with DuckDB's iceberg extension, with Java
+Iceberg (IcebergGenerics, which applies every delete kind) and, where the
+table has no equality deletes, with pyiceberg: upsert by position on format
+2 and 3 (the default), upsert by equality, and append.  The seed is in the
+test id: rerun one with -k.
 """
 import pytest
 
 import java_reader
-from iceberg_readers import duckdb_snapshot_rows
+from iceberg_readers import duckdb_snapshot_rows, files_ever_added, pyiceberg_snapshot_rows
 from sinkmodel import APPEND_EXTRA, COLS, INF, SCHEMA, Stream, frontier_value, metadata_location
 
 TABLE = "demo.orders"
 
+# variant -> (mode, extra options)
+VARIANTS = {
+    "upsert": ("upsert", []),                                  # position deletes, v2
+    "upsert-v3": ("upsert", ["--format-version", "3"]),        # deletion vectors
+    "upsert-equality": ("upsert", ["--delete-mode", "equality"]),
+    "append": ("append", []),
+}
 
-def sink_args(tmp_path, mode, stream, interval, close=True):
+
+def mode_of(variant):
+    return VARIANTS[variant][0]
+
+
+def sink_args(tmp_path, variant, stream, interval, close=True):
     """The model's streams are complete inputs: --close records [] at their end."""
+    mode, extra = VARIANTS[variant]
     args = ["sink", "--table", TABLE, "--schema", SCHEMA, "--mode", mode,
             "--catalog", f"sqlite:{tmp_path}/catalog.db", "--warehouse", f"{tmp_path}/wh",
-            "--commit-interval", str(interval), "--as-of", str(stream.as_of), "--quiet"]
+            "--commit-interval", str(interval), "--as-of", str(stream.as_of), "--quiet", *extra]
     if close:
         args.append("--close")
     if mode == "upsert":
@@ -27,8 +42,25 @@ def sink_args(tmp_path, mode, stream, interval, close=True):
     return args
 
 
-def check_snapshots(tmp_path, stream, mode):
-    """Every snapshot equals the model at its frontier, for Java and DuckDB."""
+def check_files(tmp_path, variant):
+    """Position mode never writes an equality delete: v2 writes Parquet
+    position delete files, v3 deletion vectors in Puffin files."""
+    kinds = set(files_ever_added(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh",
+                                 TABLE).values())
+    deletes = {k for k in kinds if k[0] != "DATA"}
+    if variant == "upsert":
+        assert deletes <= {("POSITION_DELETES", "PARQUET")}, kinds
+    elif variant == "upsert-v3":
+        assert deletes <= {("POSITION_DELETES", "PUFFIN")}, kinds
+    elif variant == "append":
+        assert not deletes, kinds
+    return deletes
+
+
+def check_snapshots(tmp_path, stream, variant):
+    """Every snapshot equals the model at its frontier, for Java, DuckDB and
+    (no equality deletes) pyiceberg."""
+    mode = mode_of(variant)
     cols = COLS + (APPEND_EXTRA if mode == "append" else [])
     db, wh = f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh"
     snaps = java_reader.read_snapshots(db, wh, TABLE)
@@ -36,15 +68,23 @@ def check_snapshots(tmp_path, stream, mode):
     frontiers = [frontier_value(summary["floe.frontier"]) for _, summary, _ in snaps]
     assert frontiers == sorted(set(frontiers)), f"frontiers not strictly increasing: {frontiers}"
     assert frontiers[-1] == INF, "the closed input must end at frontier []"
-    duck = duckdb_snapshot_rows(metadata_location(db, TABLE), cols, [s[0] for s in snaps])
-    for (snap_id, summary, java_rows), f, duck_rows in zip(snaps, frontiers, duck):
+    ids = [s[0] for s in snaps]
+    duck = duckdb_snapshot_rows(metadata_location(db, TABLE), cols, ids)
+    deletes = check_files(tmp_path, variant)
+    py = (pyiceberg_snapshot_rows(db, wh, TABLE, cols, ids) if variant != "upsert-equality"
+          else [None] * len(ids))
+    for (snap_id, summary, java_rows), f, duck_rows, py_rows in zip(snaps, frontiers, duck, py):
         want = stream.expected(f, mode)
         assert sorted(java_rows, key=repr) == want, f"Java, snapshot {snap_id} at {summary}"
         assert sorted(duck_rows, key=repr) == want, f"DuckDB, snapshot {snap_id} at {summary}"
+        if py_rows is not None:
+            assert sorted(py_rows, key=repr) == want, f"pyiceberg, snapshot {snap_id}"
+    if variant == "upsert-equality":                  # the streams retract across batches
+        assert ("EQUALITY_DELETES", "PARQUET") in deletes, deletes
     return snaps
 
 
-@pytest.mark.parametrize("mode", ["upsert", "append"])
+@pytest.mark.parametrize("mode", list(VARIANTS))
 @pytest.mark.parametrize("seed", range(6))
 def test_model(floe, tmp_path, mode, seed):
     stream = Stream(seed, steps=40, as_of=[0, 0, 20, 5, 0, 100][seed],
@@ -61,7 +101,7 @@ def test_model(floe, tmp_path, mode, seed):
     assert 3 <= len(snaps) <= most, (len(snaps), most)
 
 
-@pytest.mark.parametrize("mode", ["upsert", "append"])
+@pytest.mark.parametrize("mode", list(VARIANTS))
 def test_model_over_stdin_with_small_files(floe, tmp_path, mode):
     """Data files roll over at a tiny target size; input comes on stdin."""
     stream = Stream(99, steps=20, keys=200, burst=0.5)

@@ -29,7 +29,8 @@ static const char USAGE[] =
     "[--mode upsert|append] [--input PATH|-] [--catalog URI] [--warehouse URI] "
     "[--catalog-name NAME] [--commit-interval DURATION] [--as-of T] [--sink-id ID] "
     "[--sink-version N] [--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
-    "[--close] [--new-sink] [--resume-from FRONTIER] [--metrics-addr HOST:PORT] [--quiet]";
+    "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
+    "[--memory-limit BYTES] [--spill-dir DIR] [--close] [--new-sink] [--resume-from FRONTIER] [--metrics-addr HOST:PORT] [--quiet]";
 
 static const char NOTES[] =
     "progress:\n"
@@ -108,6 +109,39 @@ static int parse_mode(const char *v, floe_sink_mode *out)
     return 0;
 }
 
+static int parse_delete_mode(const cli_opt *opts, floe_sink_options *o)
+{
+    const char *v = cli_get(opts, "delete-mode");
+    if (!v)
+        return 0;
+    if (strcmp(v, "position") == 0)
+        o->delete_mode = FLOE_DELETE_POSITION;
+    else if (strcmp(v, "equality") == 0)
+        o->delete_mode = FLOE_DELETE_EQUALITY;
+    else {
+        cli_say("floe: --delete-mode must be position or equality, not '%s'\n", v);
+        return -1;
+    }
+    if (o->mode == FLOE_SINK_MODE_APPEND || (o->mode == FLOE_SINK_MODE_AUTO && !o->key)) {
+        cli_say("floe: --delete-mode needs upsert mode (append mode writes no deletes)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_format_version(const cli_opt *opts, floe_sink_options *o)
+{
+    uint64_t v = 0;
+    if (cli_u64_opt(opts, "format-version", &v) != 0)
+        return -1;
+    if (cli_has(opts, "format-version") && v != 2 && v != 3) {
+        cli_say("floe: --format-version must be 2 or 3, not %" PRIu64 "\n", v);
+        return -1;
+    }
+    o->format_version = (int)v;
+    return 0;
+}
+
 static int numbers(const cli_opt *opts, floe_sink_options *o)
 {
     size_t mem = 0, target = 0;
@@ -125,7 +159,8 @@ static int numbers(const cli_opt *opts, floe_sink_options *o)
         cli_u64_opt(opts, "as-of", &o->as_of) != 0 ||
         cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
         cli_size_opt(opts, "target-file-size", &target) != 0 ||
-        cli_size_opt(opts, "memory-limit", &mem) != 0)
+        cli_size_opt(opts, "memory-limit", &mem) != 0 || parse_delete_mode(opts, o) != 0 ||
+        parse_format_version(opts, o) != 0)
         return -1;
     if (cli_has(opts, "sink-version") && o->sink_version == 0) {
         cli_say("floe: --sink-version must be at least 1\n");
@@ -144,6 +179,7 @@ static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **sch
     cli_connect_options(opts, &o->connect);
     o->sink_id = cli_get(opts, "sink-id");
     o->spill_dir = cli_get(opts, "spill-dir");
+    o->index_dir = cli_get(opts, "index-dir");
     o->resume_from = cli_get(opts, "resume-from");
     o->new_sink = cli_has(opts, "new-sink");
     o->on_warning = on_warning;
@@ -237,6 +273,10 @@ static void report_done(run *r)
             " snapshot%s committed, %s\n", secs, st.updates_in, st.updates_in == 1 ? "" : "s",
             secs > 0 ? (double)st.updates_in / secs : 0.0, st.snapshots_committed,
             st.snapshots_committed == 1 ? "" : "s", where);
+    if (floe_sink_index_report(r->sink) && (st.index_snapshots_synced || st.deletes_retargeted))
+        cli_say("floe: key index: %" PRIu64 " keys; %" PRIu64 " snapshots of other writers "
+                "read, %" PRIu64 " deletes moved onto rewritten files\n", st.index_keys,
+                st.index_snapshots_synced, st.deletes_retargeted);
 }
 
 static int report_stop(run *r, int sig)
@@ -308,6 +348,10 @@ static void notices(run *r)
     if (from)          /* shown even with --quiet: input below it is skipped */
         cli_say("floe: resuming %s at frontier %s (input below it is skipped)\n", r->table,
                 from);
+    const char *index = floe_sink_index_report(r->sink);
+    if (index && (strstr(index, "rebuilt") || (r->mode != CLI_STATUS_QUIET &&
+                                                strstr(index, "loaded"))))  /* a rebuild costs */
+        cli_say("floe: %s\n", index);
     if (r->mode != CLI_STATUS_QUIET && strcmp(r->input, "-") == 0 && isatty(STDIN_FILENO))
         cli_say("floe: reading the change stream from the terminal (Ctrl-D ends the input, "
                 "Ctrl-C stops)\n");
@@ -380,8 +424,18 @@ int cmd_sink(int argc, char **argv)
          NULL},
         {"metrics-linger", true, "after the run, keep serving them this long (wall clock, "
                                  "e.g. 30s; default 0)", NULL},
-        {"memory-limit", true, "updates held in memory before spilling to disk (default 512m)", NULL},
-        {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
+        {"delete-mode", true, "upsert deletes by position (default: a key index finds the "
+                              "rows; every engine reads the table) or by equality on the key",
+         NULL},
+        {"format-version", true, "Iceberg format of a table floe creates: 2 (default) or 3 "
+                                 "(deletion vectors)", NULL},
+        {"index-dir", true, "where the key index is kept between runs (default "
+                            "$FLOE_STATE_DIR, $XDG_STATE_HOME/floe or ~/.local/state/floe)",
+         NULL},
+        {"memory-limit", true, "memory for held updates and the key index, half each, before "
+                               "they spill to disk (default 512m + 256m)", NULL},
+        {"spill-dir", true, "where spilled updates and index runs go (default $TMPDIR or /tmp)",
+         NULL},
         {"progress-interval", true, "redraw the status line this often (wall clock; default 1s "
                                     "on a terminal, 10s otherwise)", NULL},
         {"quiet", false, "no status line and no summary (errors and warnings still shown)",

@@ -227,8 +227,24 @@ static void count_committed(floe__committer *c, const floe__sealed *s, uint64_t 
 
 /* One attempt: FLOE_OK when the batch is in the table (*v says how) and
  * *id is the snapshot that records its upper. */
-static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summary, bool first,
-                   verdict *v, int64_t *id, floe_error *err)
+/* With a prepare hook, each attempt's snapshot carries a random token the
+ * hook logs with what the attempt changes (the key index's log). */
+static int attempt_token(json_t *summary, uint64_t *token, floe_error *err)
+{
+    uint8_t r[16];
+    FLOE_FORWARD(floe__uuid_random(r, err));
+    *token = floe__get_le64(r);
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016" PRIx64, *token);
+    if (json_object_set_new(summary, FLOE_PROP_ATTEMPT, json_string(hex)) != 0)
+        return FLOE_OOM(err);
+    return FLOE_OK;
+}
+
+/* One attempt: FLOE_OK when the batch is in the table (*v says how) and
+ * *id is the snapshot that records its upper. */
+static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict *v, int64_t *id,
+                   floe_error *err)
 {
     floe__table *t = c->cfg.table;
     FLOE_FORWARD(floe__table_refresh(t, err));
@@ -239,9 +255,14 @@ static int attempt(floe__committer *c, const floe__sealed *s, const json_t *summ
         return FLOE_OK;
     }
     floe__posdel_set *deletes = NULL;
+    uint64_t token = 0;
     bool own = !c->cfg.prepare;
-    FLOE_FORWARD(own ? floe__sealed_deletes(s, &deletes, err)
-                     : c->cfg.prepare(c->cfg.prepare_ctx, s, first, &deletes, err));
+    if (own)
+        FLOE_FORWARD(floe__delrecs_set(&s->dels, &deletes, err));
+    else {
+        FLOE_FORWARD(attempt_token(summary, &token, err));
+        FLOE_FORWARD(c->cfg.prepare(c->cfg.prepare_ctx, s, token, &deletes, err));
+    }
     floe__commit_request req = {
         .files = s->files.files,
         .n_files = s->files.n,
@@ -281,7 +302,7 @@ static bool fatal(int rc)
     return floe_code_class(rc) == FLOE_FAIL_FINAL;
 }
 
-int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err)
+int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
 {
     json_t *summary = NULL;
     FLOE_FORWARD(summary_of(c, s, &summary, err));
@@ -291,7 +312,7 @@ int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error
     int64_t id = -1;
     for (int try = 1; try <= c->cfg.max_tries; try++) {
         verdict v = PROCEED;
-        rc = attempt(c, s, summary, try == 1, &v, &id, err);
+        rc = attempt(c, s, summary, &v, &id, err);
         if (rc == FLOE_OK) {
             if (v == ALREADY_LANDED)
                 c->stats.lost_responses++;

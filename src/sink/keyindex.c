@@ -158,6 +158,8 @@ static bool committed_file(const floe__kx *kx, uint32_t id)
     return floe__kx_file_live(kx, id) && !kx->files[id].uncommitted;
 }
 
+bool floe__kx_file_committed(const floe__kx *kx, uint32_t id) { return committed_file(kx, id); }
+
 void floe__kx_retire(floe__kx *kx, uint32_t id)
 {
     if (id >= kx->n_files || !kx->files[id].live)

@@ -82,6 +82,8 @@ bool floe__kx_file_live(const floe__kx *kx, uint32_t id);
 /* Files a batch wrote are uncommitted until its commit lands; a row is
  * re-targeted after a compaction only onto committed files. */
 void floe__kx_file_set_committed(floe__kx *kx, uint32_t id, bool committed);
+/* Live and committed. */
+bool floe__kx_file_committed(const floe__kx *kx, uint32_t id);
 size_t floe__kx_file_count(const floe__kx *kx);       /* ids handed out */
 
 /* ---- rows ------------------------------------------------------------------------------ */
@@ -158,11 +160,12 @@ void floe__kx_run_cursor_free(floe__kx_run_cursor *c);
 
 /* ---- durability (keyindex_store.c) -----------------------------------------------------------
  * A directory per (table, sink id) holds a checkpoint (the whole index, as
- * of a frontier and the snapshot that recorded it) and a write-ahead log of
- * the batches after it: each batch's index changes are logged (and synced)
- * before its commit, so after a restart the index is the checkpoint plus
- * the logged batches the table shows committed (up to its frontier); a
- * logged batch that never landed is dropped.  Files are named by path in
+ * of a snapshot) and a write-ahead log of the commit attempts after it:
+ * each attempt's index changes are logged (and synced) under a random
+ * token before the attempt, and the snapshot it commits carries the token,
+ * so after a restart the index is the checkpoint plus the logged attempts
+ * whose tokens main's history shows (keeper.c); attempts that never landed
+ * are passed over.  Files are named by path in
  * the log (ids are per process).  A checkpoint or log that does not verify
  * (magic, lengths, CRC) is not used: the caller rebuilds from the table.
  * The directory is locked (flock) while a store is open. */
@@ -181,7 +184,10 @@ int floe__kx_log_insert(floe__kx_log *l, const uint8_t *key, size_t len, const c
                         uint64_t pos, uint64_t rowhash, floe_error *err);
 int floe__kx_log_remove(floe__kx_log *l, const uint8_t *key, size_t len, const char *path,
                         uint64_t pos, floe_error *err);
-/* Apply a log's operations to kx (replay). */
+/* Append src's operations to dst. */
+int floe__kx_log_append(floe__kx_log *dst, const floe__kx_log *src, floe_error *err);
+/* Apply a log's operations to kx (replay): inserts add their file when
+ * new; removes of a retired file's rows are no-ops. */
 int floe__kx_log_apply(const floe__kx_log *l, floe__kx *kx, floe_error *err);
 
 /* Where an index stands: the frontier of the last batch it reflects and
@@ -204,18 +210,31 @@ const char *floe__kx_store_path(const floe__kx_store *s);
  * it does not verify: *why says so).  *at: where it stands. */
 int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_mark *at,
                         char *why, size_t why_len, floe_error *err);
-/* Apply the logged batches after the checkpoint whose frontier is at most
- * `upto` (in order), and drop the rest; *at moves to the last applied one
- * (its snapshot id unknown: -1).  *applied counts them. */
-int floe__kx_store_replay(floe__kx_store *s, floe__kx *kx, bool upto_empty, uint64_t upto,
-                          floe__kx_mark *at, size_t *applied, floe_error *err);
-/* Log one batch (its upper) and make it durable. */
-int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, bool upper_empty,
-                       uint64_t upper, floe_error *err);
-/* Write the whole index as the new checkpoint (atomically) and empty the
- * log. */
+/* Log one commit attempt's index changes, named by the attempt's token
+ * (the snapshot it commits carries it), and make them durable. */
+int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, uint64_t token,
+                       bool upper_empty, uint64_t upper, floe_error *err);
+/* What the log holds, in order, by the records' heads (verified only when
+ * read).  A torn tail is trimmed, so later records follow the whole ones.
+ * *out is the caller's (floe__free). */
+typedef struct floe__kx_logged {
+    uint64_t off;
+    uint64_t token;
+    bool upper_empty;
+    uint64_t upper;
+} floe__kx_logged;
+int floe__kx_store_list(floe__kx_store *s, floe__kx_logged **out, size_t *n, floe_error *err);
+/* The record at off into the empty l: *ok false when it does not verify. */
+int floe__kx_store_read(floe__kx_store *s, uint64_t off, floe__kx_log *l, bool *ok,
+                        floe_error *err);
+/* Write the index as the new checkpoint (atomically) and empty the log.
+ * Rows of uncommitted files are left out; `extra` (may be NULL) adds rows
+ * through `put` (rows a pending batch took, which are still live in the
+ * table). */
+typedef int (*floe__kx_extra_fn)(void *ctx, floe__kx_visit_fn put, void *put_ctx,
+                                 floe_error *err);
 int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
-                              floe_error *err);
+                              floe__kx_extra_fn extra, void *extra_ctx, floe_error *err);
 /* Bytes logged since the checkpoint, and the checkpoint's size. */
 uint64_t floe__kx_store_log_bytes(const floe__kx_store *s);
 uint64_t floe__kx_store_checkpoint_bytes(const floe__kx_store *s);

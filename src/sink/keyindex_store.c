@@ -10,14 +10,16 @@
  *                of 0xFFFFFFFF, then u64 entry count and the CRC-32 of
  *                everything before it.  Written to a temporary name, synced
  *                and renamed.
- *   log          the batches after the checkpoint: records of u32 payload
- *                length, u32 CRC-32 of the payload, payload = u8 upper
- *                empty, u64 upper, u32 path count, paths (u32 length +
- *                bytes), u32 op count, ops.  Synced after each append.  A
- *                torn or corrupt tail is where the log ends.
+ *   log          the commit attempts after the checkpoint: records of u32
+ *                payload length, u32 CRC-32 of the payload, payload = u64
+ *                attempt token, u8 upper empty, u64 upper, u32 path count,
+ *                paths (u32 length + bytes), u32 op count, ops.  Synced
+ *                after each append.  A torn tail is where the log ends; a
+ *                record that does not verify is not used.
  * Op: u8 kind (1 insert, 2 remove), u32 path index, u64 pos, u64 rowhash
  * (inserts), u32 key length, key.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@
 #define OP_INSERT 1
 #define OP_REMOVE 2
 #define MAX_RECORD ((uint64_t)1 << 31)
+#define RECORD_HEAD 21              /* token, upper empty, upper, path count */
 
 struct floe__kx_store {
     char *dir;
@@ -127,6 +130,19 @@ static int apply_op(const floe__kx_log *l, floe__kx *kx, size_t *at, floe_error 
     if (!floe__kx_file_find(kx, l->paths[pi], &id))
         return FLOE_OK;                              /* its file is retired: nothing to remove */
     return floe__kx_remove(kx, key, len, id, pos, &found, err);
+}
+
+int floe__kx_log_append(floe__kx_log *dst, const floe__kx_log *src, floe_error *err)
+{
+    for (size_t at = 0, i = 0; i < src->n_ops; i++) {
+        const uint8_t *p = src->ops.data + at;
+        uint32_t pi = floe__get_le32(p + 1), len = floe__get_le32(p + 21);
+        assert(at + 25 + len <= src->ops.len && pi < src->n_paths);
+        FLOE_FORWARD(put_op(dst, p[0], p + 25, len, src->paths[pi], floe__get_le64(p + 5),
+                            floe__get_le64(p + 13), err));
+        at += 25 + len;
+    }
+    return FLOE_OK;
 }
 
 int floe__kx_log_apply(const floe__kx_log *l, floe__kx *kx, floe_error *err)
@@ -308,7 +324,7 @@ static int put_head(out *o, const floe__kx *kx, floe__kx_mark at, floe_error *er
     FLOE_FORWARD(out_u32(o, (uint32_t)n, err));
     for (uint32_t i = 0; i < n; i++) {
         const char *p = floe__kx_file_path(kx, i);
-        uint8_t live = floe__kx_file_live(kx, i);
+        uint8_t live = floe__kx_file_committed(kx, i);
         FLOE_FORWARD(out_put(o, &live, 1, err));
         FLOE_FORWARD(out_u32(o, (uint32_t)strlen(p), err));
         FLOE_FORWARD(out_put(o, p, strlen(p), err));
@@ -318,26 +334,32 @@ static int put_head(out *o, const floe__kx *kx, floe__kx_mark at, floe_error *er
 
 typedef struct counted {
     out *o;
+    const floe__kx *kx;
     uint64_t n;
 } counted;
 
+/* Rows of committed files only: what the table holds. */
 static int count_entry(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
                        floe_error *err)
 {
     counted *c = ctx;
+    if (!floe__kx_file_committed(c->kx, loc.file))
+        return FLOE_OK;
     c->n++;
     return put_entry(c->o, key, len, loc, err);
 }
 
-static int write_checkpoint(int fd, floe__kx *kx, floe__kx_mark at, uint64_t *bytes,
-                            floe_error *err)
+static int write_checkpoint(int fd, floe__kx *kx, floe__kx_mark at, floe__kx_extra_fn extra,
+                            void *extra_ctx, uint64_t *bytes, floe_error *err)
 {
     out o = {.fd = fd, .crc = crc32(0, Z_NULL, 0)};
     floe__buf_init(&o.buf, 0);
-    counted c = {&o, 0};
+    counted c = {&o, kx, 0};
     int rc = put_head(&o, kx, at, err);
     if (rc == FLOE_OK)
         rc = floe__kx_each(kx, count_entry, &c, err);
+    if (rc == FLOE_OK && extra)
+        rc = extra(extra_ctx, count_entry, &c, err);
     if (rc == FLOE_OK)
         rc = out_u32(&o, END_OF_ENTRIES, err);
     if (rc == FLOE_OK)
@@ -369,7 +391,7 @@ static int sync_dir(const char *dir, floe_error *err)
 }
 
 int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
-                              floe_error *err)
+                              floe__kx_extra_fn extra, void *extra_ctx, floe_error *err)
 {
     char *tmp = in_dir(s, "checkpoint.tmp"), *final = in_dir(s, "checkpoint");
     int rc = tmp && final ? FLOE_OK : FLOE_OOM(err);
@@ -378,7 +400,7 @@ int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
         rc = floe__err_set(err, FLOE_EIO, "cannot write %s: %s", tmp, strerror(errno));
     uint64_t bytes = 0;
     if (rc == FLOE_OK)
-        rc = write_checkpoint(fd, kx, at, &bytes, err);
+        rc = write_checkpoint(fd, kx, at, extra, extra_ctx, &bytes, err);
     if (fd >= 0)
         close(fd);
     if (rc == FLOE_OK && rename(tmp, final) != 0)
@@ -581,13 +603,14 @@ int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_ma
 
 /* ---- the log ---------------------------------------------------------------------------------------- */
 
-static int encode_record(const floe__kx_log *l, bool upper_empty, uint64_t upper, floe__buf *b,
+static int encode_record(const floe__kx_log *l, const floe__kx_logged *at, floe__buf *b,
                          floe_error *err)
 {
-    uint8_t head[8 + 1 + 8 + 4];
-    head[8] = upper_empty;
-    floe__put_le64(head + 9, upper);
-    floe__put_le32(head + 17, (uint32_t)l->n_paths);
+    uint8_t head[8 + RECORD_HEAD];
+    floe__put_le64(head + 8, at->token);
+    head[16] = at->upper_empty;
+    floe__put_le64(head + 17, at->upper);
+    floe__put_le32(head + 25, (uint32_t)l->n_paths);
     FLOE_FORWARD(floe__buf_append(b, head, sizeof head, err));
     for (size_t i = 0; i < l->n_paths; i++) {
         uint8_t n[4];
@@ -606,12 +629,13 @@ static int encode_record(const floe__kx_log *l, bool upper_empty, uint64_t upper
     return FLOE_OK;
 }
 
-int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, bool upper_empty,
-                       uint64_t upper, floe_error *err)
+int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, uint64_t token,
+                       bool upper_empty, uint64_t upper, floe_error *err)
 {
     floe__buf b;
     floe__buf_init(&b, 0);
-    int rc = encode_record(l, upper_empty, upper, &b, err);
+    floe__kx_logged at = {s->log_bytes, token, upper_empty, upper};
+    int rc = encode_record(l, &at, &b, err);
     if (rc == FLOE_OK)
         rc = write_all(s->log_fd, b.data, b.len, "log", err);
     if (rc == FLOE_OK && fdatasync(s->log_fd) != 0)
@@ -622,16 +646,12 @@ int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, bool upper_empt
     return rc;
 }
 
-/* Decode a record's payload into a log; false when it is malformed. */
-static bool decode_record(const uint8_t *p, size_t n, floe__kx_log *l, bool *empty,
-                          uint64_t *upper)
+/* Decode a record's payload (after its head) into a log; false when it is
+ * malformed. */
+static bool decode_record(const uint8_t *p, size_t n, floe__kx_log *l)
 {
-    if (n < 13)
-        return false;
-    *empty = p[0] != 0;
-    *upper = floe__get_le64(p + 1);
-    uint32_t np = floe__get_le32(p + 9);
-    size_t at = 13;
+    uint32_t np = floe__get_le32(p + 17);
+    size_t at = RECORD_HEAD;
     for (uint32_t i = 0; i < np; i++) {
         if (at + 4 > n)
             return false;
@@ -653,63 +673,57 @@ static bool decode_record(const uint8_t *p, size_t n, floe__kx_log *l, bool *emp
     return floe__buf_append(&l->ops, p + at + 4, n - at - 4, NULL) == FLOE_OK;
 }
 
-/* The next record at *off: 1 and the log, 0 at the (possibly torn) end. */
-static int next_record(floe__kx_store *s, uint64_t *off, floe__kx_log *l, bool *empty,
-                       uint64_t *upper, floe_error *err)
+int floe__kx_store_list(floe__kx_store *s, floe__kx_logged **list, size_t *n, floe_error *err)
 {
-    uint8_t head[8];
-    if (pread(s->log_fd, head, 8, (off_t)*off) != 8)
-        return 0;
-    uint32_t n = floe__get_le32(head), crc = floe__get_le32(head + 4);
-    if (n < 13 || *off + 8 + n > s->log_bytes)
-        return 0;
-    uint8_t *p = floe__malloc(n);
-    if (!p) {
-        FLOE_OOM(err);
-        return -1;
-    }
-    int got = pread(s->log_fd, p, n, (off_t)(*off + 8)) == (ssize_t)n &&
-              (uint32_t)crc32(crc32(0, Z_NULL, 0), p, n) == crc &&
-              decode_record(p, n, l, empty, upper);
-    floe__free(p);
-    if (got)
-        *off += 8 + n;
-    return got;
-}
-
-static bool within(bool empty, uint64_t t, bool upto_empty, uint64_t upto)
-{
-    return upto_empty || (!empty && t <= upto);
-}
-
-int floe__kx_store_replay(floe__kx_store *s, floe__kx *kx, bool upto_empty, uint64_t upto,
-                          floe__kx_mark *at, size_t *applied, floe_error *err)
-{
+    *list = NULL;
+    *n = 0;
+    size_t cap = 0;
     uint64_t off = 0;
-    *applied = 0;
     for (;;) {
-        floe__kx_log l;
-        floe__kx_log_init(&l);
-        bool empty = false;
-        uint64_t upper = 0, start = off;
-        int got = next_record(s, &off, &l, &empty, &upper, err);
-        int rc = got < 0 ? FLOE_ENOMEM : FLOE_OK;
-        bool use = got == 1 && within(empty, upper, upto_empty, upto);
-        if (use && !within(empty, upper, at->empty_frontier, at->frontier))
-            rc = floe__kx_log_apply(&l, kx, err);       /* after the checkpoint's mark */
-        floe__kx_log_free(&l);
-        FLOE_FORWARD(rc);
-        if (!use) {                                     /* the rest never landed, or is torn */
-            FLOE_RETURN_IF(ftruncate(s->log_fd, (off_t)start) != 0, err, FLOE_EIO,
-                           "cannot trim the key index log: %s", strerror(errno));
-            s->log_bytes = start;
-            return FLOE_OK;
+        uint8_t head[8 + RECORD_HEAD];
+        if (pread(s->log_fd, head, sizeof head, (off_t)off) != (ssize_t)sizeof head)
+            break;
+        uint32_t len = floe__get_le32(head);
+        if (len < RECORD_HEAD || off + 8 + len > s->log_bytes)
+            break;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            floe__kx_logged *v = floe__realloc(*list, cap * sizeof *v);
+            if (!v) {
+                floe__free(*list);
+                *list = NULL;
+                *n = 0;
+                return FLOE_OOM(err);
+            }
+            *list = v;
         }
-        if (!within(empty, upper, at->empty_frontier, at->frontier)) {
-            at->empty_frontier = empty;
-            at->frontier = upper;
-            at->snapshot_id = -1;
-            (*applied)++;
-        }
+        (*list)[(*n)++] = (floe__kx_logged){off, floe__get_le64(head + 8), head[16] != 0,
+                                           floe__get_le64(head + 17)};
+        off += 8 + len;
     }
+    if (off < s->log_bytes) {                      /* a torn tail: appends go after the rest */
+        FLOE_RETURN_IF(ftruncate(s->log_fd, (off_t)off) != 0, err, FLOE_EIO,
+                       "cannot trim the key index log: %s", strerror(errno));
+        s->log_bytes = off;
+    }
+    return FLOE_OK;
+}
+
+int floe__kx_store_read(floe__kx_store *s, uint64_t off, floe__kx_log *l, bool *ok,
+                        floe_error *err)
+{
+    *ok = false;
+    uint8_t head[8];
+    if (pread(s->log_fd, head, 8, (off_t)off) != 8)
+        return FLOE_OK;
+    uint32_t n = floe__get_le32(head), crc = floe__get_le32(head + 4);
+    if (n < RECORD_HEAD || off + 8 + n > s->log_bytes)
+        return FLOE_OK;
+    uint8_t *p = floe__malloc(n);
+    if (!p)
+        return FLOE_OOM(err);
+    *ok = pread(s->log_fd, p, n, (off_t)(off + 8)) == (ssize_t)n &&
+          (uint32_t)crc32(crc32(0, Z_NULL, 0), p, n) == crc && decode_record(p, n, l);
+    floe__free(p);
+    return FLOE_OK;
 }

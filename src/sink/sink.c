@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sink/sink_internal.h"
+#include "sink/keeper_internal.h"
 #include "source/source_internal.h"
 
 #define PUBLISH_EVERY 4096
@@ -52,6 +52,11 @@ struct floe_sink {
     floe__stash *stash;
     floe__writer *writer;
     floe__committer *committer;
+    floe__keeper *keeper;            /* position mode */
+    floe__keeper_config kcfg;
+    char *index_dir;
+    char index_report[512];
+    int64_t last_snapshot;           /* of the last commit */
     floe__writer_config wcfg;
     floe__committer_config ccfg;
     floe__frontier input_frontier;
@@ -91,6 +96,18 @@ static void publish(floe_sink *s)
         floe__writer_stats ws;
         floe__writer_get_stats(s->writer, &ws);
         st.pk_violations = ws.pk_violations;
+        st.retractions_missing = ws.retract_missing;
+        st.retractions_mismatched = ws.retract_mismatch;
+    }
+    if (s->keeper) {
+        floe__keeper_stats ks;
+        floe__keeper_get_stats(s->keeper, &ks);
+        st.index_keys = ks.kx.keys;
+        st.index_memory_bytes = ks.kx.memory_bytes;
+        st.index_disk_bytes = ks.kx.disk_bytes;
+        st.index_rebuilds = ks.rebuilds;
+        st.index_snapshots_synced = ks.synced;
+        st.deletes_retargeted = ks.retargeted;
     }
     if (s->committer) {
         floe__committer_stats cs;
@@ -130,11 +147,18 @@ static void note_input(floe_sink *s, uint64_t t)
                           memory_order_relaxed);
 }
 
+/* Other threads see the input frontier once the updates below it are
+ * written (their batches may still be committing). */
+static void show_frontier(floe_sink *s, floe__frontier f)
+{
+    atomic_store_explicit(&s->live_frontier, f.t, memory_order_relaxed);
+    atomic_store_explicit(&s->live_closed, f.empty, memory_order_relaxed);
+}
+
 static void note_frontier(floe_sink *s, floe__frontier f)
 {
     s->input_frontier = f;
-    atomic_store_explicit(&s->live_frontier, f.t, memory_order_relaxed);
-    atomic_store_explicit(&s->live_closed, f.empty, memory_order_relaxed);
+    show_frontier(s, f);
 }
 
 void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out)
@@ -302,6 +326,7 @@ static void on_warning(void *ctx, const char *msg)
 static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
 {
     floe_sink *s = ctx;
+    s->last_snapshot = snapshot_id;
     floe__fresh_committed(&s->fresh, upper);
     atomic_store_explicit(&s->oldest_uncommitted_ns, floe__fresh_oldest_ns(&s->fresh),
                           memory_order_relaxed);
@@ -311,6 +336,75 @@ static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
         floe__frontier_format(upper, f, sizeof f);
         s->opts.on_commit(s->opts.commit_ctx, f, snapshot_id);
     }
+}
+
+static int prepare_attempt(void *ctx, floe__sealed *sealed, uint64_t token,
+                           floe__posdel_set **deletes, floe_error *err)
+{
+    floe_sink *s = ctx;
+    return floe__keeper_prepare(s->keeper, sealed, s->writer, token, deletes, err);
+}
+
+/* --index-dir, or the state directory of the environment; NULL: none. */
+static int resolve_index_dir(floe_sink *s, floe_error *err)
+{
+    const char *given = s->opts.index_dir, *env;
+    if (given)
+        s->index_dir = given[0] ? floe__strdup(given) : NULL;
+    else if ((env = getenv("FLOE_STATE_DIR")) && env[0])
+        s->index_dir = floe__strdup(env);
+    else if ((env = getenv("XDG_STATE_HOME")) && env[0])
+        s->index_dir = floe__path_join(env, "floe");
+    else if ((env = getenv("HOME")) && env[0])
+        s->index_dir = floe__path_join(env, ".local/state/floe");
+    else
+        return FLOE_OK;
+    return s->index_dir || (given && !given[0]) ? FLOE_OK : FLOE_OOM(err);
+}
+
+static void report_index(floe_sink *s)
+{
+    floe__keeper_stats ks;
+    floe__keeper_get_stats(s->keeper, &ks);
+    double secs = (double)ks.start_ns / 1e9;
+    char where[320];
+    snprintf(where, sizeof where, "%s", s->index_dir ? s->index_dir : "kept nowhere");
+    if (ks.start == FLOE__KEEPER_LOADED)
+        snprintf(s->index_report, sizeof s->index_report,
+                 "key index loaded from %s: %" PRIu64 " keys, %" PRIu64 " logged commit(s) "
+                 "replayed, %" PRIu64 " snapshot(s) of other writers read%s, in %.1fs (no "
+                 "rebuild)", where, ks.kx.keys, ks.replayed, ks.synced,
+                 ks.compared ? ", its snapshot compared with the current one" : "", secs);
+    else if (ks.start == FLOE__KEEPER_REBUILT)
+        snprintf(s->index_report, sizeof s->index_report,
+                 "key index rebuilt from the table (%s): %" PRIu64 " keys from %" PRIu64
+                 " data files in %.1fs", ks.why, ks.kx.keys, ks.built.files, secs);
+    else
+        snprintf(s->index_report, sizeof s->index_report,
+                 "key index started empty (the table holds no rows), kept in %s", where);
+}
+
+/* Position mode: the key index, true to the table as loaded. */
+static int setup_keeper(floe_sink *s, floe_error *err)
+{
+    const floe_sink_options *o = &s->opts;
+    if (!s->upsert || o->delete_mode == FLOE_DELETE_EQUALITY || s->complete)
+        return FLOE_OK;
+    FLOE_FORWARD(resolve_index_dir(s, err));
+    floe__keeper_config *k = &s->kcfg;
+    k->table = s->table;
+    k->sink_id = s->sink_id;
+    k->src.io = s->table->io;
+    k->src.key_schema = s->eq_schema;
+    k->src.whole_row = s->synthetic;
+    k->kx.memory_limit = o->memory_limit ? o->memory_limit / 2 : 0;
+    k->kx.spill_dir = o->spill_dir;
+    k->dir = s->index_dir;
+    k->warn = on_warning;
+    k->warn_ctx = s;
+    FLOE_FORWARD(floe__keeper_open(k, &s->keeper, err));
+    report_index(s);
+    return FLOE_OK;
 }
 
 static int setup_parts(floe_sink *s, floe_error *err)
@@ -339,9 +433,16 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->ccfg.base_snapshot = s->resume.snapshot_id;
     s->ccfg.warn = on_warning;
     s->ccfg.warn_ctx = s;
+    size_t stash_memory = o->memory_limit;
+    if (s->keeper) {
+        s->wcfg.kx = floe__keeper_kx(s->keeper);
+        s->ccfg.prepare = prepare_attempt;
+        s->ccfg.prepare_ctx = s;
+        stash_memory -= s->kcfg.kx.memory_limit;
+    }
     FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_interval, s->resume.has,
                                   s->resume.frontier, &s->minter, err));
-    FLOE_FORWARD(floe__stash_new(o->spill_dir, o->memory_limit, &s->stash, err));
+    FLOE_FORWARD(floe__stash_new(o->spill_dir, stash_memory, &s->stash, err));
     FLOE_FORWARD(floe__writer_new(&s->wcfg, &s->writer, err));
     return floe__committer_new(&s->ccfg, &s->committer, err);
 }
@@ -397,6 +498,10 @@ static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err
     FLOE_FORWARD(split_ident(s, o->table, err));
     FLOE_RETURN_IF(o->commit_interval == 0, err, FLOE_EINVAL, "the commit interval must be positive");
     FLOE_RETURN_IF(!s->upsert && o->key, err, FLOE_EINVAL, "--key needs upsert mode");
+    FLOE_RETURN_IF(o->format_version && o->format_version != 2 && o->format_version != 3, err,
+                   FLOE_EINVAL, "--format-version must be 2 or 3, not %d", o->format_version);
+    FLOE_RETURN_IF(o->delete_mode != FLOE_DELETE_POSITION && o->delete_mode != FLOE_DELETE_EQUALITY,
+                   err, FLOE_EINVAL, "unknown delete mode %d", (int)o->delete_mode);
     floe__frontier f;
     if (o->resume_from)
         FLOE_FORWARD(parse_resume_from(o->resume_from, &f, err));
@@ -411,11 +516,18 @@ static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err
 
 static int open_table(floe_sink *s, const floe__schema *declared, floe_error *err)
 {
-    int rc = floe__table_open(s->catalog, s->io, s->ns, s->name, declared, NULL, &s->table, err);
+    int v = s->opts.format_version;
+    int rc = floe__table_open_v(s->catalog, s->io, s->ns, s->name, declared, NULL, v, &s->table,
+                                err);
     if (rc == FLOE_ENOTFOUND && !declared)
         return floe__err_set(err, rc, "table %s.%s does not exist: pass --schema to create it",
                              s->ns, s->name);
     FLOE_FORWARD(rc);
+    int has = floe__metadata_format_version(s->table->loaded->metadata);
+    if (v && has != v)
+        return floe__err_set(err, FLOE_EINVAL, "%s.%s exists at format version %d; "
+                             "--format-version %d applies only to a table floe creates",
+                             s->ns, s->name, has, v);
     return floe__table_check_writable(s->table, err);
 }
 
@@ -453,6 +565,7 @@ static int sink_setup(floe_sink *s, floe_error *err)
     if (!s->spans)
         return FLOE_OOM(err);
     FLOE_FORWARD(read_resume(s, err));
+    FLOE_FORWARD(setup_keeper(s, err));
     FLOE_FORWARD(setup_parts(s, err));
     publish(s);
     return FLOE_OK;
@@ -497,6 +610,8 @@ void floe_sink_free(floe_sink *s)
         return;
     floe__committer_free(s->committer);
     floe__writer_free(s->writer);
+    floe__keeper_free(s->keeper);
+    floe__free(s->index_dir);
     floe__fresh_free(&s->fresh);
     floe__stash_free(s->stash);
     floe__minter_free(s->minter);
@@ -525,6 +640,11 @@ const char *floe_sink_resume_frontier(const floe_sink *s)
 }
 
 int floe_sink_complete(const floe_sink *s) { return s->complete; }
+
+const char *floe_sink_index_report(const floe_sink *s)
+{
+    return s->keeper ? s->index_report : NULL;
+}
 const floe_schema *floe_sink_row_schema(const floe_sink *s) { return s->input; }
 
 /* ---- input -------------------------------------------------------------------------------- */
@@ -635,6 +755,20 @@ static int write_closed(floe_sink *s, floe__frontier f, floe_error *err)
     return rc;
 }
 
+/* Commit one batch; the key index learns how it went. */
+static int commit_sealed(floe_sink *s, floe__sealed *sealed, floe_error *err)
+{
+    floe__committer_stats before, after;
+    floe__committer_get_stats(s->committer, &before);
+    FLOE_FORWARD(floe__committer_commit(s->committer, sealed, err));
+    if (!s->keeper)
+        return FLOE_OK;
+    floe__committer_get_stats(s->committer, &after);
+    if (after.covered != before.covered)
+        return floe__keeper_covered(s->keeper, sealed, s->writer, err);
+    return floe__keeper_committed(s->keeper, sealed, s->last_snapshot, s->writer, err);
+}
+
 static int seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
 {
     for (;;) {
@@ -645,7 +779,7 @@ static int seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
             return FLOE_OK;
         s->close_ns_total += floe__monotonic_ns() - t0;
         s->batches_sealed++;
-        int rc = floe__committer_commit(s->committer, sealed, err);
+        int rc = commit_sealed(s, sealed, err);
         floe__sealed_free(sealed);
         FLOE_FORWARD(rc);
     }
@@ -661,7 +795,7 @@ static int advance(floe_sink *s, floe__frontier f, floe_error *err)
         return floe__err_set(err, FLOE_EINPUT, "the frontier moved backwards, from %s to %s",
                              have, want);
     }
-    note_frontier(s, f);
+    s->input_frontier = f;
     if (!f.empty && f.t > 0)
         note_input(s, f.t - 1);
     int rc = FLOE_OK;
@@ -671,9 +805,10 @@ static int advance(floe_sink *s, floe__frontier f, floe_error *err)
             rc = take_batches(s, err);
         if (rc == FLOE_OK)
             rc = write_closed(s, f, err);
-        if (rc == FLOE_OK)
-            rc = seal_and_commit(s, f, err);
     }
+    show_frontier(s, f);
+    if (rc == FLOE_OK && !s->complete)
+        rc = seal_and_commit(s, f, err);
     publish(s);
     return rc;
 }
@@ -683,9 +818,18 @@ int floe_sink_advance(floe_sink *s, uint64_t time, floe_error *err)
     return advance(s, floe__frontier_at(time), err);
 }
 
+/* After the input ended: the key index is checkpointed, so the next run
+ * starts from it without replaying the log. */
+static int index_at_end(floe_sink *s, int rc, floe_error *err)
+{
+    if (rc != FLOE_OK || !s->keeper)
+        return rc;
+    return floe__keeper_checkpoint(s->keeper, s->writer, err);
+}
+
 int floe_sink_finish(floe_sink *s, floe_error *err)
 {
-    return advance(s, floe__frontier_closed(), err);
+    return index_at_end(s, advance(s, floe__frontier_closed(), err), err);
 }
 
 /* SPEC 5.7: the last batch ends just past the newest update, or at the
@@ -705,7 +849,7 @@ int floe_sink_end(floe_sink *s, floe_error *err)
     FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended already");
     floe__frontier f = end_frontier(s);
     if (f.empty || s->complete)
-        return advance(s, f, err);
+        return index_at_end(s, advance(s, f, err), err);
     note_frontier(s, f);
     int rc = floe__minter_end(s->minter, f, err);
     if (rc == FLOE_OK)
@@ -717,6 +861,7 @@ int floe_sink_end(floe_sink *s, floe_error *err)
     if (rc == FLOE_OK)
         rc = seal_and_commit(s, f, err);
     s->ended = true;
+    rc = index_at_end(s, rc, err);
     publish(s);
     return rc;
 }
@@ -795,6 +940,14 @@ int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
         {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input; NaN: nothing committed yet).", !st.has_committed_frontier ? NAN : st.committed_frontier_empty ? -1.0 : (double)st.committed_frontier},
         {"floe_freshness_seconds", "gauge", "Seconds since the oldest input no commit covers yet arrived (0: all committed).", st.freshness_seconds},
         {"floe_batches_skipped_total", "counter", "Batches an earlier run of this sink had committed already.", (double)st.batches_skipped},
+        {"floe_index_keys", "gauge", "Live rows in the key index (position mode).", (double)st.index_keys},
+        {"floe_index_memory_bytes", "gauge", "The key index's memory tier.", (double)st.index_memory_bytes},
+        {"floe_index_disk_bytes", "gauge", "The key index's disk tier.", (double)st.index_disk_bytes},
+        {"floe_index_rebuilds_total", "counter", "Full reads of the table's files into the key index.", (double)st.index_rebuilds},
+        {"floe_index_snapshots_synced_total", "counter", "Snapshots of other writers read into the key index.", (double)st.index_snapshots_synced},
+        {"floe_deletes_retargeted_total", "counter", "Position deletes moved onto files a compaction wrote.", (double)st.deletes_retargeted},
+        {"floe_retractions_missing_total", "counter", "Retractions of a key with no live row.", (double)st.retractions_missing},
+        {"floe_retractions_mismatched_total", "counter", "Retractions whose row differs from the key's live row.", (double)st.retractions_mismatched},
     };
     int rc = summary(&b, id, "floe_commit_duration_seconds", "Time spent committing a batch.",
                      st.commit_seconds_total_us / 1e6, (double)st.snapshots_committed, err);

@@ -163,11 +163,27 @@ typedef struct floe__writer_config {
     void *warn_ctx;
 } floe__writer_config;
 
-/* One position delete a batch makes: the row and the key it was taken
- * for, so the delete can follow the row when a compaction moves it before
- * the batch commits.  Records in floe__sealed.deletes: u32 index into
- * floe__sealed.del_paths, u64 pos, u64 rowhash, u32 key length, key. */
+/* The position deletes a batch makes: per delete the row and the key it
+ * was taken for, so the delete can follow the row when a compaction moves
+ * it before the batch commits.  Records in `recs`: u32 index into `paths`
+ * (FLOE__DELETE_DROPPED: the row turned out deleted already), u64 pos, u64
+ * rowhash, u32 key length, key. */
 #define FLOE__DELETE_HEAD 24
+#define FLOE__DELETE_DROPPED UINT32_MAX
+typedef struct floe__delrecs {
+    floe__buf recs;
+    char **paths;                       /* the data files they are in (owned) */
+    size_t n_paths;
+} floe__delrecs;
+void floe__delrecs_init(floe__delrecs *d);
+void floe__delrecs_free(floe__delrecs *d);
+/* The index of `path` in d->paths, added when new. */
+int floe__delrecs_path(floe__delrecs *d, const char *path, uint32_t *slot, floe_error *err);
+int floe__delrecs_add(floe__delrecs *d, const char *path, uint64_t pos, uint64_t rowhash,
+                      const uint8_t *key, uint32_t len, floe_error *err);
+/* The records as a position delete set (*out NULL when there are none;
+ * the caller frees it). */
+int floe__delrecs_set(const floe__delrecs *d, floe__posdel_set **out, floe_error *err);
 
 /* A batch whose files are complete, ready to commit. */
 typedef struct floe__sealed {
@@ -175,15 +191,10 @@ typedef struct floe__sealed {
     floe__content_list files;
     uint64_t rows_written;              /* data rows */
     uint64_t position_deletes, equality_deletes;
-    floe__buf deletes;                  /* the rows it deletes by position */
-    char **del_paths;                   /* the data files they are in (owned) */
-    size_t n_del_paths;
-    struct floe__kx_log *kx_log;        /* position mode: its key index changes (owned) */
+    floe__delrecs dels;                 /* the rows it deletes by position */
+    struct floe__kx_log *kx_log;        /* position mode: the rows it indexed (owned) */
 } floe__sealed;
 void floe__sealed_free(floe__sealed *s);   /* frees files and s; accepts NULL */
-/* The batch's delete records as a position delete set (*out NULL when it
- * has none; the caller frees it). */
-int floe__sealed_deletes(const floe__sealed *s, floe__posdel_set **out, floe_error *err);
 
 typedef struct floe__writer_stats {
     uint64_t data_files, delete_files;  /* sealed so far */
@@ -213,6 +224,11 @@ int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err);
 int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out,
                            floe_error *err);
 void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out);
+/* Visit the delete records of every open (unsealed) batch, oldest first:
+ * the key index moves them when the rows they delete move. */
+int floe__writer_each_open(floe__writer *w,
+                           int (*fn)(void *ctx, floe__delrecs *d, floe_error *err), void *ctx,
+                           floe_error *err);
 
 /* ---- the committer (commit.c) -------------------------------------------------------
  * SPEC.md sections 5.1 and 7: where the table says we are, and committing
@@ -221,6 +237,7 @@ void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out);
 #define FLOE_PROP_FRONTIER "floe.frontier"
 #define FLOE_PROP_SINK_ID "floe.sink-id"
 #define FLOE_PROP_SINK_VERSION "floe.sink-version"
+#define FLOE_PROP_ATTEMPT "floe.attempt-id"         /* position mode: the key index's log */
 
 /* ---- progress (progress.c) ------------------------------------------------------
  * SPEC 5.1: where this sink id stands in a table.  Every floe commit also
@@ -314,11 +331,11 @@ typedef struct floe__committer_config {
     floe__warn_fn warn;                 /* may be NULL */
     void *warn_ctx;
     /* Called before each attempt's commit (after the reload and the
-     * checks), the first time with first = true: gives the position
-     * deletes to commit (*deletes, owned by the caller of the hook until the
-     * next call; NULL: none).  NULL: the batch's delete records as they are
-     * (floe__sealed_deletes). */
-    int (*prepare)(void *ctx, const floe__sealed *s, bool first, floe__posdel_set **deletes,
+     * checks) with the attempt's token (its snapshot carries it as
+     * floe.attempt-id): gives the position deletes to commit (*deletes,
+     * owned by the hook's side until the next call; NULL: none).  NULL:
+     * the batch's delete records as they are (floe__delrecs_set). */
+    int (*prepare)(void *ctx, floe__sealed *s, uint64_t token, floe__posdel_set **deletes,
                    floe_error *err);
     void *prepare_ctx;
 } floe__committer_config;
@@ -346,7 +363,7 @@ void floe__committer_free(floe__committer *c);
  * a range another writer covered, a rollback of main past what this sink
  * committed, progress that can no longer be verified); the last failure
  * after max_tries. */
-int floe__committer_commit(floe__committer *c, const floe__sealed *s, floe_error *err);
+int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err);
 void floe__committer_get_stats(const floe__committer *c, floe__committer_stats *out);
 
 /* ---- freshness (freshness.c) ---------------------------------------------------------------

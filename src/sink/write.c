@@ -28,10 +28,7 @@ static void batch_free(open_batch *b, bool abort_files)
         floe__file_writer_abort(b->data);
         floe__file_writer_abort(b->eqdel);
     }
-    floe__buf_free(&b->deletes);
-    for (size_t i = 0; i < b->n_del_paths; i++)
-        floe__free(b->del_paths[i]);
-    floe__free(b->del_paths);
+    floe__delrecs_free(&b->dels);
     floe__kx_free(b->mem);
     if (b->log) {
         floe__kx_log_free(b->log);
@@ -76,7 +73,7 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
     if (!ob)
         return FLOE_OOM(err);
     ob->desc = *b;
-    floe__buf_init(&ob->deletes, 0);
+    floe__delrecs_init(&ob->dels);
     int rc = w->cfg->upsert && !w->cfg->kx && !b->snapshot ? floe__kx_new(NULL, &ob->mem, err)
                                                            : FLOE_OK;
     if (rc != FLOE_OK) {
@@ -255,36 +252,73 @@ int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err)
 
 /* ---- sealing ------------------------------------------------------------------------- */
 
-void floe__sealed_free(floe__sealed *s)
+void floe__delrecs_init(floe__delrecs *d)
 {
-    if (!s)
-        return;
-    floe__content_list_clear(&s->files);
-    floe__buf_free(&s->deletes);
-    for (size_t i = 0; i < s->n_del_paths; i++)
-        floe__free(s->del_paths[i]);
-    floe__free(s->del_paths);
-    if (s->kx_log) {
-        floe__kx_log_free(s->kx_log);
-        floe__free(s->kx_log);
-    }
-    floe__free(s);
+    memset(d, 0, sizeof *d);
+    floe__buf_init(&d->recs, 0);
 }
 
-int floe__sealed_deletes(const floe__sealed *s, floe__posdel_set **out, floe_error *err)
+void floe__delrecs_free(floe__delrecs *d)
+{
+    floe__buf_free(&d->recs);
+    for (size_t i = 0; i < d->n_paths; i++)
+        floe__free(d->paths[i]);
+    floe__free(d->paths);
+    floe__delrecs_init(d);
+}
+
+int floe__delrecs_path(floe__delrecs *d, const char *path, uint32_t *slot, floe_error *err)
+{
+    for (size_t i = d->n_paths; i-- > 0;)          /* a batch deletes from few files */
+        if (strcmp(d->paths[i], path) == 0) {
+            *slot = (uint32_t)i;
+            return FLOE_OK;
+        }
+    FLOE_RETURN_IF(d->n_paths >= FLOE__DELETE_DROPPED, err, FLOE_ELIMIT,
+                   "a batch deletes from too many files");
+    char **p = floe__realloc(d->paths, (d->n_paths + 1) * sizeof *p);
+    if (!p)
+        return FLOE_OOM(err);
+    d->paths = p;
+    if (!(p[d->n_paths] = floe__strdup(path)))
+        return FLOE_OOM(err);
+    *slot = (uint32_t)d->n_paths++;
+    return FLOE_OK;
+}
+
+int floe__delrecs_add(floe__delrecs *d, const char *path, uint64_t pos, uint64_t rowhash,
+                      const uint8_t *key, uint32_t len, floe_error *err)
+{
+    uint32_t slot = 0;
+    FLOE_FORWARD(floe__delrecs_path(d, path, &slot, err));
+    uint8_t head[FLOE__DELETE_HEAD];
+    floe__put_le32(head, slot);
+    floe__put_le64(head + 4, pos);
+    floe__put_le64(head + 12, rowhash);
+    floe__put_le32(head + 20, len);
+    FLOE_FORWARD(floe__buf_append(&d->recs, head, sizeof head, err));
+    return floe__buf_append(&d->recs, key, len, err);
+}
+
+int floe__delrecs_set(const floe__delrecs *d, floe__posdel_set **out, floe_error *err)
 {
     *out = NULL;
-    if (s->deletes.len == 0)
+    if (d->recs.len == 0)
         return FLOE_OK;
     floe__posdel_set *set;
     FLOE_FORWARD(floe__posdel_set_new(&set, err));
     int rc = FLOE_OK;
-    for (size_t at = 0; rc == FLOE_OK && at < s->deletes.len;) {
-        const uint8_t *p = s->deletes.data + at;
+    for (size_t at = 0; rc == FLOE_OK && at < d->recs.len;) {
+        const uint8_t *p = d->recs.data + at;
         uint32_t slot = floe__get_le32(p);
-        assert(slot < s->n_del_paths);
-        rc = floe__posdel_set_add(set, s->del_paths[slot], floe__get_le64(p + 4), err);
+        assert(slot == FLOE__DELETE_DROPPED || slot < d->n_paths);
+        if (slot != FLOE__DELETE_DROPPED)
+            rc = floe__posdel_set_add(set, d->paths[slot], floe__get_le64(p + 4), err);
         at += FLOE__DELETE_HEAD + floe__get_le32(p + 20);
+    }
+    if (rc == FLOE_OK && floe__posdel_set_count(set) == 0) {
+        floe__posdel_set_free(set);
+        set = NULL;
     }
     if (rc != FLOE_OK) {
         floe__posdel_set_free(set);
@@ -292,6 +326,19 @@ int floe__sealed_deletes(const floe__sealed *s, floe__posdel_set **out, floe_err
     }
     *out = set;
     return FLOE_OK;
+}
+
+void floe__sealed_free(floe__sealed *s)
+{
+    if (!s)
+        return;
+    floe__content_list_clear(&s->files);
+    floe__delrecs_free(&s->dels);
+    if (s->kx_log) {
+        floe__kx_log_free(s->kx_log);
+        floe__free(s->kx_log);
+    }
+    floe__free(s);
 }
 
 static int close_files(open_batch *b, floe__content_list *out, floe_error *err)
@@ -313,12 +360,8 @@ static void hand_over(open_batch *b, floe__sealed *s)
     s->rows_written = b->rows;
     s->position_deletes = b->posdels;
     s->equality_deletes = b->eqdels;
-    s->deletes = b->deletes;
-    floe__buf_init(&b->deletes, 0);
-    s->del_paths = b->del_paths;
-    s->n_del_paths = b->n_del_paths;
-    b->del_paths = NULL;
-    b->n_del_paths = 0;
+    s->dels = b->dels;
+    floe__delrecs_init(&b->dels);
     s->kx_log = b->log;
     b->log = NULL;
 }
@@ -334,7 +377,7 @@ int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out
     floe__sealed *s = floe__calloc(1, sizeof *s);
     if (!s)
         return FLOE_OOM(err);
-    floe__buf_init(&s->deletes, 0);
+    floe__delrecs_init(&s->dels);
     int rc = close_files(b, &s->files, err);
     hand_over(b, s);
     w->head = b->next;
@@ -356,3 +399,12 @@ int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out
 }
 
 void floe__writer_get_stats(const floe__writer *w, floe__writer_stats *out) { *out = w->stats; }
+
+int floe__writer_each_open(floe__writer *w,
+                           int (*fn)(void *ctx, floe__delrecs *d, floe_error *err), void *ctx,
+                           floe_error *err)
+{
+    for (open_batch *b = w->head; b; b = b->next)
+        FLOE_FORWARD(fn(ctx, &b->dels, err));
+    return FLOE_OK;
+}

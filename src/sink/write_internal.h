@@ -12,10 +12,8 @@ typedef struct floe__open_batch {
     floe__batch desc;
     floe__file_writer *data, *eqdel;
     uint64_t rows, posdels, eqdels;
-    floe__buf deletes;                 /* FLOE__DELETE_HEAD records */
-    char **del_paths;                  /* the data files they name (owned) */
-    size_t n_del_paths;
-    floe__kx_log *log;                 /* position mode: the index changes of this batch */
+    floe__delrecs dels;                /* its position deletes */
+    floe__kx_log *log;                 /* position mode: the rows it indexed */
     floe__kx *mem;                     /* equality mode: the rows this batch wrote */
     struct floe__open_batch *next;
 } floe__open_batch;

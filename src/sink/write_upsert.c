@@ -95,40 +95,13 @@ static floe__kx *index_of(const resolving *r)
     return r->w->cfg->kx ? r->w->cfg->kx : r->b->mem;
 }
 
-static int path_slot(floe__open_batch *b, const char *path, uint32_t *out, floe_error *err)
-{
-    for (size_t i = b->n_del_paths; i-- > 0;)
-        if (strcmp(b->del_paths[i], path) == 0) {
-            *out = (uint32_t)i;
-            return FLOE_OK;
-        }
-    char **p = floe__realloc(b->del_paths, (b->n_del_paths + 1) * sizeof *p);
-    if (!p)
-        return FLOE_OOM(err);
-    b->del_paths = p;
-    if (!(p[b->n_del_paths] = floe__strdup(path)))
-        return FLOE_OOM(err);
-    *out = (uint32_t)b->n_del_paths++;
-    return FLOE_OK;
-}
-
 static int record_delete(resolving *r, floe__kx_loc loc, floe_error *err)
 {
-    floe__writer *w = r->w;
     const char *path = floe__kx_file_path(index_of(r), loc.file);
-    uint32_t slot = 0;
-    FLOE_FORWARD(path_slot(r->b, path, &slot, err));
-    uint8_t head[FLOE__DELETE_HEAD];
-    floe__put_le32(head, slot);
-    floe__put_le64(head + 4, loc.pos);
-    floe__put_le64(head + 12, loc.rowhash);
-    floe__put_le32(head + 20, (uint32_t)r->klen);
-    FLOE_FORWARD(floe__buf_append(&r->b->deletes, head, sizeof head, err));
-    FLOE_FORWARD(floe__buf_append(&r->b->deletes, r->key, r->klen, err));
-    if (r->b->log)
-        FLOE_FORWARD(floe__kx_log_remove(r->b->log, r->key, r->klen, path, loc.pos, err));
+    FLOE_FORWARD(floe__delrecs_add(&r->b->dels, path, loc.pos, loc.rowhash, r->key,
+                                   (uint32_t)r->klen, err));
     r->b->posdels++;
-    w->stats.position_deletes++;
+    r->w->stats.position_deletes++;
     return FLOE_OK;
 }
 

@@ -434,8 +434,7 @@ static int sort_deletes(floe__posdel_writer *w, floe_error *err)
     return FLOE_OK;
 }
 
-/* The reserved position delete schema. */
-static int posdel_schema(floe__schema **out, floe_error *err)
+int floe__posdel_schema_new(floe__schema **out, floe_error *err)
 {
     floe__schema *s;
     FLOE_FORWARD(floe__schema_new(&s, err));
@@ -516,7 +515,7 @@ int floe__posdel_writer_close(floe__posdel_writer *w, floe__content_list *out, f
     floe__content_list files = {0};
     int rc = w->n ? sort_deletes(w, err) : FLOE_OK;
     if (rc == FLOE_OK && w->n)
-        rc = posdel_schema(&schema, err);
+        rc = floe__posdel_schema_new(&schema, err);
     if (rc == FLOE_OK && w->n)
         rc = floe__file_writer_new(w->t, FLOE_CONTENT_POSITION_DELETES, schema, NULL, 0, &w->o,
                                    &fw, err);

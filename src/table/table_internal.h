@@ -245,6 +245,35 @@ int floe__manifest_read_resolved(floe__fileio *io, const floe__manifest_file *mf
 int floe__dv_read(floe__fileio *io, const floe__content_file *dv, floe__posbitmap *out,
                   floe_error *err);
 
+/* ---- reading files back (file_read.c) -------------------------------------------------------
+ * A data or delete file of the table read through its FileIO for a
+ * projection (see the Parquet reader in parquet_internal.h). */
+typedef struct floe__file_reader floe__file_reader;
+/* Errors: the FileIO's (FLOE_ENOTFOUND, FLOE_EIO, ...) and the reader's, with
+ * the file named. */
+int floe__file_reader_open(floe__fileio *io, const char *uri, const floe__schema *projection,
+                           floe__file_reader **out, floe_error *err);
+floe__pq_reader *floe__file_reader_pq(floe__file_reader *r);    /* owned by r */
+void floe__file_reader_free(floe__file_reader *r);               /* accepts NULL */
+/* Iceberg's reserved position delete schema {2147483546 file_path: string,
+ * 2147483545 pos: long} (caller frees). */
+int floe__posdel_schema_new(floe__schema **out, floe_error *err);
+/* Every (data file, position) of a position delete file into `out`. */
+int floe__posdel_file_read(floe__fileio *io, const char *uri, floe__posdel_set *out,
+                           floe_error *err);
+
+/* The positions a plan's DVs and position delete files delete from each of
+ * its data files.  Unscoped position delete files are read once and kept;
+ * the plan must outlive it.  Equality deletes are not its business. */
+typedef struct floe__deleted floe__deleted;
+int floe__deleted_new(floe__fileio *io, const floe__plan *p, floe__deleted **out,
+                      floe_error *err);
+void floe__deleted_free(floe__deleted *d);                       /* accepts NULL */
+/* Data file i's deleted positions: *out NULL when none, else valid until
+ * the next call.  Errors name the delete file. */
+int floe__deleted_positions(floe__deleted *d, size_t i, const floe__posbitmap **out,
+                            floe_error *err);
+
 /* ---- commits (table_commit.c, commit_files.c) ---------------------------------------------
  * One snapshot adding `files` (data files go in a data manifest, delete
  * files in a delete manifest), writing `deletes` for the table's format,
