@@ -75,6 +75,15 @@ def test_duplicates_under_a_whole_row_key_within_a_batch(tmp_path):
 
 # ---- P5 #6: times past 2^63 --------------------------------------------------------------------
 
+def test_an_empty_closed_input_commits_the_empty_frontier(tmp_path):
+    """Nothing read, then --close: one commit recording [] (the freshness
+    bookkeeping once passed NULL to memmove here, caught by UBSan)."""
+    sink(tmp_path, [], "--schema", KV, "--key", "id", "--close")
+    assert rows(tmp_path) == []
+    from sinkmodel import committed_frontier
+    assert committed_frontier(f"{tmp_path}/catalog.db", TABLE) == float("inf")
+
+
 def test_timestamp_saturates_instead_of_wrapping(tmp_path):
     """P5 #6: append mode stored the u64 bit pattern: 2^64-1 became -1."""
     big = 2**64 - 1

@@ -54,6 +54,8 @@ void floe__fresh_committed(floe__freshness *f, floe__frontier c)
     size_t drop = 0;
     while (drop < f->n && (c.empty || f->marks[drop].max_time < c.t))
         drop++;
+    if (drop == 0)
+        return;                        /* marks may be NULL: nothing arrived yet */
     memmove(f->marks, f->marks + drop, (f->n - drop) * sizeof *f->marks);
     f->n -= drop;
 }
