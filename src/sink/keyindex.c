@@ -352,14 +352,17 @@ static void walk(floe__kx *kx, uint64_t h, const uint8_t *key, size_t len, const
     }
 }
 
-/* Put (file field, pos, rowhash) in a slot of key: a dead one, else a new one. */
+/* Put (file field, pos, rowhash) in a slot of key: a dead one, else a new
+ * one.  *was_live (when not NULL): the memory tier held a live row of key. */
 static int put_slot(floe__kx *kx, const uint8_t *key, size_t len, uint64_t h, uint32_t file,
-                    uint64_t pos, uint64_t rowhash, floe_error *err)
+                    uint64_t pos, uint64_t rowhash, bool *was_live, floe_error *err)
 {
     if ((kx->used + 1) * 4 > kx->cap * 3)
         FLOE_FORWARD(grow(kx, err));
     probe p;
     walk(kx, h, key, len, NULL, false, &p);
+    if (was_live)
+        *was_live = p.live != NULL;
     slot *s = p.dead;
     if (!s) {
         uint64_t ref = p.ref;
@@ -376,16 +379,28 @@ static int put_slot(floe__kx *kx, const uint8_t *key, size_t len, uint64_t h, ui
 
 static int maybe_spill(floe__kx *kx, floe_error *err);
 
-int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
-                    floe_error *err)
+static int run_has(floe__kx *kx, uint64_t h, const uint8_t *key, size_t len, bool *live,
+                   floe_error *err);
+
+int floe__kx_insert_checked(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                            bool *was_live, floe_error *err)
 {
     FLOE_RETURN_IF(len > FLOE_KX_MAX_KEY, err, FLOE_ELIMIT,
                    "a key of %zu bytes is longer than the key index takes", len);
     FLOE_RETURN_IF(loc.file >= kx->n_files || loc.pos > FLOE_KX_MAX_POS, err, FLOE_EINTERNAL,
                    "key index: row of an unknown file or past 2^40");
-    FLOE_FORWARD(put_slot(kx, key, len, hash_key(key, len), loc.file, loc.pos, loc.rowhash, err));
+    uint64_t h = hash_key(key, len);
+    FLOE_FORWARD(put_slot(kx, key, len, h, loc.file, loc.pos, loc.rowhash, was_live, err));
     kx->live++;
+    if (was_live && !*was_live && kx->run)
+        FLOE_FORWARD(run_has(kx, h, key, len, was_live, err));
     return maybe_spill(kx, err);
+}
+
+int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                    floe_error *err)
+{
+    return floe__kx_insert_checked(kx, key, len, loc, NULL, err);
 }
 
 /* ---- the disk tier, seen through the tombstones ---------------------------------------------- */
@@ -469,7 +484,8 @@ static int take_from_run(floe__kx *kx, const uint8_t *key, size_t len, uint64_t 
         return FLOE_OK;
     *loc = g.locs[pick];
     *found = true;
-    FLOE_FORWARD(put_slot(kx, key, len, h, loc->file | FILE_TOMB, loc->pos, loc->rowhash, err));
+    FLOE_FORWARD(put_slot(kx, key, len, h, loc->file | FILE_TOMB, loc->pos, loc->rowhash, NULL,
+                          err));
     kx->tombs++;
     kx->run_live--;
     return maybe_spill(kx, err);
@@ -541,11 +557,21 @@ int floe__kx_remove(floe__kx *kx, const uint8_t *key, size_t len, uint32_t file,
     FLOE_FORWARD(run_row(kx, h, key, len, file, pos, &g, err));
     if (g.n == 0)
         return FLOE_OK;
-    FLOE_FORWARD(put_slot(kx, key, len, h, file | FILE_TOMB, pos, g.locs[0].rowhash, err));
+    FLOE_FORWARD(put_slot(kx, key, len, h, file | FILE_TOMB, pos, g.locs[0].rowhash, NULL,
+                          err));
     kx->tombs++;
     kx->run_live--;
     *found = true;
     return maybe_spill(kx, err);
+}
+
+static int run_has(floe__kx *kx, uint64_t h, const uint8_t *key, size_t len, bool *live,
+                   floe_error *err)
+{
+    gathered g = {0};
+    FLOE_FORWARD(run_live(kx, h, key, len, &g, err));
+    *live = g.n > 0;
+    return FLOE_OK;
 }
 
 int floe__kx_has(floe__kx *kx, const uint8_t *key, size_t len, bool *live, floe_error *err)
@@ -556,10 +582,7 @@ int floe__kx_has(floe__kx *kx, const uint8_t *key, size_t len, bool *live, floe_
     *live = p.live != NULL;
     if (*live || !kx->run)
         return FLOE_OK;
-    gathered g = {0};
-    FLOE_FORWARD(run_live(kx, h, key, len, &g, err));
-    *live = g.n > 0;
-    return FLOE_OK;
+    return run_has(kx, h, key, len, live, err);
 }
 
 /* ---- merging the memory tier into a new run ---------------------------------------------- */

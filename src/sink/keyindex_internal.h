@@ -91,6 +91,9 @@ size_t floe__kx_file_count(const floe__kx *kx);       /* ids handed out */
 /* One more live row of key. */
 int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
                     floe_error *err);
+/* The same, telling whether key already had a live row (one probe). */
+int floe__kx_insert_checked(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                            bool *was_live, floe_error *err);
 /* Take one live row of key (one whose rowhash is `rowhash` when there is
  * such a row, else any): *found and *loc.  The row is no longer live. */
 int floe__kx_take(floe__kx *kx, const uint8_t *key, size_t len, uint64_t rowhash, bool *found,

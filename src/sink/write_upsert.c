@@ -34,6 +34,7 @@ typedef struct survivor {
     const uint8_t *row;
     uint32_t len;
     uint64_t count;
+    uint64_t time;
 } survivor;
 
 typedef struct resolving {
@@ -65,6 +66,13 @@ static const char *key_text(resolving *r)
     if (floe__buf_putc(b, 0, NULL) != FLOE_OK)
         return "?";
     return (const char *)b->data;
+}
+
+static void pk_violation(resolving *r, uint64_t time)
+{
+    r->w->stats.pk_violations++;
+    floe__writer_warn(r->w, "primary key violation: key %s inserted at time %llu while it is "
+                      "live", key_text(r), (unsigned long long)time);
 }
 
 /* ---- retractions ----------------------------------------------------------------------- */
@@ -156,29 +164,19 @@ static int retract(resolving *r, const floe__group_item *it, floe_error *err)
 
 /* ---- insertions -------------------------------------------------------------------------- */
 
-static int live_now(resolving *r, bool *live, floe_error *err)
-{
-    *live = false;
-    for (size_t i = 0; i < r->n && !*live; i++)
-        *live = r->s[i].count > 0;
-    floe__kx *kx = index_of(r);
-    if (!*live && kx && !r->b->desc.snapshot)
-        FLOE_FORWARD(floe__kx_has(kx, r->key, r->klen, live, err));
-    return FLOE_OK;
-}
-
+/* An insertion while the group still holds a row of the key is a
+ * primary-key violation (a key live from an earlier group is found when
+ * the first row is indexed: write_survivors). */
 static int insert(resolving *r, const floe__group_item *it, floe_error *err)
 {
     floe__writer *w = r->w;
     uint64_t n = magnitude(it->diff);
     if (!w->cfg->synthetic_key) {
-        bool live;
-        FLOE_FORWARD(live_now(r, &live, err));
-        if (live || n > 1) {
-            w->stats.pk_violations++;
-            floe__writer_warn(w, "primary key violation: key %s inserted at time %llu while "
-                              "it is live", key_text(r), (unsigned long long)it->time);
-        }
+        bool live = n > 1;
+        for (size_t i = 0; i < r->n && !live; i++)
+            live = r->s[i].count > 0;
+        if (live)
+            pk_violation(r, it->time);
     }
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 4;
@@ -188,13 +186,15 @@ static int insert(resolving *r, const floe__group_item *it, floe_error *err)
         r->s = s;
         r->cap = cap;
     }
-    r->s[r->n++] = (survivor){item_row(w, it), it->row_len, n};
+    r->s[r->n++] = (survivor){item_row(w, it), it->row_len, n, it->time};
     return FLOE_OK;
 }
 
 /* ---- the rows that are left --------------------------------------------------------------- */
 
-static int index_row(resolving *r, const char *path, uint64_t pos, const survivor *s,
+/* Index a written row; the group's first also tells whether the key was
+ * live before (not in the snapshot batch, which starts from nothing). */
+static int index_row(resolving *r, const char *path, uint64_t pos, const survivor *s, bool first,
                      floe_error *err)
 {
     floe__kx *kx = index_of(r);
@@ -202,13 +202,18 @@ static int index_row(resolving *r, const char *path, uint64_t pos, const survivo
     FLOE_FORWARD(floe__kx_file(kx, path, &id, err));
     floe__kx_file_set_committed(kx, id, false);
     uint64_t rh = floe__hash64(s->row, s->len, 0);
-    FLOE_FORWARD(floe__kx_insert(kx, r->key, r->klen, (floe__kx_loc){id, pos, rh}, err));
+    bool check = first && !r->w->cfg->synthetic_key && !r->b->desc.snapshot, was_live = false;
+    FLOE_FORWARD(floe__kx_insert_checked(kx, r->key, r->klen, (floe__kx_loc){id, pos, rh},
+                                         check ? &was_live : NULL, err));
+    if (was_live)
+        pk_violation(r, s->time);
     return r->b->log ? floe__kx_log_insert(r->b->log, r->key, r->klen, path, pos, rh, err)
                      : FLOE_OK;
 }
 
 static int write_survivors(resolving *r, floe_error *err)
 {
+    bool first = true;
     for (size_t i = 0; i < r->n; i++) {
         for (uint64_t c = r->s[i].count; c > 0; c--) {
             const char *path = NULL;
@@ -216,7 +221,8 @@ static int write_survivors(resolving *r, floe_error *err)
             FLOE_FORWARD(floe__writer_data_row(r->w, r->b, r->s[i].row, r->s[i].len, &path, &pos,
                                                err));
             if (index_of(r))
-                FLOE_FORWARD(index_row(r, path, pos, &r->s[i], err));
+                FLOE_FORWARD(index_row(r, path, pos, &r->s[i], first, err));
+            first = false;
         }
     }
     return FLOE_OK;
