@@ -40,6 +40,8 @@ struct floe__keeper {
     floe__kx_store *store;
     int64_t synced_to;               /* the snapshot the index reflects, -1: none */
     floe__posdel_set *deletes;       /* the last prepare's */
+    bool dirty;                      /* changed since the last checkpoint */
+    bool unlogged;                   /* the last attempt was too big to log: checkpoint */
     floe__keeper_stats stats;
 };
 
@@ -451,6 +453,7 @@ static int sync_to_current(floe__keeper *k, const pending *pend, floe_error *err
     floe__free(ids);
     if (rc == FLOE_OK)
         k->synced_to = floe__metadata_current_snapshot_id(md);
+    k->dirty |= n > 0 || !on;
     return rc;
 }
 
@@ -495,12 +498,13 @@ static int open_takes(void *ctx, floe__kx_visit_fn put, void *put_ctx, floe_erro
 /* The index as the table holds it (the open batches' changes left out). */
 static int checkpoint(floe__keeper *k, floe__writer *w, floe_error *err)
 {
-    if (!k->store)
+    if (!k->store || !k->dirty)
         return FLOE_OK;
     floe__kx_mark at = {false, 0, k->synced_to};
     checkpointing c = {k, w};
     FLOE_FORWARD(floe__kx_store_checkpoint(k->store, k->kx, at, open_takes, &c, err));
     k->stats.checkpoints++;
+    k->dirty = false;
     return FLOE_OK;
 }
 
@@ -640,7 +644,8 @@ static int start(floe__keeper *k, floe_error *err)
     k->synced_to = floe__metadata_current_snapshot_id(table_md(k));
     if (loaded) {
         k->stats.start = FLOE__KEEPER_LOADED;
-        return k->stats.synced || k->stats.compared ? checkpoint(k, NULL, err) : FLOE_OK;
+        k->dirty = k->stats.synced || k->stats.compared;
+        return checkpoint(k, NULL, err);
     }
     FLOE_FORWARD(new_index(k, err));
     pending none = {0};
@@ -648,6 +653,7 @@ static int start(floe__keeper *k, floe_error *err)
     k->stats.start = k->stats.built.files ? FLOE__KEEPER_REBUILT : FLOE__KEEPER_EMPTY;
     if (!k->stats.built.files)
         k->stats.rebuilds = 0;
+    k->dirty = true;                       /* the log needs a base */
     return checkpoint(k, NULL, err);
 }
 
@@ -715,7 +721,10 @@ int floe__keeper_prepare(floe__keeper *k, floe__sealed *s, floe__writer *w, uint
     k->deletes = NULL;
     pending pend = {s, w};
     FLOE_FORWARD(sync_to_current(k, &pend, err));
-    if (k->store) {
+    uint64_t size = (s->kx_log ? s->kx_log->ops.len : 0) + s->dels.recs.len;
+    uint64_t ckpt = k->store ? floe__kx_store_checkpoint_bytes(k->store) : 0;
+    k->unlogged = size > CHECKPOINT_AFTER && size > ckpt / 2;   /* cheaper to checkpoint */
+    if (k->store && !k->unlogged) {
         floe__kx_log l;
         floe__kx_log_init(&l);
         int rc = attempt_log(s, &l, err);
@@ -740,10 +749,12 @@ int floe__keeper_committed(floe__keeper *k, const floe__sealed *s, int64_t snaps
             floe__kx_file_set_committed(k->kx, id, true);
     }
     k->synced_to = snapshot_id;
+    k->dirty = true;
     if (!k->store)
         return FLOE_OK;
     uint64_t logged = floe__kx_store_log_bytes(k->store);
-    if (logged >= CHECKPOINT_AFTER && logged >= floe__kx_store_checkpoint_bytes(k->store) / 2)
+    if (k->unlogged || (logged >= CHECKPOINT_AFTER &&
+                        logged >= floe__kx_store_checkpoint_bytes(k->store) / 2))
         return checkpoint(k, w, err);
     return FLOE_OK;
 }
@@ -756,5 +767,6 @@ int floe__keeper_covered(floe__keeper *k, const floe__sealed *s, floe__writer *w
     pending pend = {NULL, w};
     FLOE_FORWARD(rebuild(k, table_md(k), &pend, err));
     k->synced_to = floe__metadata_current_snapshot_id(table_md(k));
+    k->dirty = true;
     return checkpoint(k, w, err);
 }

@@ -378,7 +378,7 @@ static void report_index(floe_sink *s)
     else if (ks.start == FLOE__KEEPER_REBUILT)
         snprintf(s->index_report, sizeof s->index_report,
                  "key index rebuilt from the table (%s): %" PRIu64 " keys from %" PRIu64
-                 " data files in %.1fs", ks.why, ks.kx.keys, ks.built.files, secs);
+                 " data files in %.2fs", ks.why, ks.kx.keys, ks.built.files, secs);
     else
         snprintf(s->index_report, sizeof s->index_report,
                  "key index started empty (the table holds no rows), kept in %s", where);
