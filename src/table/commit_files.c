@@ -237,38 +237,38 @@ static int dv_file(const char *uri, uint64_t size, const floe__puffin_dv *d,
     return FLOE_OOM(err);
 }
 
+/* One Puffin file holding one DV (the data file order[i] of merged). */
+static int write_one_dv(floe__attempt *a, floe__posdel_set *merged, size_t i, size_t k,
+                        floe_error *err)
+{
+    char name[96];
+    snprintf(name, sizeof name, "dv-%s-%05zu.puffin", a->uuid, k);
+    char *uri = floe__path_join(a->t->data_location, name);
+    if (!uri)
+        return FLOE_OOM(err);
+    floe__puffin_dv dv = {floe__posdel_set_path(merged, i), floe__posdel_set_positions(merged, i),
+                          0, 0};
+    uint64_t size = 0;
+    int rc = floe__puffin_write_dvs(a->t->io, uri, &dv, 1, &size, err);
+    bool wrote = rc == FLOE_OK;
+    floe__content_file f;
+    if (rc == FLOE_OK)
+        rc = dv_file(uri, size, &dv, &f, err);
+    if (rc == FLOE_OK && (rc = floe__content_list_push(&a->written, &f, err)) != FLOE_OK)
+        floe__content_file_clear(&f);
+    if (rc != FLOE_OK && wrote)
+        floe__fileio_remove(a->t->io, uri, NULL);
+    floe__free(uri);
+    return rc;
+}
+
 static int write_puffin(floe__attempt *a, floe__posdel_set *merged, const size_t *order,
                         floe_error *err)
 {
     size_t n = floe__posdel_set_files(merged);
-    floe__puffin_dv *dvs = floe__calloc(n ? n : 1, sizeof *dvs);
-    char name[80];
-    snprintf(name, sizeof name, "dv-%s.puffin", a->uuid);
-    char *uri = floe__path_join(a->t->data_location, name);
-    int rc = dvs && uri ? FLOE_OK : FLOE_OOM(err);
-    for (size_t i = 0; rc == FLOE_OK && i < n; i++)
-        dvs[i] = (floe__puffin_dv){floe__posdel_set_path(merged, order[i]),
-                                   floe__posdel_set_positions(merged, order[i]), 0, 0};
-    uint64_t size = 0;
-    if (rc == FLOE_OK)
-        rc = floe__puffin_write_dvs(a->t->io, uri, dvs, n, &size, err);
-    bool wrote = rc == FLOE_OK;
-    for (size_t i = 0; rc == FLOE_OK && i < n; i++) {
-        floe__content_file f;
-        rc = dv_file(uri, size, &dvs[i], &f, err);
-        if (rc == FLOE_OK)
-            rc = floe__content_list_push(&a->written, &f, err);
-        if (rc != FLOE_OK)
-            floe__content_file_clear(&f);
-    }
-    if (rc != FLOE_OK && wrote) {           /* entries pushed share the file: drop them all */
-        floe__fileio_remove(a->t->io, uri, NULL);
-        while (a->written.n && strcmp(a->written.files[a->written.n - 1].path, uri) == 0)
-            floe__content_file_clear(&a->written.files[--a->written.n]);
-    }
-    floe__free(uri);
-    floe__free(dvs);
-    return rc;
+    for (size_t k = 0; k < n; k++)
+        FLOE_FORWARD(write_one_dv(a, merged, order[k], k, err));
+    return FLOE_OK;
 }
 
 /* v3: each target's positions, with its current DV's (read, then removed). */

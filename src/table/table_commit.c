@@ -209,8 +209,16 @@ static int write_manifest(attempt *a, bool deletes, floe_error *err)
     return FLOE_OK;
 }
 
+/* A manifest whose entries are all DELETED (the files a removal of an
+ * earlier snapshot took out) lists nothing live: the snapshot that removed
+ * them keeps it, later ones drop it, as Java does. */
+static bool only_deleted(const floe__manifest_file *m)
+{
+    return m->added_files == 0 && m->existing_files == 0 && m->deleted_files > 0;
+}
+
 /* Append every manifest of the parent snapshot, as its list has them,
- * except those rewritten[i] replaced. */
+ * except those rewritten[i] replaced and those with nothing live. */
 static int carry_parent(attempt *a, const bool *rewritten, floe_error *err)
 {
     if (a->parent < 0)
@@ -232,14 +240,13 @@ static int carry_parent(attempt *a, const bool *rewritten, floe_error *err)
         return floe__err_wrap(err, rc, "carrying the manifests of snapshot %lld forward (%s)",
                               (long long)a->parent, s->manifest_list);
     size_t k = from;
-    for (size_t i = from; rewritten && i < a->list.n; i++) {
-        if (rewritten[i - from])
+    for (size_t i = from; i < a->list.n; i++) {
+        if ((rewritten && rewritten[i - from]) || only_deleted(&a->list.items[i]))
             floe__manifest_file_clear(&a->list.items[i]);
         else
             a->list.items[k++] = a->list.items[i];
     }
-    if (rewritten)
-        a->list.n = k;
+    a->list.n = k;
     return FLOE_OK;
 }
 
