@@ -58,6 +58,7 @@ public final class Reader {
         }
         switch (args[0]) {
             case "read": case "snapshots": case "read-snapshots": case "replace": case "schema":
+            case "count":
                 break;
             default:
                 err.append("unknown mode ").append(args[0]).append('\n');
@@ -76,6 +77,23 @@ public final class Reader {
                             out.append('\n');
                         }
                     }
+                    break;
+                }
+                case "count": {
+                    /* bench/: rows and the sum of the first (long) column, timed in the JVM */
+                    long t0 = System.nanoTime(), n = 0, sum = 0;
+                    try (CloseableIterable<Record> rows = IcebergGenerics.read(table).build()) {
+                        for (Record r : rows) {
+                            n++;
+                            Object v = r.get(0);
+                            if (v instanceof Number) sum += ((Number) v).longValue();
+                        }
+                    }
+                    long ms = (System.nanoTime() - t0) / 1000000;
+                    Runtime rt = Runtime.getRuntime();
+                    out.append("{\"rows\":").append(n).append(",\"sum\":").append(sum)
+                       .append(",\"ms\":").append(ms).append(",\"heap_mb\":")
+                       .append((rt.totalMemory() - rt.freeMemory()) >> 20).append("}\n");
                     break;
                 }
                 case "snapshots":
