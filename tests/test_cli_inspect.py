@@ -25,13 +25,14 @@ def inspect_json(floe, tmp_path, *extra):
 
 @pytest.fixture(scope="module")
 def upsert_table(tmp_path_factory):
-    """An upsert table (equality deletes: the live count is an upper bound)."""
+    """An upsert table in equality mode (equality deletes: the live count is
+    an upper bound)."""
     from conftest import run_floe
     tmp = tmp_path_factory.mktemp("upsert")
     stream = Stream(81, steps=60)
     src = tmp / "in.ndjson"
     src.write_text(stream.text())
-    run_floe(*sink_args(tmp, "upsert", stream, 20), "--input", src)
+    run_floe(*sink_args(tmp, "upsert-equality", stream, 20), "--input", src)
     return tmp, stream
 
 
@@ -139,6 +140,19 @@ def test_an_append_table_has_an_exact_live_count(floe, append_table):
     assert f"live rows: {len(stream.expected(INF, 'append'))} (total-records" in text
     assert "   9  _timestamp  long not null" in text
 
+
+def test_a_position_mode_upsert_table_has_an_exact_live_count(floe, tmp_path):
+    """Position deletes (the default mode) make the summary's count exact."""
+    from conftest import run_floe
+    stream = Stream(83, steps=40)
+    src = tmp_path / "in.ndjson"
+    src.write_text(stream.text())
+    run_floe(*sink_args(tmp_path, "upsert", stream, 20), "--input", src)
+    info = inspect_json(floe, tmp_path)
+    want = len(stream.expected(INF, "upsert"))
+    assert info["live_rows"]["exact"] is True and info["live_rows"]["rows"] == want
+    assert info["live_rows"]["total_position_deletes"] > 0
+    assert f"live rows: {want} (total-records" in inspect(floe, tmp_path).stdout
 
 def test_two_sinks_a_rollback_and_refs(floe, tmp_path):
     """A second sink id, then main rolled back before its snapshots: they are

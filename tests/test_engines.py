@@ -58,9 +58,10 @@ class Table:
             run_floe(*self.sink_args(interval), "--input", src)
 
     def sink_args(self, interval=15):
+        """Equality mode: the fixture's table holds both delete kinds."""
         return ["sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id",
                 "--catalog", f"sqlite:{self.db}", "--warehouse", f"{self.dir}/wh",
-                "--commit-interval", str(interval), "--quiet"]
+                "--commit-interval", str(interval), "--delete-mode", "equality", "--quiet"]
 
     def __getattr__(self, name):
         """t.compact(...) is engines.compact(db, warehouse, TABLE, ...)."""
@@ -230,9 +231,10 @@ def test_compact_while_floe_commits_equality_deletes(tmp_path):
             lines.append(json.dumps({"time": 26, "diff": 1, "row": rows[key]}))
         for key in (1, 13):                           # and delete two
             lines.append(json.dumps({"time": 27, "diff": -1, "row": rows.pop(key)}))
-        rows[100] = row(100)                          # a key inserted and updated in one batch:
+        rows[100] = row(100)                          # a key inserted and updated in one batch,
         lines.append(json.dumps({"time": 26, "diff": 1, "row": rows[100]}))
-        lines.append(json.dumps({"time": 27, "diff": -1, "row": rows[100]}))
+        feed(proc, lines + [json.dumps({"progress": 27})])   # in two intervals of it:
+        lines = [json.dumps({"time": 27, "diff": -1, "row": rows[100]})]
         rows[100] = row(100)                          # floe's own position delete
         lines.append(json.dumps({"time": 27, "diff": 1, "row": rows[100]}))
         feed(proc, lines + [json.dumps({"progress": 35})])

@@ -85,6 +85,8 @@ def test_sigkill_and_rerun_over_rest(rest, tmp_path, mode, seed):
         if proc.returncode != 0 and own_late_commit(err, table):
             late += 1
             continue
+        if proc.returncode == 1 and kills and "an earlier run closed this sink's input" in err:
+            break        # killed after its last commit landed: the rerun's updates are refused
         assert proc.returncode == 0, err
         break
     else:

@@ -49,6 +49,9 @@ def test_sigkill_and_rerun_until_done(tmp_path, mode, seed):
             proc.communicate()
             kills += 1
             continue
+        assert "AddressSanitizer" not in err and "runtime error" not in err, err
+        if proc.returncode == 1 and kills and "an earlier run closed this sink's input" in err:
+            break        # killed after its last commit landed: the rerun's updates are refused
         assert proc.returncode == 0, err
         assert "AddressSanitizer" not in err and "runtime error" not in err, err
         break
