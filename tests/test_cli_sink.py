@@ -319,10 +319,12 @@ def test_health_is_200_finished_while_lingering_after_success(tmp_path):
     port = free_port()
     stream = Stream(57, steps=10)
     run = Live([*sink_args(tmp_path, "upsert", stream, 10), "--metrics-addr",
-                f"127.0.0.1:{port}", "--metrics-linger", "1s"])
+                f"127.0.0.1:{port}", "--metrics-linger", "3s"])
     run.feed(stream.lines)
     run.proc.stdin.close()
     run.wait_for(lambda: committed_frontier(db_of(tmp_path), TABLE) == INF)
+    # "ok" until the program has seen floe_sink_finish return, just after the commit
+    run.wait_for(lambda: get(port, "/health")[:2] != (200, "ok\n"), timeout=3)
     assert get(port, "/health")[:2] == (200, "finished\n")
     code, err = run.wait(timeout=30)
     assert code == 0 and err == "", err
