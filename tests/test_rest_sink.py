@@ -58,8 +58,8 @@ def own_late_commit(err, table):
     the table at the killed run's frontier (nothing is duplicated); the next
     run resumes from there.  With SQLite the commit dies with the process,
     so this only happens over REST."""
-    return (f"already covered by another writer (sink '{table}' version 1" in err
-            and "run again to resume" in err)
+    return (f"sink '{table}' version 1 committed frontier" in err
+            and "an earlier run's commit landed late" in err and "run again to resume" in err)
 
 
 @pytest.mark.parametrize("mode,seed", [("upsert", 1), ("append", 3)])
