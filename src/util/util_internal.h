@@ -118,6 +118,15 @@ void *floe__arena_alloc(floe__arena *a, size_t n);  /* 16-byte aligned; NULL on 
 char *floe__arena_strndup(floe__arena *a, const char *s, size_t n);
 size_t floe__arena_used(const floe__arena *a);
 
+/* ---- byte-string sets (byteset.c) --------------------------------------------
+ * Copies of the strings added; membership by content. */
+typedef struct floe__byteset floe__byteset;
+int floe__byteset_new(floe__byteset **out, floe_error *err);
+void floe__byteset_free(floe__byteset *s);      /* accepts NULL */
+int floe__byteset_add(floe__byteset *s, const void *p, size_t len, floe_error *err);
+bool floe__byteset_has(const floe__byteset *s, const void *p, size_t len);
+size_t floe__byteset_count(const floe__byteset *s);
+
 /* ---- byte order and varints (inline) ------------------------------------- */
 static inline void floe__put_le32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void floe__put_le64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
