@@ -29,6 +29,8 @@ typedef struct floe__attempt {
     char *list_path;
     floe__manifest_list list;        /* new manifests first, then carried ones */
     size_t n_new;                    /* how many of list.items this attempt wrote */
+    size_t *merged;                  /* list.items indexes of the manifests merging wrote */
+    size_t n_merged, n_merged_from;  /* how many, and how many manifests they replaced */
     bool list_written;
     json_t *summary;
     floe__plan *plan;                /* the parent's plan, when deletes or removals ask */
@@ -52,6 +54,10 @@ int floe__attempt_files(floe__attempt *a, floe_error *err);
  * and first_row_id kept) and append it to a->list; *rewritten[i] tells
  * which of the parent's manifests were replaced. */
 int floe__attempt_rewrite(floe__attempt *a, bool **rewritten, floe_error *err);
+/* Merge the manifests carried from the parent, as the table's
+ * commit.manifest-* properties ask (merge.c): merged manifests replace
+ * their bins in a->list and are recorded in a->merged. */
+int floe__attempt_merge(floe__attempt *a, floe_error *err);
 /* Count one file into c (DVs by their content size, as Java does). */
 void floe__commit_count(floe__commit_counts *c, const floe__content_file *f);
 

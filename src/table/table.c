@@ -184,3 +184,15 @@ int floe__table_check_writable(const floe__table *t, floe_error *err)
                              (int)floe__metadata_default_spec_id(md), json_array_size(fields));
     return FLOE_OK;
 }
+
+int floe__table_update(floe__table *t, const json_t *requirements, const json_t *updates,
+                       floe_error *err)
+{
+    floe__loaded_table *next = NULL;
+    FLOE_FORWARD_CTX(floe__catalog_commit_table(t->catalog, t->ns, t->name, requirements,
+                                                updates, &next, err),
+                     err, "updating table %s.%s", t->ns, t->name);
+    floe__loaded_table_free(t->loaded);
+    t->loaded = next;
+    return FLOE_OK;
+}

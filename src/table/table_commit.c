@@ -63,6 +63,8 @@ static void attempt_cleanup(attempt *a, bool remove_files)
     if (remove_files) {
         for (size_t i = 0; i < a->n_new; i++)
             floe__fileio_remove(a->t->io, a->list.items[i].path, NULL);
+        for (size_t i = 0; i < a->n_merged; i++)
+            floe__fileio_remove(a->t->io, a->list.items[a->merged[i]].path, NULL);
         if (a->list_written)
             floe__fileio_remove(a->t->io, a->list_path, NULL);
         for (size_t i = 0; i < a->written.n; i++)    /* DVs share a file: removed again is fine */
@@ -72,6 +74,7 @@ static void attempt_cleanup(attempt *a, bool remove_files)
     floe__content_list_clear(&a->written);
     floe__plan_free(a->plan);
     floe__free(a->removed);
+    floe__free(a->merged);
     floe__free(a->dir);
     floe__free(a->list_path);
     json_decref(a->summary);
@@ -480,6 +483,7 @@ static int prepare(attempt *a, floe_error *err)
         rc = carry_parent(a, rewritten, err);
     floe__free(rewritten);
     FLOE_FORWARD(rc);
+    FLOE_FORWARD(floe__attempt_merge(a, err));
     FLOE_FORWARD(assign_row_ids(a, err));
     FLOE_FORWARD(write_list(a, err));
     return build_summary(a, err);

@@ -54,6 +54,12 @@ int floe__table_open_v(floe__catalog *c, floe__fileio *io, const char *ns, const
  * in the struct: the caller compares ids to detect evolution). */
 int floe__table_refresh(floe__table *t, floe_error *err);
 void floe__table_free(floe__table *t);
+/* Commit metadata updates without a new snapshot (REST shapes, e.g.
+ * remove-snapshots): `requirements` are checked against the catalog's
+ * current metadata.  On success t->loaded is the result; FLOE_ECONFLICT
+ * changed nothing; other failures as floe__catalog_commit_table's. */
+int floe__table_update(floe__table *t, const json_t *requirements, const json_t *updates,
+                       floe_error *err);
 /* Whether floe can write to the table as loaded: format version 2 or 3 and
  * an unpartitioned default spec (FLOE_EUNSUPPORTED naming what is not). */
 int floe__table_check_writable(const floe__table *t, floe_error *err);
