@@ -605,6 +605,26 @@ static int swap_pointer(sql_catalog *c, const char *ns, const char *name, const 
                                                         "landed", ns, name);
 }
 
+/* write.metadata.delete-after-commit.enabled: the metadata files the
+ * bounded metadata-log let go are deleted once the new file is in place,
+ * as Java's catalogs do (failures only leave orphans). */
+static void delete_dropped_metadata(sql_catalog *c, const floe__metadata *before,
+                                    const floe__metadata *after)
+{
+    const char *on = floe__metadata_property(after, "write.metadata.delete-after-commit.enabled");
+    if (!on || strcmp(on, "true") != 0)
+        return;
+    size_t n_after = floe__metadata_metadata_log_count(after);
+    for (size_t i = 0; i < floe__metadata_metadata_log_count(before); i++) {
+        const char *f = floe__metadata_metadata_log_at(before, i)->metadata_file;
+        bool kept = false;
+        for (size_t j = 0; j < n_after && !kept; j++)
+            kept = strcmp(floe__metadata_metadata_log_at(after, j)->metadata_file, f) == 0;
+        if (!kept)
+            floe__fileio_remove(c->io, f, NULL);
+    }
+}
+
 static int commit_existing(sql_catalog *c, const char *ns, const char *name, const char *cur_loc,
                            const json_t *requirements, const json_t *updates,
                            floe__loaded_table **out, floe_error *err)
@@ -615,17 +635,23 @@ static int commit_existing(sql_catalog *c, const char *ns, const char *name, con
     int rc = floe__metadata_check(cur, requirements, err);
     if (rc == FLOE_OK)
         rc = floe__metadata_apply(cur, cur_loc, updates, floe__now_ms(), &next, &changed, err);
-    floe__metadata_free(cur);
-    if (rc != FLOE_OK)
+    if (rc != FLOE_OK) {
+        floe__metadata_free(cur);
         return floe__err_wrap(err, rc, "commit to %s.%s", ns, name);
-    if (!changed)
+    }
+    if (!changed) {
+        floe__metadata_free(cur);
         return make_loaded(next, cur_loc, out, err);
+    }
     char *new_loc = NULL;
     rc = floe__metadata_new_file_location(next, cur_loc, &new_loc, err);
     if (rc == FLOE_OK)
         rc = floe__catalog_write_metadata(c->io, new_loc, next, err);
     if (rc == FLOE_OK)
         rc = swap_pointer(c, ns, name, cur_loc, new_loc, err);
+    if (rc == FLOE_OK)
+        delete_dropped_metadata(c, cur, next);
+    floe__metadata_free(cur);
     if (rc == FLOE_OK)
         rc = make_loaded(next, new_loc, out, err);
     else

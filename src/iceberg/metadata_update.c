@@ -670,7 +670,8 @@ static int drop_ref(apply_ctx *a, const char *name)
     return FLOE_OK;
 }
 
-/* As Java's builder: refs to removed snapshots go; the snapshot-log keeps
+/* As Java's builder: refs to removed snapshots go, and so do their
+ * statistics and partition statistics; the snapshot-log keeps
  * only the entries after the last one whose snapshot is gone (the history
  * must not claim a snapshot the metadata no longer has). */
 static int after_removal(apply_ctx *a)
@@ -686,6 +687,16 @@ static int after_removal(apply_ctx *a)
     int64_t cur = doc_int(a->doc, "current-snapshot-id", -1);
     if (cur != -1 && !find_by_id(snaps, "snapshot-id", cur))
         FLOE_FORWARD(drop_ref(a, "main"));
+    static const char *const stats[] = {"statistics", "partition-statistics"};
+    for (int k = 0; k < 2; k++) {                  /* statistics of removed snapshots go */
+        json_t *arr = json_object_get(a->doc, stats[k]);
+        for (size_t i = json_array_size(arr); i-- > 0;)
+            if (!find_by_id(snaps, "snapshot-id",
+                            doc_int(json_array_get(arr, i), "snapshot-id", -1))) {
+                json_array_remove(arr, i);
+                a->changed = true;
+            }
+    }
     json_t *log = json_object_get(a->doc, "snapshot-log");
     size_t keep_from = 0;
     for (size_t i = 0; i < json_array_size(log); i++)
