@@ -357,6 +357,99 @@ int floe_table_sink_progress(const floe_table *table, const char *sink_id,
                              floe_sink_progress *out, floe_error *err);
 
 /* ------------------------------------------------------------------------
+ * Table maintenance (docs/maintenance.md): what keeps a table that is
+ * committed to every second small and fast to read.  Every operation is
+ * safe while other writers (a floe sink, Spark, ...) commit to the table:
+ * commits assert what they depend on and are retried or rebased, and no
+ * file a snapshot or ref still reaches is ever deleted.  Manifest merging
+ * (commit.manifest-merge.enabled, commit.manifest.min-count-to-merge,
+ * commit.manifest.target-size-bytes) and metadata file cleanup
+ * (write.metadata.previous-versions-max,
+ * write.metadata.delete-after-commit.enabled) happen on every floe commit.
+ * ---------------------------------------------------------------------- */
+
+/* A table's debt: what makes reading it cost more than reading its rows
+ * compacted into few files, as of its current snapshot. */
+typedef struct floe_table_debt {
+    uint64_t data_files;             /* live data files */
+    uint64_t small_data_files;       /* of them, below 75% of target_file_size */
+    uint64_t data_bytes, data_rows;  /* their size and rows (deletes not applied) */
+    uint64_t delete_files;           /* live delete files (each DV counts one) */
+    uint64_t position_delete_files, deletion_vectors, equality_delete_files;
+    uint64_t deleted_rows;           /* rows position deletes and DVs delete */
+    uint64_t equality_deletes;       /* rows of equality delete files */
+    double deleted_ratio;            /* deleted_rows / data_rows (0 when no rows) */
+    uint64_t data_manifests, delete_manifests;   /* in the current manifest list */
+    uint64_t snapshots;              /* in the metadata */
+    int64_t oldest_snapshot_age_ms;  /* now minus the oldest snapshot's time; -1: none */
+    uint64_t metadata_bytes;         /* the current metadata file, as JSON */
+    uint64_t metadata_log_files;     /* earlier metadata files its log lists */
+    uint64_t target_file_size;       /* write.target-file-size-bytes (default 512 MiB) */
+} floe_table_debt;
+
+/* Read the table's debt (its manifests are read; the metadata as last
+ * loaded). */
+int floe_table_debt_get(floe_table *table, floe_table_debt *out, floe_error *err);
+
+/* What floe_table_maintain does; start from floe_maintain_options_init
+ * (everything off).  Steps run in this order: compaction, expiry, orphan
+ * removal. */
+typedef struct floe_maintain_options {
+    /* Compaction: bin-pack data files smaller than 75% (or larger than
+     * 180%) of the target size, or with at least 30% of their rows deleted,
+     * into files of the target size with every delete applied, and drop the
+     * delete files nothing needs any more; each group is one `replace`
+     * snapshot that validates like Java's RewriteFiles.  The table
+     * properties floe.compact.min-file-ratio, floe.compact.max-file-ratio,
+     * floe.compact.delete-ratio and floe.compact.min-input-files (default
+     * 5) change the thresholds. */
+    int compact;
+    uint64_t target_file_size;       /* 0: write.target-file-size-bytes (512 MiB) */
+    int compact_all;                 /* 1: rewrite every data file */
+    uint64_t compact_max_bytes;      /* stop starting groups past this much read; 0: no limit */
+    /* Expiry (Java's ExpireSnapshots rules and properties; see the doc):
+     * snapshots past the age limit beyond the newest retain_last of each
+     * branch, refs past their max-ref-age-ms, and the files only they
+     * reached. */
+    int expire;
+    int64_t expire_older_than_ms;    /* -1: history.expire.max-snapshot-age-ms (5 days) */
+    int retain_last;                 /* 0: history.expire.min-snapshots-to-keep (1) */
+    /* Orphan removal: files under the table's locations that no metadata
+     * reaches, last modified before now minus the window. */
+    int remove_orphans;
+    int64_t orphan_older_than_ms;    /* -1: one day */
+    /* 1: decide and count, change and delete nothing. */
+    int dry_run;
+} floe_maintain_options;
+
+void floe_maintain_options_init(floe_maintain_options *o);
+
+/* What a maintenance run did (or, in a dry run, would do). */
+typedef struct floe_maintain_report {
+    /* compaction */
+    uint64_t compact_groups, compact_groups_failed, compact_conflicts;
+    uint64_t files_rewritten, files_written, delete_files_dropped;
+    uint64_t rows_rewritten, bytes_rewritten, bytes_written;
+    /* expiry */
+    uint64_t snapshots_expired, refs_removed;
+    uint64_t manifest_lists_deleted, manifests_deleted, data_files_deleted,
+        delete_files_deleted, statistics_files_deleted;
+    /* orphan removal */
+    uint64_t files_listed, orphans_found, orphans_too_young, orphans_deleted;
+    uint64_t bytes_deleted;          /* by expiry and orphan removal */
+    uint64_t delete_failures;        /* files that could not be deleted (kept) */
+    uint64_t compact_ms, expire_ms, orphans_ms;
+} floe_maintain_report;
+
+/* Run the steps `o` asks for on `table` (reloaded first and after every
+ * change).  report (may be NULL) receives what was done, also when a step
+ * fails (the steps before it stay done).  Errors: the catalog's and
+ * storage's; FLOE_EUNSUPPORTED for tables floe cannot write (partitioned,
+ * format 1). */
+int floe_table_maintain(floe_table *table, const floe_maintain_options *o,
+                        floe_maintain_report *report, floe_error *err);
+
+/* ------------------------------------------------------------------------
  * Writing files.  Writers put rows into Parquet files under the table's
  * data location, rolling over to a new file at a target size.  Files become
  * part of the table only when a commit adds them; until then they are
@@ -482,6 +575,12 @@ typedef enum floe_sink_mode {
     FLOE_SINK_MODE_APPEND = 2,
 } floe_sink_mode;
 
+/* Whether the sink maintains its table while it runs. */
+typedef enum floe_maintain_mode {
+    FLOE_MAINTAIN_AUTO = 0,
+    FLOE_MAINTAIN_OFF = 1,
+} floe_maintain_mode;
+
 /* How upsert mode deletes a row of an earlier commit (SPEC 6). */
 typedef enum floe_delete_mode {
     /* By position (format 2) or deletion vector (format 3), found in a key
@@ -542,6 +641,23 @@ typedef struct floe_sink_options {
      * (FLOE_ESTATE, listing the sink ids the table knows): starting from
      * scratch there could double rows.  An empty table needs no such word. */
     int new_sink;
+    /* Table maintenance while the sink runs (docs/maintenance.md).
+     * FLOE_MAINTAIN_AUTO (the default) compacts the files most in need,
+     * expires snapshots past the table's history.expire.* limits and
+     * removes orphan files, on a thread of its own with its own catalog
+     * connection, within maintain_budget of wall time; its commits race
+     * the sink's like any other writer's and lose no update.  Its warnings
+     * reach on_warning from that thread.  FLOE_MAINTAIN_OFF leaves the
+     * table to other tools (floe maintain, Spark). */
+    floe_maintain_mode maintain;
+    double maintain_budget;          /* share of wall time, (0, 1]; 0: 0.2 */
+    int64_t orphan_age_ms;           /* orphan safety window; 0: one day */
+    int64_t orphan_interval_ms;      /* orphan removal every...; 0: hour; -1: never */
+    /* Table properties for a table the sink creates, {"k1", "v1", ...,
+     * NULL}; NULL: none.  Sink-created tables get floe's defaults unless
+     * given here: write.metadata.delete-after-commit.enabled=true and
+     * history.expire.max-snapshot-age-ms=3600000 (an hour of snapshots). */
+    const char *const *properties;
 } floe_sink_options;
 
 void floe_sink_options_init(floe_sink_options *opts);
@@ -620,6 +736,14 @@ typedef struct floe_sink_stats {
     uint64_t deletes_retargeted;            /* moved onto a file a compaction wrote */
     uint64_t retractions_missing;           /* retracted a key with no live row */
     uint64_t retractions_mismatched;        /* retracted a row other than the key's live row */
+    /* Maintenance (FLOE_MAINTAIN_AUTO) and the table's debt as its last
+     * round saw it (debt_known 0 before the first). */
+    int debt_known;
+    floe_table_debt debt;
+    uint64_t maintenance_runs, maintenance_failures;
+    uint64_t maintenance_us;                /* time spent, summed */
+    uint64_t compactions, files_compacted, deletes_carried;
+    uint64_t snapshots_expired, files_removed, bytes_removed, orphans_removed;
 } floe_sink_stats;
 /* Current figures: the input counters, the input frontier and the
  * freshness are read live (they never lag the input), the rest as of the

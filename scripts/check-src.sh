@@ -37,7 +37,8 @@ declare -A below=(
     [catalog]="util schema io avro parquet iceberg"
     [table]="util schema io avro parquet iceberg catalog"
     [source]="util schema"
-    [sink]="util schema io avro parquet iceberg catalog table source"
+    [maint]="util schema io avro parquet iceberg catalog table"
+    [sink]="util schema io avro parquet iceberg catalog table maint source"
     [cli]=""
 )
 for f in $(find src -name '*.[ch]'); do

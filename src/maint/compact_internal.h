@@ -1,0 +1,56 @@
+/*
+ * compact_internal.h - one compaction run, shared by compact.c (choosing
+ * groups, committing them with validation) and compact_rewrite.c (reading
+ * a group's rows with their deletes applied and writing new files).
+ */
+#ifndef FLOE_COMPACT_INTERNAL_H
+#define FLOE_COMPACT_INTERNAL_H
+
+#include "maint/maint_internal.h"
+
+/* The keys of one equality delete file, read once per run. */
+typedef struct floe__eq_set {
+    floe__schema *schema;            /* the table's columns it deletes by, in table order */
+    floe__byteset *keys;             /* its rows in the row format of `schema` */
+} floe__eq_set;
+
+/* Data files (indexes into the plan) rewritten together into new files. */
+typedef struct floe__compact_group {
+    size_t *files;
+    size_t n;
+    uint64_t bytes;                  /* their size */
+    double need;                     /* how badly they need it (groups go in this order) */
+} floe__compact_group;
+
+/* How a group's rows moved, to carry deletes committed while it was being
+ * rewritten onto the new files: old file k's row p went to output row
+ * first_out[k] + p - |skipped[k] below p| unless p is in skipped[k]. */
+typedef struct floe__compact_map {
+    size_t n;                        /* the group's files */
+    uint64_t *first_out;             /* rows written before old file k's */
+    floe__posbitmap *skipped;        /* rows not copied (deleted when read) */
+    floe__posbitmap *pos_deleted;    /* of them, those its DV / position deletes deleted */
+} floe__compact_map;
+
+void floe__compact_map_clear(floe__compact_map *m);
+
+typedef struct floe__compaction {
+    floe__table *t;
+    const floe__compact_options *o;
+    floe__compact_result *res;
+    uint64_t target;                 /* target file size */
+    floe__plan *plan;                /* of the start snapshot */
+    int64_t start_seq;               /* its sequence number: the new files' data seq */
+    floe__deleted *deleted;          /* the plan's position deletes per data file */
+    floe__eq_set *eq;                /* per plan->deletes index (equality files only) */
+    floe__buf rows, key;
+    size_t ends[4096];
+} floe__compaction;
+
+/* Rewrite group g's data files into new data files appended to `out`
+ * (none when every row was deleted), recording where rows went in *map
+ * (zeroed; the caller clears it). */
+int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
+                          floe__compact_map *map, floe__content_list *out, floe_error *err);
+
+#endif /* FLOE_COMPACT_INTERNAL_H */

@@ -1,0 +1,219 @@
+/*
+ * compact_rewrite.c - rewriting one compaction group: every row of its
+ * data files that no delete deletes, read back through the table's FileIO
+ * and written to new data files of the target size.
+ *
+ * Deletes applied per data file, as a reader would apply them: its DV or
+ * position delete files (floe__deleted), and the equality delete files
+ * whose data sequence number is above the file's.  An equality delete
+ * file's rows are read once per compaction into a set of their bytes; a
+ * data row matches when its projection onto the same columns (top-level
+ * columns in table order, the row format of both) is in the set, null
+ * equal to null as Iceberg's equality deletes have it.
+ */
+#include "maint/compact_internal.h"
+
+#define BATCH_ROWS 4096
+
+/* ---- equality delete sets ---------------------------------------------------------------- */
+
+/* The projection of t's schema onto an equality delete file's columns. */
+static int eq_schema(const floe__table *t, const floe__content_file *eq, floe__schema **out,
+                     floe_error *err)
+{
+    const floe__schema *s = t->schema;
+    const char **names = floe__calloc(eq->n_equality_ids ? eq->n_equality_ids : 1,
+                                      sizeof *names);
+    if (!names)
+        return FLOE_OOM(err);
+    size_t n = 0;
+    for (uint32_t c = 0; c < s->root.n_children; c++)
+        for (size_t k = 0; k < eq->n_equality_ids; k++)
+            if (s->root.children[c].id == eq->equality_ids[k])
+                names[n++] = s->root.children[c].name;
+    int rc = n == eq->n_equality_ids && n > 0
+                 ? floe__schema_project(s, names, n, out, err)
+                 : floe__err_set(err, FLOE_EUNSUPPORTED, "equality delete file %s deletes by "
+                                 "fields that are not top-level columns of the table",
+                                 eq->path);
+    floe__free(names);
+    return rc;
+}
+
+static int read_eq_set(floe__compaction *c, const floe__plan_file *eq, floe__eq_set *out,
+                       floe_error *err)
+{
+    FLOE_FORWARD(eq_schema(c->t, &eq->file, &out->schema, err));
+    FLOE_FORWARD(floe__byteset_new(&out->keys, err));
+    floe__file_reader *r;
+    FLOE_FORWARD(floe__file_reader_open(c->t->io, eq->file.path, out->schema, &r, err));
+    int rc;
+    size_t n;
+    do {
+        uint64_t first;
+        floe__buf_reset(&c->rows);
+        rc = floe__pq_reader_next_batch(floe__file_reader_pq(r), &c->rows, c->ends, BATCH_ROWS,
+                                        &n, &first, err);
+        for (size_t i = 0, at = 0; rc == FLOE_OK && i < n; at = c->ends[i++])
+            rc = floe__byteset_add(out->keys, c->rows.data + at, c->ends[i] - at, err);
+    } while (rc == FLOE_OK && n > 0);
+    floe__file_reader_free(r);
+    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "reading equality deletes %s",
+                                                     eq->file.path);
+}
+
+/* The set of plan->deletes[k], read on first use. */
+static int eq_set(floe__compaction *c, size_t k, floe__eq_set **out, floe_error *err)
+{
+    floe__eq_set *e = &c->eq[k];
+    if (!e->keys) {
+        int rc = read_eq_set(c, &c->plan->deletes[k], e, err);
+        if (rc != FLOE_OK) {
+            floe__byteset_free(e->keys);
+            floe_schema_free(e->schema);
+            memset(e, 0, sizeof *e);
+            return rc;
+        }
+    }
+    *out = e;
+    return FLOE_OK;
+}
+
+/* row's top-level slots of the columns `proj` holds, in table order, into out. */
+static int project(const floe__schema *table, const floe__schema *proj, const uint8_t *row,
+                   size_t len, floe__buf *out, floe_error *err)
+{
+    floe__buf_reset(out);
+    const uint8_t *p = row, *end = row + len;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < table->root.n_children && k < proj->root.n_children; i++) {
+        const floe__field *f = &table->root.children[i];
+        const uint8_t *next = floe__datum_skip(f, p, end);
+        FLOE_RETURN_IF(!next, err, FLOE_EINTERNAL, "a row read back is not of the table schema");
+        if (proj->root.children[k].id == f->id) {
+            FLOE_FORWARD(floe__buf_append(out, p, (size_t)(next - p), err));
+            k++;
+        }
+        p = next;
+    }
+    return FLOE_OK;
+}
+
+/* ---- one data file ----------------------------------------------------------------------- */
+
+typedef struct filtering {
+    const floe__posbitmap *deleted;
+    floe__eq_set **eq;
+    size_t n_eq;
+    floe__posbitmap *skipped;        /* rows left out, recorded */
+} filtering;
+
+static int deleted_by_eq(floe__compaction *c, const filtering *x, const uint8_t *row,
+                         size_t len, bool *gone, floe_error *err)
+{
+    for (size_t i = 0; i < x->n_eq && !*gone; i++) {
+        FLOE_FORWARD(project(c->t->schema, x->eq[i]->schema, row, len, &c->key, err));
+        *gone = floe__byteset_has(x->eq[i]->keys, c->key.data, c->key.len);
+    }
+    return FLOE_OK;
+}
+
+static int copy_rows(floe__compaction *c, const char *path, const filtering *x,
+                     floe__file_writer *w, floe_error *err)
+{
+    floe__file_reader *r;
+    FLOE_FORWARD(floe__file_reader_open(c->t->io, path, c->t->schema, &r, err));
+    int rc;
+    size_t n;
+    do {
+        uint64_t first;
+        floe__buf_reset(&c->rows);
+        rc = floe__pq_reader_next_batch(floe__file_reader_pq(r), &c->rows, c->ends, BATCH_ROWS,
+                                        &n, &first, err);
+        for (size_t i = 0, at = 0; rc == FLOE_OK && i < n; at = c->ends[i++]) {
+            const uint8_t *row = c->rows.data + at;
+            size_t len = c->ends[i] - at;
+            c->res->rows_read++;
+            bool gone = x->deleted && floe__posbitmap_contains(x->deleted, first + i);
+            if (!gone && x->n_eq)
+                rc = deleted_by_eq(c, x, row, len, &gone, err);
+            if (rc == FLOE_OK && gone)
+                rc = floe__posbitmap_add(x->skipped, first + i, err);
+            else if (rc == FLOE_OK) {
+                rc = floe__file_writer_write(w, row, len, NULL, NULL, err);
+                c->res->rows_written++;
+            }
+        }
+    } while (rc == FLOE_OK && n > 0);
+    floe__file_reader_free(r);
+    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "compacting %s", path);
+}
+
+static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, size_t k,
+                        floe__file_writer *w, floe_error *err)
+{
+    const floe__plan *p = c->plan;
+    const floe__plan_data *pd = &p->data[i];
+    filtering x = {.skipped = &map->skipped[k]};
+    map->first_out[k] = floe__file_writer_rows(w);
+    FLOE_FORWARD(floe__deleted_positions(c->deleted, i, &x.deleted, err));
+    if (x.deleted)
+        FLOE_FORWARD(floe__posbitmap_or(&map->pos_deleted[k], x.deleted, err));
+    size_t n_eq = p->n_eq - pd->eq_from;
+    x.eq = floe__calloc(n_eq ? n_eq : 1, sizeof *x.eq);
+    if (!x.eq)
+        return FLOE_OOM(err);
+    int rc = FLOE_OK;
+    for (size_t e = 0; rc == FLOE_OK && e < n_eq; e++)
+        rc = eq_set(c, p->eq[pd->eq_from + e], &x.eq[x.n_eq++], err);
+    if (rc == FLOE_OK)
+        rc = copy_rows(c, pd->f.file.path, &x, w, err);
+    floe__free(x.eq);
+    if (rc == FLOE_OK)
+        c->res->bytes_read += pd->f.file.metrics.file_size;
+    return rc;
+}
+
+void floe__compact_map_clear(floe__compact_map *m)
+{
+    for (size_t k = 0; k < m->n; k++) {
+        if (m->skipped)
+            floe__posbitmap_clear(&m->skipped[k]);
+        if (m->pos_deleted)
+            floe__posbitmap_clear(&m->pos_deleted[k]);
+    }
+    floe__free(m->first_out);
+    floe__free(m->skipped);
+    floe__free(m->pos_deleted);
+    memset(m, 0, sizeof *m);
+}
+
+int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
+                          floe__compact_map *map, floe__content_list *out, floe_error *err)
+{
+    map->n = g->n;
+    map->first_out = floe__calloc(g->n, sizeof *map->first_out);
+    map->skipped = floe__calloc(g->n, sizeof *map->skipped);
+    map->pos_deleted = floe__calloc(g->n, sizeof *map->pos_deleted);
+    if (!map->first_out || !map->skipped || !map->pos_deleted)
+        return FLOE_OOM(err);
+    floe__file_writer_options wo = {0};
+    floe_parquet_options_init(&wo.parquet);
+    wo.parquet.compression = c->o->compression ? c->o->compression : FLOE_COMPRESSION_ZSTD;
+    wo.target_file_size = c->target;
+    floe__file_writer *w;
+    FLOE_FORWARD(floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->t->schema, NULL, 0, &wo, &w,
+                                       err));
+    int rc = FLOE_OK;
+    for (size_t k = 0; rc == FLOE_OK && k < g->n; k++)
+        rc = rewrite_file(c, g->files[k], map, k, w, err);
+    if (rc != FLOE_OK) {
+        floe__file_writer_abort(w);
+        return rc;
+    }
+    if (floe__file_writer_rows(w) == 0) {      /* every row was deleted: nothing to add */
+        floe__file_writer_abort(w);
+        return FLOE_OK;
+    }
+    return floe__file_writer_close(w, out, err);
+}
