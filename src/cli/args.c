@@ -260,6 +260,45 @@ int cli_wall_duration_opt(const cli_opt *opts, const char *name, bool allow_zero
     return 0;
 }
 
+int cli_age_opt(const cli_opt *opts, const char *name, int64_t *out_ms)
+{
+    const char *v = cli_get(opts, name);
+    if (!v)
+        return 0;
+    static const struct { const char *suffix; uint64_t ms; } units[] = {
+        {"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    uint64_t unit = 0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0] && !unit; i++)
+        if (strcmp(end, units[i].suffix) == 0)
+            unit = units[i].ms;
+    if (end == v || v[0] == '-' || errno != 0 || unit == 0 || n > (uint64_t)INT64_MAX / unit) {
+        cli_say("floe: --%s: '%s' is not an age (a number with ms, s, m, h or d; a bare "
+                "number counts seconds)\n", name, v);
+        return -1;
+    }
+    *out_ms = (int64_t)(n * unit);
+    return 0;
+}
+
+size_t cli_get_all(const cli_opt *opts, int argc, char **argv, const char *name,
+                   const char **out, size_t cap)
+{
+    size_t n = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i] + 2;
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        const cli_opt *o = find_opt((cli_opt *)opts, a, len);
+        const char *v = !o || !o->takes_value ? NULL : eq ? eq + 1 : argv[++i];
+        if (v && strcmp(o->name, name) == 0 && n < cap)
+            out[n++] = v;
+    }
+    return n;
+}
+
 char *cli_schema_text(const char *arg)
 {
     if (arg[0] != '@')

@@ -69,6 +69,14 @@ int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out);
  * unchanged when absent; -1 (reported) when malformed. */
 int cli_wall_duration_opt(const cli_opt *opts, const char *name, bool allow_zero,
                           uint64_t *out_ns);
+/* An age of wall-clock time ("500ms", "30s", "10m", "6h", "7d"; a bare
+ * number counts seconds) in milliseconds; leaves *out_ms unchanged when
+ * absent; -1 (reported) when malformed. */
+int cli_age_opt(const cli_opt *opts, const char *name, int64_t *out_ms);
+/* Every value of option `name` given (in order) into out[0..cap), for
+ * options that may repeat; argv as cli_parse accepted it.  Returns how many. */
+size_t cli_get_all(const cli_opt *opts, int argc, char **argv, const char *name,
+                   const char **out, size_t cap);
 /* An unsigned integer option; leaves *out unchanged when absent. */
 int cli_u64_opt(const cli_opt *opts, const char *name, uint64_t *out);
 
@@ -271,5 +279,6 @@ int cmd_to_parquet(int argc, char **argv);
 int cmd_append(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_sink(int argc, char **argv);
+int cmd_maintain(int argc, char **argv);
 
 #endif

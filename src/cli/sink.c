@@ -18,6 +18,7 @@
  */
 #include <inttypes.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,7 +31,9 @@ static const char USAGE[] =
     "[--catalog-name NAME] [--commit-interval DURATION] [--as-of T] [--sink-id ID] "
     "[--sink-version N] [--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
     "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
-    "[--memory-limit BYTES] [--spill-dir DIR] [--close] [--new-sink] [--resume-from FRONTIER] [--metrics-addr HOST:PORT] [--quiet]";
+    "[--memory-limit BYTES] [--spill-dir DIR] [--maintain auto|off] [--maintain-budget F] "
+    "[--orphan-age AGE] [--orphan-interval AGE] [--property KEY=VALUE]... [--close] "
+    "[--new-sink] [--resume-from FRONTIER] [--metrics-addr HOST:PORT] [--quiet]";
 
 static const char NOTES[] =
     "progress:\n"
@@ -64,6 +67,7 @@ static const char NOTES[] =
 static const cli_command CMD = {"sink", USAGE, NOTES};
 
 #define MAX_WARNINGS 20
+#define MAX_PROPERTIES 64
 #define TTY_INTERVAL_NS 1000000000u
 #define PLAIN_INTERVAL_NS 10000000000u
 
@@ -80,7 +84,9 @@ typedef struct run {
     cli_status_mode mode;
     uint64_t interval_ns, linger_ns;
     bool close;
-    uint64_t warnings;
+    _Atomic uint64_t warnings;       /* the maintenance thread warns too */
+    const char *props[2 * MAX_PROPERTIES + 1];   /* --property pairs, NULL-terminated */
+    char *prop_text[MAX_PROPERTIES];
     uint64_t started_ns;
     size_t lineno;              /* of the last line read */
 } run;
@@ -88,9 +94,10 @@ typedef struct run {
 static void on_warning(void *ctx, const char *msg)
 {
     run *r = ctx;
-    if (++r->warnings <= MAX_WARNINGS)
+    uint64_t n = atomic_fetch_add(&r->warnings, 1) + 1;
+    if (n <= MAX_WARNINGS)
         cli_say("floe: warning: %s\n", msg);
-    else if (r->warnings == MAX_WARNINGS + 1)
+    else if (n == MAX_WARNINGS + 1)
         cli_say("floe: warning: further warnings are counted, not shown\n");
 }
 
@@ -129,6 +136,62 @@ static int parse_delete_mode(const cli_opt *opts, floe_sink_options *o)
     return 0;
 }
 
+/* --maintain auto|off, its budget and the orphan settings. */
+static int parse_maintain(const cli_opt *opts, floe_sink_options *o)
+{
+    const char *v = cli_get(opts, "maintain");
+    if (v && strcmp(v, "auto") != 0 && strcmp(v, "off") != 0) {
+        cli_say("floe: --maintain must be auto or off, not '%s'\n", v);
+        return -1;
+    }
+    o->maintain = v && strcmp(v, "off") == 0 ? FLOE_MAINTAIN_OFF : FLOE_MAINTAIN_AUTO;
+    const char *b = cli_get(opts, "maintain-budget");
+    if (b) {
+        char *end = NULL;
+        double f = strtod(b, &end);
+        if (end && *end == '%')
+            f /= 100, end++;
+        if (end == b || *end || !(f > 0 && f <= 1)) {
+            cli_say("floe: --maintain-budget must be a share of wall time in (0, 1] or a "
+                    "percentage, not '%s'\n", b);
+            return -1;
+        }
+        o->maintain_budget = f;
+    }
+    if (cli_age_opt(opts, "orphan-age", &o->orphan_age_ms) != 0 ||
+        cli_age_opt(opts, "orphan-interval", &o->orphan_interval_ms) != 0)
+        return -1;
+    if (cli_has(opts, "orphan-interval") && o->orphan_interval_ms == 0)
+        o->orphan_interval_ms = -1;                    /* 0: never */
+    return 0;
+}
+
+/* --property KEY=VALUE, as many as given. */
+static int parse_properties(run *r, const cli_opt *opts, int argc, char **argv,
+                            floe_sink_options *o)
+{
+    const char *vals[MAX_PROPERTIES + 1];
+    size_t n = cli_get_all(opts, argc, argv, "property", vals, MAX_PROPERTIES + 1);
+    if (n > MAX_PROPERTIES) {
+        cli_say("floe: at most %d --property options\n", MAX_PROPERTIES);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(vals[i], '=');
+        if (!eq || eq == vals[i]) {
+            cli_say("floe: --property takes KEY=VALUE, not '%s'\n", vals[i]);
+            return -1;
+        }
+        if (!(r->prop_text[i] = strdup(vals[i])))
+            return -1;
+        r->prop_text[i][eq - vals[i]] = '\0';
+        r->props[2 * i] = r->prop_text[i];
+        r->props[2 * i + 1] = r->prop_text[i] + (eq - vals[i]) + 1;
+    }
+    o->properties = n ? r->props : NULL;
+    return 0;
+}
+
 static int parse_format_version(const cli_opt *opts, floe_sink_options *o)
 {
     uint64_t v = 0;
@@ -160,7 +223,7 @@ static int numbers(const cli_opt *opts, floe_sink_options *o)
         cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
         cli_size_opt(opts, "target-file-size", &target) != 0 ||
         cli_size_opt(opts, "memory-limit", &mem) != 0 || parse_delete_mode(opts, o) != 0 ||
-        parse_format_version(opts, o) != 0)
+        parse_format_version(opts, o) != 0 || parse_maintain(opts, o) != 0)
         return -1;
     if (cli_has(opts, "sink-version") && o->sink_version == 0) {
         cli_say("floe: --sink-version must be at least 1\n");
@@ -171,7 +234,8 @@ static int numbers(const cli_opt *opts, floe_sink_options *o)
     return 0;
 }
 
-static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **schema_text)
+static int options(const cli_opt *opts, int argc, char **argv, floe_sink_options *o, run *r,
+                   char **schema_text)
 {
     floe_sink_options_init(o);
     o->table = r->table = cli_get(opts, "table");
@@ -184,7 +248,7 @@ static int options(const cli_opt *opts, floe_sink_options *o, run *r, char **sch
     o->new_sink = cli_has(opts, "new-sink");
     o->on_warning = on_warning;
     o->warning_ctx = r;
-    if (numbers(opts, o) != 0)
+    if (numbers(opts, o) != 0 || parse_properties(r, opts, argc, argv, o) != 0)
         return -1;
     r->input = cli_get(opts, "input") ? cli_get(opts, "input") : "-";
     r->close = cli_has(opts, "close");
@@ -436,6 +500,15 @@ int cmd_sink(int argc, char **argv)
                                "they spill to disk (default 512m + 256m)", NULL},
         {"spill-dir", true, "where spilled updates and index runs go (default $TMPDIR or /tmp)",
          NULL},
+        {"maintain", true, "table maintenance while the sink runs: auto (default: compaction, "
+                           "snapshot expiry, orphan removal) or off", NULL},
+        {"maintain-budget", true, "share of wall time maintenance may use: 0.2 (default) or "
+                                  "20%", NULL},
+        {"orphan-age", true, "orphan files older than this are removed (default 1d)", NULL},
+        {"orphan-interval", true, "look for orphan files this often (default 1h; 0: never)",
+         NULL},
+        {"property", true, "KEY=VALUE: a table property for a table the sink creates "
+                           "(repeatable)", NULL},
         {"progress-interval", true, "redraw the status line this often (wall clock; default 1s "
                                     "on a terminal, 10s otherwise)", NULL},
         {"quiet", false, "no status line and no summary (errors and warnings still shown)",
@@ -457,13 +530,16 @@ int cmd_sink(int argc, char **argv)
     char *schema_text = NULL;
     int status = CLI_EXIT_FAILED;
     if (r.err)
-        status = options(opts, &o, &r, &schema_text) != 0 ? CLI_EXIT_USAGE
-                                                            : open_and_run(&r, opts, &o);
+        status = options(opts, argc, argv, &o, &r, &schema_text) != 0
+                     ? CLI_EXIT_USAGE
+                     : open_and_run(&r, opts, &o);
     cli_status_stop(r.status);
     metrics_server_stop(r.metrics);
     cli_lines_close(r.lines);
     floe_sink_free(r.sink);
     floe_error_free(r.err);
     free(schema_text);
+    for (size_t i = 0; i < MAX_PROPERTIES; i++)
+        free(r.prop_text[i]);
     return status;
 }
