@@ -53,6 +53,7 @@ struct floe_sink {
     floe__writer *writer;
     floe__committer *committer;
     floe__keeper *keeper;            /* position mode */
+    floe__maintainer *maintainer;    /* FLOE_MAINTAIN_AUTO */
     floe__keeper_config kcfg;
     char *index_dir;
     char index_report[512];
@@ -161,6 +162,24 @@ static void note_frontier(floe_sink *s, floe__frontier f)
     show_frontier(s, f);
 }
 
+static void maintenance_stats(floe__maintainer *m, floe_sink_stats *out)
+{
+    floe__maintainer_stats ms;
+    floe__maintainer_stats_get(m, &ms);
+    out->debt_known = ms.debt_known;
+    out->debt = ms.debt;
+    out->maintenance_runs = ms.runs;
+    out->maintenance_failures = ms.failures;
+    out->maintenance_us = ms.busy_ns / 1000;
+    out->compactions = ms.compactions;
+    out->files_compacted = ms.files_compacted;
+    out->deletes_carried = ms.deletes_carried;
+    out->snapshots_expired = ms.snapshots_expired;
+    out->files_removed = ms.files_removed;
+    out->bytes_removed = ms.bytes_removed;
+    out->orphans_removed = ms.orphans_removed;
+}
+
 void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out)
 {
     floe_sink *s = (floe_sink *)sink;     /* the lock and the atomics are all that is touched */
@@ -174,6 +193,8 @@ void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out)
     uint64_t oldest = atomic_load_explicit(&s->oldest_uncommitted_ns, memory_order_relaxed);
     uint64_t now = floe__monotonic_ns();
     out->freshness_seconds = oldest && now > oldest ? (double)(now - oldest) / 1e9 : 0.0;
+    if (s->maintainer)
+        maintenance_stats(s->maintainer, out);
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -331,6 +352,7 @@ static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
     atomic_store_explicit(&s->oldest_uncommitted_ns, floe__fresh_oldest_ns(&s->fresh),
                           memory_order_relaxed);
     publish(s);
+    floe__maintainer_nudge(s->maintainer);
     if (s->opts.on_commit) {
         char f[32];
         floe__frontier_format(upper, f, sizeof f);
@@ -447,6 +469,28 @@ static int setup_parts(floe_sink *s, floe_error *err)
     return floe__committer_new(&s->ccfg, &s->committer, err);
 }
 
+#define HOUR_NS ((uint64_t)3600 * 1000000000)
+
+/* FLOE_MAINTAIN_AUTO: a thread of its own on a connection of its own (a
+ * catalog given by floe__sink_open_with cannot be shared: no maintenance). */
+static int setup_maintainer(floe_sink *s, floe_error *err)
+{
+    const floe_sink_options *o = &s->opts;
+    if (o->maintain == FLOE_MAINTAIN_OFF || !s->own_catalog)
+        return FLOE_OK;
+    floe__maintainer_config mc = {.connect = o->connect, .ns = s->ns, .name = s->name,
+                                  .budget = o->maintain_budget, .orphan_age_ms = o->orphan_age_ms,
+                                  .on_warning = on_warning, .warning_ctx = s};
+    mc.connect.must_exist = 1;
+    if (o->orphan_interval_ms >= 0) {
+        mc.orphan_interval_ns = o->orphan_interval_ms ? (uint64_t)o->orphan_interval_ms * 1000000
+                                                      : HOUR_NS;
+        mc.orphan_first_ns = mc.orphan_interval_ns < 60 * 1000000000ull
+                                 ? mc.orphan_interval_ns : 60 * 1000000000ull;
+    }
+    return floe__maintainer_start(&mc, &s->maintainer, err);
+}
+
 /* --resume-from: "[t]", "t" or "[]". */
 static int parse_resume_from(const char *text, floe__frontier *out, floe_error *err)
 {
@@ -514,11 +558,35 @@ static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err
     return rc;
 }
 
+/* The properties of a table the sink creates: floe's defaults for a table
+ * committed to every few seconds, then the caller's. */
+static int create_properties(const floe_sink *s, json_t **out, floe_error *err)
+{
+    json_t *p = json_pack("{s:s, s:s}", "write.metadata.delete-after-commit.enabled", "true",
+                          "history.expire.max-snapshot-age-ms", "3600000");
+    const char *const *kv = s->opts.properties;
+    for (; p && kv && kv[0]; kv += 2) {
+        if (!kv[1]) {
+            json_decref(p);
+            return floe__err_set(err, FLOE_EINVAL, "table property %s has no value", kv[0]);
+        }
+        if (json_object_set_new(p, kv[0], json_string(kv[1])) != 0) {
+            json_decref(p);
+            p = NULL;
+        }
+    }
+    *out = p;
+    return p ? FLOE_OK : FLOE_OOM(err);
+}
+
 static int open_table(floe_sink *s, const floe__schema *declared, floe_error *err)
 {
     int v = s->opts.format_version;
-    int rc = floe__table_open_v(s->catalog, s->io, s->ns, s->name, declared, NULL, v, &s->table,
+    json_t *props = NULL;
+    FLOE_FORWARD(create_properties(s, &props, err));
+    int rc = floe__table_open_v(s->catalog, s->io, s->ns, s->name, declared, props, v, &s->table,
                                 err);
+    json_decref(props);
     if (rc == FLOE_ENOTFOUND && !declared)
         return floe__err_set(err, rc, "table %s.%s does not exist: pass --schema to create it",
                              s->ns, s->name);
@@ -567,6 +635,7 @@ static int sink_setup(floe_sink *s, floe_error *err)
     FLOE_FORWARD(read_resume(s, err));
     FLOE_FORWARD(setup_keeper(s, err));
     FLOE_FORWARD(setup_parts(s, err));
+    FLOE_FORWARD(setup_maintainer(s, err));
     publish(s);
     return FLOE_OK;
 }
@@ -608,6 +677,7 @@ void floe_sink_free(floe_sink *s)
 {
     if (!s)
         return;
+    floe__maintainer_stop(s->maintainer);
     floe__committer_free(s->committer);
     floe__writer_free(s->writer);
     floe__keeper_free(s->keeper);
@@ -948,6 +1018,30 @@ int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
         {"floe_deletes_retargeted_total", "counter", "Position deletes moved onto files a compaction wrote.", (double)st.deletes_retargeted},
         {"floe_retractions_missing_total", "counter", "Retractions of a key with no live row.", (double)st.retractions_missing},
         {"floe_retractions_mismatched_total", "counter", "Retractions whose row differs from the key's live row.", (double)st.retractions_mismatched},
+        {"floe_maintenance_runs_total", "counter", "Table maintenance rounds (--maintain auto).", (double)st.maintenance_runs},
+        {"floe_maintenance_failures_total", "counter", "Table maintenance rounds that failed.", (double)st.maintenance_failures},
+        {"floe_maintenance_seconds_total", "counter", "Time table maintenance took.", st.maintenance_us / 1e6},
+        {"floe_maintenance_compactions_total", "counter", "Compaction groups committed.", (double)st.compactions},
+        {"floe_maintenance_files_compacted_total", "counter", "Data files compaction rewrote.", (double)st.files_compacted},
+        {"floe_maintenance_deletes_carried_total", "counter", "Rows deleted while compaction ran, deleted from its new files.", (double)st.deletes_carried},
+        {"floe_maintenance_snapshots_expired_total", "counter", "Snapshots expired.", (double)st.snapshots_expired},
+        {"floe_maintenance_files_removed_total", "counter", "Files deleted by expiry and orphan removal.", (double)st.files_removed},
+        {"floe_maintenance_bytes_removed_total", "counter", "Bytes of the files deleted by maintenance.", (double)st.bytes_removed},
+        {"floe_maintenance_orphans_removed_total", "counter", "Orphan files deleted.", (double)st.orphans_removed},
+    };
+    const floe_table_debt *d = &st.debt;
+    double unknown = st.debt_known ? 0 : NAN;
+    struct { const char *name, *help; double v; } debt[] = {
+        {"floe_table_data_files", "Live data files (NaN before maintenance first looked).", (double)d->data_files},
+        {"floe_table_small_data_files", "Live data files below 75% of the target file size.", (double)d->small_data_files},
+        {"floe_table_delete_files", "Live delete files (each DV counts one).", (double)d->delete_files},
+        {"floe_table_deletion_vectors", "Live deletion vectors.", (double)d->deletion_vectors},
+        {"floe_table_equality_delete_files", "Live equality delete files.", (double)d->equality_delete_files},
+        {"floe_table_deleted_rows_ratio", "Rows position deletes and DVs delete, over data rows.", d->deleted_ratio},
+        {"floe_table_manifests", "Manifests in the current manifest list.", (double)(d->data_manifests + d->delete_manifests)},
+        {"floe_table_snapshots", "Snapshots in the table metadata.", (double)d->snapshots},
+        {"floe_table_oldest_snapshot_age_seconds", "Age of the oldest snapshot.", d->oldest_snapshot_age_ms / 1e3},
+        {"floe_table_metadata_bytes", "Size of the current metadata file.", (double)d->metadata_bytes},
     };
     int rc = summary(&b, id, "floe_commit_duration_seconds", "Time spent committing a batch.",
                      st.commit_seconds_total_us / 1e6, (double)st.snapshots_committed, err);
@@ -956,6 +1050,8 @@ int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
                      st.close_seconds_total_us / 1e6, (double)st.batches_sealed, err);
     for (size_t i = 0; rc == FLOE_OK && i < sizeof m / sizeof m[0]; i++)
         rc = metric(&b, id, m[i].name, m[i].type, m[i].help, m[i].v, err);
+    for (size_t i = 0; rc == FLOE_OK && i < sizeof debt / sizeof debt[0]; i++)
+        rc = metric(&b, id, debt[i].name, "gauge", debt[i].help, debt[i].v + unknown, err);
     if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
         rc = FLOE_OOM(err);
     floe__buf_free(&b);

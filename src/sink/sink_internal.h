@@ -389,6 +389,40 @@ void floe__fresh_committed(floe__freshness *f, floe__frontier c);
 /* When the oldest uncommitted input arrived (monotonic ns), 0 when none. */
 uint64_t floe__fresh_oldest_ns(const floe__freshness *f);
 
+/* ---- table maintenance while the sink runs (maintainer.c) ----------------------------------
+ * A thread with its own catalog connection and table handle that keeps the
+ * table healthy within a share of wall time (see maintainer.c). */
+typedef struct floe__maintainer floe__maintainer;
+
+typedef struct floe__maintainer_config {
+    floe_connect_options connect;      /* strings borrowed: they outlive the maintainer */
+    const char *ns, *name;             /* borrowed */
+    double budget;                     /* share of wall time, (0, 1]; 0: 0.2 */
+    int64_t orphan_age_ms;             /* orphan safety window; 0: one day */
+    uint64_t orphan_interval_ns;       /* how often orphans are removed; 0: never */
+    uint64_t orphan_first_ns;          /* the first removal this long after start */
+    /* Called from the maintenance thread with a failed round's message. */
+    void (*on_warning)(void *ctx, const char *message);
+    void *warning_ctx;
+} floe__maintainer_config;
+
+typedef struct floe__maintainer_stats {
+    bool debt_known;
+    floe_table_debt debt;              /* as of the last round */
+    uint64_t runs, failures, busy_ns;
+    uint64_t compactions, files_compacted, deletes_carried;
+    uint64_t snapshots_expired, files_removed, bytes_removed, orphans_removed;
+} floe__maintainer_stats;
+
+int floe__maintainer_start(const floe__maintainer_config *cfg, floe__maintainer **out,
+                           floe_error *err);
+/* A commit landed: look again soon.  Accepts NULL. */
+void floe__maintainer_nudge(floe__maintainer *m);
+/* Safe from any thread. */
+void floe__maintainer_stats_get(floe__maintainer *m, floe__maintainer_stats *out);
+/* Stop the thread (a round under way finishes first) and free.  Accepts NULL. */
+void floe__maintainer_stop(floe__maintainer *m);
+
 /* ---- the sink (sink.c) ------------------------------------------------------------------
  * floe_sink_open with a catalog and FileIO of the caller's (borrowed; they
  * must outlive the sink): how tests put a fault-injecting catalog under a
