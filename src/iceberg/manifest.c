@@ -270,6 +270,14 @@ static void put_opt_long(floe__avro_writer *w, bool has, int64_t v)
         floe__avro_put_null(w);
 }
 
+static void put_opt_int(floe__avro_writer *w, bool has, int32_t v)
+{
+    if (has)
+        floe__avro_put_int(w, v);
+    else
+        floe__avro_put_null(w);
+}
+
 static void put_opt_str(floe__avro_writer *w, const char *s)
 {
     if (s)
@@ -309,7 +317,7 @@ static void put_data_file(floe__avro_writer *w, const floe__content_file *f, int
     } else {
         floe__avro_put_null(w);
     }
-    put_opt_long(w, f->has_sort_order_id, f->sort_order_id);
+    put_opt_int(w, f->has_sort_order_id, f->sort_order_id);   /* 140: an int */
     if (version >= 3)
         put_opt_long(w, f->has_first_row_id && f->content == FLOE_CONTENT_DATA, f->first_row_id);
     if (version >= 3 || deletes)

@@ -457,6 +457,8 @@ TEST(manifest_round_trip)
     fake_file(&files[0], FLOE_CONTENT_DATA, "file:///d/a.parquet", 10);
     fake_file(&files[1], FLOE_CONTENT_EQUALITY_DELETES, "file:///d/eq.parquet", 4);
     fake_file(&files[2], FLOE_CONTENT_DATA, "file:///d/b.parquet", 5);
+    files[2].has_sort_order_id = true;          /* Java's rewrites set it: an Avro int */
+    files[2].sort_order_id = 7;
     json_t *schema = json_loads(TBL(F(1, "id", true, "\"long\"") "," F(5, "x", false, "\"double\"")),
                                 0, NULL);
     json_object_set_new(schema, "schema-id", json_integer(3));
@@ -500,6 +502,8 @@ TEST(manifest_round_trip)
         CHECK_EQ_INT(x->file.metrics.n_splits, 2);
         CHECK_EQ_INT(x->file.metrics.split_offsets[1], 500);
         CHECK_EQ_INT(x->file.n_equality_ids, 0);
+        CHECK(x->file.has_sort_order_id && x->file.sort_order_id == 7);
+        CHECK(!es.items[0].file.has_sort_order_id);
     }
     floe__manifest_entries_clear(&es);
     floe__avro_reader *ar = NULL;
