@@ -11,7 +11,10 @@
  * go).  Candidates are packed, oldest first, into groups of about the
  * target size; a group is rewritten when it has min_input_files files,
  * fills a file, holds a file with deletes to apply, or holds a file too
- * large.  Groups go in order of need.
+ * large.  Groups go in order of need.  Tiered (the sink's own maintenance,
+ * which runs every few commits): candidates are packed only with files of
+ * their size class (4x wide), so a small new file is not merged into a
+ * large one at every round.
  *
  * Each group commits on its own: new files with the start snapshot's
  * sequence number as data sequence number, the old files removed (their
@@ -84,8 +87,19 @@ typedef struct candidate {
     uint64_t bytes;                  /* size, less the deleted share */
     double need;
     bool urgent;                     /* deletes to apply, or too large */
+    unsigned tier;                   /* tiered: size class (x4 each, from 64 KiB); else 0 */
     int64_t seq;
 } candidate;
+
+/* Size classes of 4x each: files merge with files of their size only, so
+ * a row is rewritten about log4(table / file) times, not at every round. */
+static unsigned tier_of(uint64_t size)
+{
+    unsigned t = 0;
+    for (uint64_t s = size >> 16; s >= 4; s >>= 2)
+        t++;
+    return t;
+}
 
 static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t i,
                          candidate *out)
@@ -101,13 +115,16 @@ static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t
     if (!(c->o->all || small || large || deletes))
         return false;
     *out = (candidate){i, (uint64_t)((double)size * (1 - (ratio > 1 ? 1 : ratio))),
-                       1 + 10 * ratio + (eq ? 10 : 0), large || deletes, p->data[i].f.data_seq};
+                       1 + 10 * ratio + (eq ? 10 : 0), large || deletes,
+                       c->o->tiered ? tier_of(size) : 0, p->data[i].f.data_seq};
     return true;
 }
 
-static int by_seq(const void *x, const void *y)
+static int by_tier_seq(const void *x, const void *y)
 {
     const candidate *a = x, *b = y;
+    if (a->tier != b->tier)
+        return a->tier < b->tier ? -1 : 1;
     return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
@@ -154,12 +171,12 @@ static int choose(floe__compaction *c, floe__compact_group **gs, size_t *n_gs, f
     size_t n = 0;
     for (size_t i = 0; i < p->n_data; i++)
         n += candidate_of(c, &th, i, &cs[n]);
-    qsort(cs, n, sizeof *cs, by_seq);
+    qsort(cs, n, sizeof *cs, by_tier_seq);
     floe__compact_group g = {0};
     bool urgent = false;
     int rc = FLOE_OK;
     for (size_t k = 0; rc == FLOE_OK && k < n; k++) {
-        if (g.n && g.bytes + cs[k].bytes > c->target) {
+        if (g.n && (g.bytes + cs[k].bytes > c->target || cs[k].tier != cs[k - 1].tier)) {
             rc = close_group(c, &th, &g, urgent, gs, n_gs, err);
             urgent = false;
         }

@@ -142,6 +142,7 @@ typedef struct floe__compact_options {
     /* A group of small files is rewritten once it has this many (0: 5). */
     int min_input_files;
     bool all;                         /* rewrite every live data file */
+    bool tiered;                      /* group only files of one size class (4x wide) */
     /* Stop starting new groups once this many bytes were read (0: no
      * limit); the groups most in need go first. */
     uint64_t max_bytes;

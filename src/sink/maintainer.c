@@ -80,7 +80,7 @@ static void add_removal(floe__maintainer_stats *st, const floe__removal *r)
 
 static int compact(floe__maintainer *m, double seconds, floe_error *err)
 {
-    floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1};
+    floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true};
     floe__compact_result r;
     uint64_t t0 = floe__monotonic_ns();
     int rc = floe__compact(m->table, &o, &r, err);
