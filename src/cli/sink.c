@@ -140,8 +140,13 @@ static int parse_delete_mode(const cli_opt *opts, floe_sink_options *o)
 static int parse_maintain(const cli_opt *opts, floe_sink_options *o)
 {
     const char *v = cli_get(opts, "maintain");
+    const char *from = "--maintain";
+    if (!v && (v = getenv("FLOE_MAINTAIN")) && *v)
+        from = "FLOE_MAINTAIN";
+    else if (!cli_has(opts, "maintain"))
+        v = NULL;
     if (v && strcmp(v, "auto") != 0 && strcmp(v, "off") != 0) {
-        cli_say("floe: --maintain must be auto or off, not '%s'\n", v);
+        cli_say("floe: %s must be auto or off, not '%s'\n", from, v);
         return -1;
     }
     o->maintain = v && strcmp(v, "off") == 0 ? FLOE_MAINTAIN_OFF : FLOE_MAINTAIN_AUTO;
@@ -339,8 +344,15 @@ static void report_done(run *r)
             st.snapshots_committed == 1 ? "" : "s", where);
     if (floe_sink_index_report(r->sink) && (st.index_snapshots_synced || st.deletes_retargeted))
         cli_say("floe: key index: %" PRIu64 " keys; %" PRIu64 " snapshots of other writers "
-                "read, %" PRIu64 " deletes moved onto rewritten files\n", st.index_keys,
-                st.index_snapshots_synced, st.deletes_retargeted);
+                "(maintenance included) read, %" PRIu64 " deletes moved onto rewritten files\n",
+                st.index_keys, st.index_snapshots_synced, st.deletes_retargeted);
+    if (st.compactions || st.snapshots_expired || st.files_removed)
+        cli_say("floe: maintenance: %" PRIu64 " compactions (%" PRIu64 " files rewritten), %"
+                PRIu64 " snapshots expired, %" PRIu64 " files removed, %.1fs (%.0f%% of the run)"
+                "%s\n", st.compactions, st.files_compacted, st.snapshots_expired,
+                st.files_removed, st.maintenance_us / 1e6,
+                secs > 0 ? 100 * st.maintenance_us / 1e6 / secs : 0.0,
+                st.maintenance_failures ? "; some rounds failed (see the warnings)" : "");
 }
 
 static int report_stop(run *r, int sig)
@@ -501,7 +513,7 @@ int cmd_sink(int argc, char **argv)
         {"spill-dir", true, "where spilled updates and index runs go (default $TMPDIR or /tmp)",
          NULL},
         {"maintain", true, "table maintenance while the sink runs: auto (default: compaction, "
-                           "snapshot expiry, orphan removal) or off", NULL},
+                           "snapshot expiry, orphan removal) or off (env FLOE_MAINTAIN)", NULL},
         {"maintain-budget", true, "share of wall time maintenance may use: 0.2 (default) or "
                                   "20%", NULL},
         {"orphan-age", true, "orphan files older than this are removed (default 1d)", NULL},
