@@ -159,6 +159,8 @@ void cli_connect_options(const cli_opt *opts, floe_connect_options *o);
 /* Open the catalog the options name (must_exist: never create one);
  * reports failures on stderr. */
 int cli_open_catalog(const cli_opt *opts, bool must_exist, floe_catalog **out, floe_error *err);
+/* A table's debt as one JSON object on stdout (floe inspect, floe maintain). */
+void cli_debt_json(const floe_table_debt *d);
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_string(FILE *f, const char *s);
 
@@ -259,6 +261,8 @@ typedef struct inspect_view {
     char *schema_json;            /* floe_schema_to_json of the table's schema */
     cli_json *schema;             /* parsed; NULL when it could not be */
     inspect_live live;
+    bool debt_known;              /* floe_table_debt_get worked (it reads manifests) */
+    floe_table_debt debt;
 } inspect_view;
 
 /* A summary property of a snapshot, NULL when absent. */

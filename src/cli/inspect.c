@@ -262,6 +262,7 @@ static int inspect_table(floe_table *t, const char *ident, uint64_t limit, bool 
 {
     inspect_view v = {.table = t, .ident = ident, .limit = limit};
     int status = CLI_EXIT_FAILED;
+    v.debt_known = floe_table_debt_get(t, &v.debt, NULL) == FLOE_OK;
     if (load_view(&v, err) != FLOE_OK) {
         cli_report("inspect", err);
     } else {

@@ -217,6 +217,14 @@ static void json_sinks(const inspect_view *v)
     printf("]");
 }
 
+static void json_debt(const inspect_view *v)
+{
+    if (v->debt_known)
+        cli_debt_json(&v->debt);
+    else
+        printf("null");
+}
+
 void inspect_print_json(const inspect_view *v)
 {
     printf("{\"table\":");
@@ -240,6 +248,8 @@ void inspect_print_json(const inspect_view *v)
     json_columns(v);
     printf(",\"live_rows\":");
     json_live(v);
+    printf(",\"debt\":");
+    json_debt(v);
     printf(",\"sinks\":");
     json_sinks(v);
     printf("}\n");

@@ -175,6 +175,29 @@ static void print_sinks(const inspect_view *v)
     }
 }
 
+static void print_debt(const inspect_view *v)
+{
+    if (!v->debt_known) {
+        printf("\ndebt: unknown (the manifests could not be read)\n");
+        return;
+    }
+    const floe_table_debt *d = &v->debt;
+    printf("\ndebt (what reading costs beyond the rows; floe maintain pays it):\n"
+           "  data files      %" PRIu64 " (%" PRIu64 " below 75%% of the %" PRIu64
+           "-byte target), %" PRIu64 " bytes, %" PRIu64 " rows\n"
+           "  delete files    %" PRIu64 " (%" PRIu64 " position, %" PRIu64 " DVs, %" PRIu64
+           " equality); %.1f%% of the rows deleted by position\n"
+           "  manifests       %" PRIu64 " (%" PRIu64 " data, %" PRIu64 " delete)\n"
+           "  snapshots       %" PRIu64 ", the oldest %.0fs old\n"
+           "  metadata        %" PRIu64 " bytes, %" PRIu64 " earlier files in its log\n",
+           d->data_files, d->small_data_files, d->target_file_size, d->data_bytes,
+           d->data_rows, d->delete_files, d->position_delete_files, d->deletion_vectors,
+           d->equality_delete_files, 100 * d->deleted_ratio,
+           d->data_manifests + d->delete_manifests, d->data_manifests, d->delete_manifests,
+           d->snapshots, d->oldest_snapshot_age_ms < 0 ? 0 : d->oldest_snapshot_age_ms / 1e3,
+           d->metadata_bytes, d->metadata_log_files);
+}
+
 void inspect_print_text(const inspect_view *v)
 {
     printf("table     %s\nmetadata  %s\ndata      %s\n", v->ident,
@@ -186,5 +209,6 @@ void inspect_print_text(const inspect_view *v)
     print_snapshots(v);
     print_schema(v);
     print_live(v);
+    print_debt(v);
     print_sinks(v);
 }

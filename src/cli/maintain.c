@@ -107,19 +107,8 @@ static void print_report(const floe_maintain_options *o, const floe_maintain_rep
 
 static void json_debt(const char *key, const floe_table_debt *d)
 {
-    printf("\"%s\":{\"data_files\":%" PRIu64 ",\"small_data_files\":%" PRIu64
-           ",\"data_bytes\":%" PRIu64 ",\"data_rows\":%" PRIu64 ",\"delete_files\":%" PRIu64
-           ",\"position_delete_files\":%" PRIu64 ",\"deletion_vectors\":%" PRIu64
-           ",\"equality_delete_files\":%" PRIu64 ",\"deleted_rows\":%" PRIu64
-           ",\"equality_deletes\":%" PRIu64 ",\"deleted_ratio\":%.6f,\"data_manifests\":%" PRIu64
-           ",\"delete_manifests\":%" PRIu64 ",\"snapshots\":%" PRIu64
-           ",\"oldest_snapshot_age_ms\":%" PRId64 ",\"metadata_bytes\":%" PRIu64
-           ",\"metadata_log_files\":%" PRIu64 ",\"target_file_size\":%" PRIu64 "}",
-           key, d->data_files, d->small_data_files, d->data_bytes, d->data_rows,
-           d->delete_files, d->position_delete_files, d->deletion_vectors,
-           d->equality_delete_files, d->deleted_rows, d->equality_deletes, d->deleted_ratio,
-           d->data_manifests, d->delete_manifests, d->snapshots, d->oldest_snapshot_age_ms,
-           d->metadata_bytes, d->metadata_log_files, d->target_file_size);
+    printf("\"%s\":", key);
+    cli_debt_json(d);
 }
 
 static void json_report(const floe_maintain_options *o, const floe_maintain_report *r)

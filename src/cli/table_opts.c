@@ -2,6 +2,8 @@
  * table_opts.c - what the table commands (append, inspect) share: opening
  * the catalog their options name, and JSON string output.
  */
+#include <inttypes.h>
+
 #include "cli/cli_internal.h"
 
 void cli_connect_options(const cli_opt *opts, floe_connect_options *o)
@@ -51,4 +53,21 @@ void cli_json_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+void cli_debt_json(const floe_table_debt *d)
+{
+    printf("{\"data_files\":%" PRIu64 ",\"small_data_files\":%" PRIu64 ",\"data_bytes\":%"
+           PRIu64 ",\"data_rows\":%" PRIu64 ",\"delete_files\":%" PRIu64
+           ",\"position_delete_files\":%" PRIu64 ",\"deletion_vectors\":%" PRIu64
+           ",\"equality_delete_files\":%" PRIu64 ",\"deleted_rows\":%" PRIu64
+           ",\"equality_deletes\":%" PRIu64 ",\"deleted_ratio\":%.6f,\"data_manifests\":%"
+           PRIu64 ",\"delete_manifests\":%" PRIu64 ",\"snapshots\":%" PRIu64
+           ",\"oldest_snapshot_age_ms\":%" PRId64 ",\"metadata_bytes\":%" PRIu64
+           ",\"metadata_log_files\":%" PRIu64 ",\"target_file_size\":%" PRIu64 "}",
+           d->data_files, d->small_data_files, d->data_bytes, d->data_rows, d->delete_files,
+           d->position_delete_files, d->deletion_vectors, d->equality_delete_files,
+           d->deleted_rows, d->equality_deletes, d->deleted_ratio, d->data_manifests,
+           d->delete_manifests, d->snapshots, d->oldest_snapshot_age_ms, d->metadata_bytes,
+           d->metadata_log_files, d->target_file_size);
 }
