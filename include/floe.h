@@ -718,6 +718,7 @@ typedef struct floe_sink_stats {
     uint64_t rows_committed, bytes_committed;
     uint64_t pk_violations;
     uint64_t commit_seconds_total_us, close_seconds_total_us;  /* microseconds, summed */
+    uint64_t commit_p50_us, commit_p99_us;  /* over the last 100 commits (0: none yet) */
     uint64_t batches_sealed;
     int input_frontier_empty;               /* input closed */
     uint64_t input_frontier;

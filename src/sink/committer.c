@@ -208,6 +208,7 @@ static int summary_of(const floe__committer *c, const floe__sealed *s, json_t **
 static void count_committed(floe__committer *c, const floe__sealed *s, uint64_t ns)
 {
     floe__committer_stats *st = &c->stats;
+    st->recent_ns[st->snapshots % FLOE__COMMIT_WINDOW] = ns;
     st->snapshots++;
     st->commit_ns_last = ns;
     st->commit_ns_total += ns;

@@ -85,6 +85,25 @@ void floe_sink_options_init(floe_sink_options *o)
 
 /* ---- stats ------------------------------------------------------------------------------ */
 
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* p50 and p99 of the last commits' durations (nearest rank). */
+static void commit_quantiles(const floe__committer_stats *cs, floe_sink_stats *st)
+{
+    size_t n = cs->snapshots < FLOE__COMMIT_WINDOW ? (size_t)cs->snapshots : FLOE__COMMIT_WINDOW;
+    if (n == 0)
+        return;
+    uint64_t v[FLOE__COMMIT_WINDOW];
+    memcpy(v, cs->recent_ns, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_u64);
+    st->commit_p50_us = v[(n - 1) / 2] / 1000;
+    st->commit_p99_us = v[(n * 99 + 99) / 100 - 1] / 1000;
+}
+
 static void publish(floe_sink *s)
 {
     floe_sink_stats st = {0};
@@ -122,6 +141,7 @@ static void publish(floe_sink *s)
         st.rows_committed = cs.rows;
         st.bytes_committed = cs.bytes;
         st.commit_seconds_total_us = cs.commit_ns_total / 1000;
+        commit_quantiles(&cs, &st);
         st.batches_skipped = cs.covered;
         st.has_committed_frontier = cs.has_frontier;
         st.committed_frontier_empty = cs.frontier.empty;
@@ -975,10 +995,24 @@ static int metric(floe__buf *b, const char *sink, const char *name, const char *
 }
 
 /* A summary without quantiles: NAME_sum and NAME_count. */
+static int quantile(floe__buf *b, const char *name, const char *sink, const char *q, double v,
+                    floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, "%s{sink=\"", name));
+    FLOE_FORWARD(escaped_label(b, sink, err));
+    return floe__buf_printf(b, err, "\",quantile=\"%s\"} %.9g\n", q, v);
+}
+
+/* A summary: sum and count, and (when given, >= 0) the p50 and p99 of
+ * the last FLOE__COMMIT_WINDOW observations. */
 static int summary(floe__buf *b, const char *sink, const char *name, const char *help,
-                   double sum, double count, floe_error *err)
+                   double sum, double count, double p50, double p99, floe_error *err)
 {
     FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s summary\n", name, help, name));
+    if (p50 >= 0) {
+        FLOE_FORWARD(quantile(b, name, sink, "0.5", p50, err));
+        FLOE_FORWARD(quantile(b, name, sink, "0.99", p99, err));
+    }
     char n[96];
     snprintf(n, sizeof n, "%s_sum", name);
     FLOE_FORWARD(sample(b, n, sink, sum, err));
@@ -1043,11 +1077,14 @@ int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
         {"floe_table_oldest_snapshot_age_seconds", "Age of the oldest snapshot.", d->oldest_snapshot_age_ms / 1e3},
         {"floe_table_metadata_bytes", "Size of the current metadata file.", (double)d->metadata_bytes},
     };
-    int rc = summary(&b, id, "floe_commit_duration_seconds", "Time spent committing a batch.",
-                     st.commit_seconds_total_us / 1e6, (double)st.snapshots_committed, err);
+    bool any = st.snapshots_committed > 0;
+    int rc = summary(&b, id, "floe_commit_duration_seconds", "Time spent committing a batch "
+                     "(quantiles over the last 100 commits).", st.commit_seconds_total_us / 1e6,
+                     (double)st.snapshots_committed, any ? st.commit_p50_us / 1e6 : -1,
+                     any ? st.commit_p99_us / 1e6 : -1, err);
     if (rc == FLOE_OK)
         rc = summary(&b, id, "floe_close_duration_seconds", "Time spent closing a batch's files.",
-                     st.close_seconds_total_us / 1e6, (double)st.batches_sealed, err);
+                     st.close_seconds_total_us / 1e6, (double)st.batches_sealed, -1, -1, err);
     for (size_t i = 0; rc == FLOE_OK && i < sizeof m / sizeof m[0]; i++)
         rc = metric(&b, id, m[i].name, m[i].type, m[i].help, m[i].v, err);
     for (size_t i = 0; rc == FLOE_OK && i < sizeof debt / sizeof debt[0]; i++)

@@ -340,12 +340,15 @@ typedef struct floe__committer_config {
     void *prepare_ctx;
 } floe__committer_config;
 
+#define FLOE__COMMIT_WINDOW 100         /* commit duration quantiles are over these */
+
 typedef struct floe__committer_stats {
     uint64_t snapshots;                 /* batches committed (incl. recognised lost responses) */
     uint64_t lost_responses;            /* commits found to have landed on a reload */
     uint64_t covered;                   /* batches an earlier run of this sink had committed */
     uint64_t conflicts, failures;       /* attempts that ended in a conflict / another failure */
     uint64_t commit_ns_total, commit_ns_last;
+    uint64_t recent_ns[FLOE__COMMIT_WINDOW];   /* the last commits' durations, a ring */
     uint64_t data_files, delete_files, rows, bytes;   /* committed */
     floe__frontier frontier;            /* last committed upper */
     bool has_frontier;
