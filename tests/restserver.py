@@ -212,12 +212,13 @@ def snapshots(server, table):
 
 
 def check_rest_snapshots(server, table, stream, mode, final_only=False):
-    """Every snapshot carrying a frontier (or only the last) equals the model
-    at its frontier, read by Java (RESTCatalog) and DuckDB (ATTACH ... TYPE
-    iceberg); frontiers strictly increase and end at [].  Returns the Java
-    snapshots [(id, summary, rows)]."""
+    """Every snapshot carrying a frontier, and every maintenance snapshot
+    (the rows of the sink snapshot before it), or only the last, equals the
+    model at its frontier, read by Java (RESTCatalog) and DuckDB (ATTACH ...
+    TYPE iceberg); the sink's frontiers strictly increase and end at [].
+    Returns the Java snapshots [(id, summary, rows)]."""
     import java_reader
-    from sinkmodel import APPEND_EXTRA, COLS, INF, frontier_value
+    from sinkmodel import APPEND_EXTRA, COLS, INF, frontier_value, model_frontiers
     cols = COLS + (APPEND_EXTRA if mode == "append" else [])
     if final_only:              # summaries of all, rows of the current snapshot only
         snaps = [(s["snapshot-id"], s["summary"], None)
@@ -225,20 +226,20 @@ def check_rest_snapshots(server, table, stream, mode, final_only=False):
     else:
         snaps = java_reader.read_snapshots(server.uri, "", table, props=server.client_props)
     assert snaps, "no snapshot committed"
-    floe_snaps = [s for s in snaps if "floe.frontier" in s[1]]
-    frontiers = [frontier_value(s[1]["floe.frontier"]) for s in floe_snaps]
+    frontiers = [frontier_value(s[1]["floe.frontier"]) for s in snaps if "floe.frontier" in s[1]]
     assert frontiers == sorted(set(frontiers)), f"frontiers not strictly increasing: {frontiers}"
     assert frontiers[-1] == INF, "the closed input must end at frontier []"
-    check = floe_snaps[-1:] if final_only else floe_snaps
+    check = [(s, f) for s, f in zip(snaps, model_frontiers([s[1] for s in snaps]))
+             if f is not None]
     if final_only:
-        assert check[0][0] == snaps[-1][0] or all(
-            s[1].get("operation") == "replace" for s in snaps[snaps.index(check[0]) + 1:])
-        check = [(check[0][0], check[0][1], java_reader.read_rows(server.uri, "", table,
-                                                                props=server.client_props))]
-    duck = duckdb_rest_rows(server.uri, table, cols, [s[0] for s in check], server.duck_setup,
+        (sid, summary, _), f = check[-1]
+        assert sid == snaps[-1][0], "the current snapshot is the sink's or its maintenance's"
+        check = [((sid, summary, java_reader.read_rows(server.uri, "", table,
+                                                       props=server.client_props)), f)]
+    duck = duckdb_rest_rows(server.uri, table, cols, [s[0] for s, _ in check], server.duck_setup,
                             server.duck_attach)
-    for (snap_id, summary, java_rows), duck_rows in zip(check, duck):
-        want = stream.expected(frontier_value(summary["floe.frontier"]), mode)
+    for ((snap_id, summary, java_rows), f), duck_rows in zip(check, duck):
+        want = stream.expected(f, mode)
         assert sorted(java_rows, key=repr) == want, f"Java, snapshot {snap_id} at {summary}"
         assert sorted(duck_rows, key=repr) == want, f"DuckDB, snapshot {snap_id} at {summary}"
     return snaps

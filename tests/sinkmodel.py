@@ -131,6 +131,22 @@ def frontier_value(text):
     return vals[0] if vals else INF
 
 
+def model_frontiers(summaries):
+    """For snapshots in commit order (their summaries), the frontier whose
+    model each must equal: a sink snapshot's own floe.frontier (as a value);
+    a maintenance snapshot's (floe.maintenance: it moves rows, never changes
+    them) that of the sink snapshot before it; None for other writers'
+    snapshots and for maintenance before any remaining sink snapshot."""
+    out, last = [], None
+    for summ in summaries:
+        if "floe.frontier" in summ:
+            last = frontier_value(summ["floe.frontier"])
+            out.append(last)
+        else:
+            out.append(last if "floe.maintenance" in summ else None)
+    return out
+
+
 def metadata_location(db, table):
     ns, name = table.rsplit(".", 1)
     try:
