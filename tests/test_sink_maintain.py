@@ -1,0 +1,190 @@
+"""`floe sink --maintain auto` (issue P7): the sink keeps its table healthy
+while it streams, on a thread of its own, and loses no update doing it.
+
+Maintenance is made due within each test (tests/conftest.py maintain_auto:
+manifests merged early, snapshots expired when a second old, orphans looked
+for every second).  Every snapshot the sink and its maintenance left on
+main's history, and the final table, are checked against the model with Java
+IcebergGenerics and DuckDB, the final table with pyiceberg; Java's own
+maintenance (ExpireSnapshots, its orphan finder) then runs on the table and
+must find nothing floe should have removed, nor remove anything floe needs.
+(The model and restart tests in test_sink_model.py, test_sink_restart.py and
+test_rest_sink.py run with maintenance on too.)
+"""
+import json
+import os
+import re
+import threading
+import time
+
+import pytest
+
+import engines
+from conftest import maintain_auto, run_floe
+from iceberg_readers import pyiceberg_snapshot_rows
+from sinkmodel import COLS, INF, Stream, frontier_value
+from test_sink_engines import TABLE, check, lines_until, main_history, progress_points
+from test_sink_position import PositionSink, Running, check_position, metric
+
+
+class AutoSink(PositionSink):
+    """A PositionSink with maintenance on (expire: snapshots go when a second old)."""
+
+    def __init__(self, *a, expire=True, **kw):
+        super().__init__(*a, **kw)
+        self.expire = expire
+
+    def args(self, *extra):
+        return super().args(*maintain_auto(self.expire), *extra)
+
+
+def rounds(err):
+    m = re.search(r"maintenance: (\d+) compactions \((\d+) files rewritten\), (\d+) snapshots "
+                  r"expired, (\d+) files removed", err)
+    return [int(x) for x in m.groups()] if m else [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_streaming_sink_keeps_its_table_small_and_exact(tmp_path, version):
+    stream = Stream(31, steps=160, keys=50, burst=0.3)
+    sink = AutoSink(tmp_path, stream, version=version, interval=10)
+    run = Running(sink, "--close", "--quiet")
+    for i in range(0, len(stream.lines), 20):
+        run.send(stream.lines[i:i + 20])
+        time.sleep(0.02)
+    run.wait_for(lambda: metric(run.port, "floe_maintenance_compactions_total") >= 2)
+    data_files = metric(run.port, "floe_table_data_files")
+    snapshots = metric(run.port, "floe_table_snapshots")
+    err = run.finish()
+    assert "warning" not in err, err
+    committed = len([s for s in main_history(sink.db) if "floe.frontier" in s["summary"]])
+    files = engines.files_json(sink.db, sink.wh, TABLE)
+    # the debt stays bounded while the sink committed many small batches
+    assert data_files is not None and data_files < 20, data_files
+    assert len(files["manifests"]) <= 12, len(files["manifests"])
+    assert snapshots < 30, snapshots
+    assert committed >= 1
+    assert check(sink) >= 1
+    check_position(sink)
+
+
+def test_java_maintenance_afterwards_finds_nothing_and_breaks_nothing(tmp_path):
+    """After an auto-maintained run: Java's ExpireSnapshots with the table's
+    own settings and its orphan finder (files older than floe's window) have
+    nothing left to do.  Then Java expires everything it may and deletes every
+    unreached file; the sink resumes on that table and ends exact."""
+    stream = Stream(32, steps=120, keys=40, burst=0.3)
+    sink = AutoSink(tmp_path, stream, interval=10)
+    pv = progress_points(stream)
+    first = lines_until(stream, pv[len(pv) // 2])
+    sink.run(first)
+    now = int(time.time() * 1000)                   # Java's cutoff: never after floe's
+    run_floe("maintain", "--table", TABLE, "--catalog", f"sqlite:{sink.db}", "--warehouse",
+             f"{tmp_path}/wh", "--expire")           # what is due by the table's settings
+    j = engines.expire(sink.db, sink.wh, TABLE, retain_last=2, older_than_ms=now - 1000)
+    assert j["expired-snapshot-ids"] == [] and j["deleted-files"] == [], j
+    o = engines.remove_orphans(sink.db, sink.wh, TABLE, older_than_ms=now - 60_000, dry_run=True)
+    assert o["removed"] == [], o
+    # Java does what it may; nothing floe needs may go
+    engines.expire(sink.db, sink.wh, TABLE, retain_last=1, older_than_ms=int(time.time() * 1000))
+    engines.remove_orphans(sink.db, sink.wh, TABLE, older_than_ms=int(time.time() * 1000))
+    res = sink.run(stream.lines, "--close")
+    assert f"resuming {TABLE} at frontier [" in res.stderr, res.stderr
+    check_position(sink)
+
+
+def test_orphans_of_a_killed_run_go_once_past_the_window(tmp_path):
+    """A killed run leaves files no metadata reaches; the next run's
+    maintenance deletes them once they are past --orphan-age, and Java's
+    orphan finder agrees nothing unreached is left."""
+    stream = Stream(33, steps=200, keys=40, burst=0.4)
+    sink = AutoSink(tmp_path, stream, interval=10)
+    run = Running(sink, "--close", "--quiet")
+    pv = progress_points(stream)
+    run.send(lines_until(stream, pv[len(pv) // 3]))
+    run.proc.kill()
+    run.proc.wait()
+    data = tmp_path / "wh" / "demo" / "orders" / "data"
+    planted = data / "data-killed-writer-0.parquet"
+    planted.write_bytes(b"PAR1 half written")
+    old = time.time() - 3 * 86400
+    for name in os.listdir(data):                 # everything old: only the window protects
+        os.utime(data / name, (old, old))
+    o = engines.remove_orphans(sink.db, sink.wh, TABLE, dry_run=True)
+    assert str(planted) in {p.removeprefix("file:").removeprefix("//") for p in o["removed"]}
+    res = sink.run(stream.lines, "--close", "--orphan-age", "1d")
+    assert rounds(res.stderr)[3] >= 1 or not planted.exists(), res.stderr
+    assert not planted.exists()
+    left = engines.remove_orphans(sink.db, sink.wh, TABLE,
+                                  older_than_ms=int((time.time() - 86400) * 1000), dry_run=True)
+    assert left["removed"] == [], left
+    check_position(sink)
+
+
+def test_a_java_compactor_racing_auto_maintenance(tmp_path):
+    """Java's RewriteFiles in a loop, floe's own compaction and the sink's
+    commits all race: every snapshot and the final table are exact.  (No
+    expiry here: expiring the snapshot a running Java job planned from fails
+    that job, as it would fail Spark's.)"""
+    stream = Stream(34, steps=120, keys=40, burst=0.3)
+    sink = AutoSink(tmp_path, stream, interval=30, expire=False)
+    head = len(lines_until(stream, progress_points(stream)[3]))
+    sink.run(stream.lines[:head])
+    stop = threading.Event()
+    done = {"ok": 0, "conflict": 0}
+
+    def compactor():
+        while not stop.is_set():
+            try:
+                sink.engine("compact")
+                done["ok"] += 1
+            except engines.Conflict:
+                done["conflict"] += 1
+    th = threading.Thread(target=compactor)
+    th.start()
+    try:
+        run = Running(sink, "--close", "--quiet")
+        rest = stream.lines[head:]
+        for i in range(0, len(rest), 12):
+            run.send(rest[i:i + 12])
+            time.sleep(0.1)
+        run.wait_for(lambda: metric(run.port, "floe_maintenance_compactions_total") >= 1)
+        run.finish()
+    finally:
+        stop.set()
+        th.join()
+    assert done["ok"] >= 2, done
+    check_position(sink)
+
+
+def test_metrics_and_inspect_show_the_debt(tmp_path):
+    stream = Stream(35, steps=80, keys=40, burst=0.3)
+    sink = AutoSink(tmp_path, stream, interval=10)
+    run = Running(sink, "--quiet")
+    run.send(stream.lines)
+    run.wait_for(lambda: metric(run.port, "floe_maintenance_runs_total") >= 1)
+    run.wait_for(lambda: metric(run.port, "floe_table_data_files") ==
+                 len(engines.files_json(sink.db, sink.wh, TABLE)["data-files"]))
+    assert metric(run.port, "floe_table_metadata_bytes") > 0
+    run.finish()
+    out = json.loads(run_floe("inspect", "--table", TABLE, "--catalog", f"sqlite:{sink.db}",
+                              "--warehouse", f"{tmp_path}/wh", "--json").stdout)
+    files = engines.files_json(sink.db, sink.wh, TABLE)
+    d = out["debt"]
+    assert d["data_files"] == len(files["data-files"])
+    assert d["delete_files"] == len(files["delete-files"])
+    assert d["data_manifests"] + d["delete_manifests"] == len(files["manifests"])
+    assert d["snapshots"] == out["snapshot_count"]
+    text = run_floe("inspect", "--table", TABLE, "--catalog", f"sqlite:{sink.db}",
+                    "--warehouse", f"{tmp_path}/wh").stdout
+    assert f"  data files      {d['data_files']} (" in text
+
+
+def test_maintenance_off_leaves_the_debt(tmp_path):
+    stream = Stream(36, steps=60, keys=40, burst=0.3)
+    sink = PositionSink(tmp_path, stream, interval=10)
+    res = sink.run(stream.lines, "--close", "--maintain", "off")
+    assert "maintenance:" not in res.stderr
+    snaps = main_history(sink.db)
+    assert all("floe.maintenance" not in s["summary"] for s in snaps)
+    assert len(engines.files_json(sink.db, sink.wh, TABLE)["data-files"]) >= 5
