@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""The aging benchmark of issue P7: an upsert table streamed into for an hour
+of 1 s commits, with the sink's own maintenance (--maintain auto) and without
+(--maintain off), in one run, reported as ratios.
+
+    python3 bench/bench_aging.py [--keys N] [--commits C] [--update-share F]
+                                 [--every E] [--rounds R] [--max-age-ms MS]
+
+N keys (default 1,000,000) inserted at time 0, then C commits (default
+3,600) of input time each updating a share F of the keys (default 1%); the
+input is generated once into bench/out/aging/input/ and replayed into
+`floe sink --commit-interval 1` through a pipe for each mode.  Every E
+commits (default 600) the input pauses until the sink committed that far,
+and then:
+  - the table is read by DuckDB (iceberg_scan count(*) + sum(id), one
+    thread, best of R, default 3) and by Java IcebergGenerics (rows counted
+    and keys summed in the JVM, best of R), and so are the same rows
+    written as one data file (a fresh table from floe's snapshot batch):
+    read cost = table / compacted;
+  - the debt (data files, delete files, manifests, snapshots, metadata
+    bytes) from `floe inspect --json`;
+  - commit latency: p50 of the last 100 commits (the sink's metrics).
+The input runs at wall-clock speed, far faster than one commit a second, so
+snapshots would never reach the default hour of age in the run: the auto
+run's table keeps --max-age-ms of snapshots (default 10 s, a couple of
+hundred commits; the proportion of an hour at one commit a second).
+Throughput: updates read per second while the input flows (pauses left
+out), auto against off.  Targets (auto, at every checkpoint): read cost at
+most 1.3x the compacted table for DuckDB and Java; commit p50 over the last
+100 commits at most 1.5x that over the first 100; metadata bytes and
+manifest count bounded; throughput at least 0.8x the off run's.
+Results go to bench/out/aging.json.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
+OUT = os.path.join(HERE, "out", "aging")
+SCHEMA = "id bigint not null, v bigint not null, name text"
+TABLE = "bench.t"
+
+
+# ---- input ---------------------------------------------------------------------------------
+
+def generate(a):
+    """The input as segment files (inserts, then every `every` commits) and
+    the values after each segment."""
+    d = os.path.join(OUT, "input", f"{a.keys}-{a.commits}-{a.update_share}-{a.every}")
+    done = os.path.join(d, "values.json")
+    if os.path.exists(done):
+        with open(done) as f:
+            return d, json.load(f)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    r = random.Random(1)
+    value = [0] * a.keys
+    with open(os.path.join(d, "seg-0000.ndjson"), "w") as f:
+        f.writelines('{"time":0,"diff":1,"row":{"id":%d,"v":0,"name":"n%d"}}\n' % (k, k)
+                     for k in range(a.keys))
+        f.write('{"progress":1}\n')
+    values, n = [], int(a.keys * a.update_share)
+    for seg in range(1, a.commits // a.every + 1):
+        with open(os.path.join(d, f"seg-{seg:04d}.ndjson"), "w") as f:
+            for t in range((seg - 1) * a.every + 1, seg * a.every + 1):
+                out = []
+                for k in r.sample(range(a.keys), n):
+                    out.append('{"time":%d,"diff":-1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
+                               '{"time":%d,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
+                               % (t, k, value[k], k, t, k, t, k))
+                    value[k] = t
+                out.append('{"progress":%d}\n' % (t + 1))
+                f.write("".join(out))
+        values.append(sum(value))
+        print(f"input: segment {seg} written", flush=True)
+    with open(done, "w") as f:
+        json.dump(values, f)
+    return d, values
+
+
+# ---- the sink --------------------------------------------------------------------------------
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def metrics(port):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)\{([^}]*)\} (\S+)$", line)
+        if m:
+            q = re.search(r'quantile="([^"]+)"', m.group(2))
+            out[m.group(1) + (f"@{q.group(1)}" if q else "")] = float(m.group(3))
+    return out
+
+
+def wait_committed(port, frontier, proc):
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"floe sink exited: {proc.stderr.read()[-3000:]}")
+        try:
+            if metrics(port).get("floe_committed_frontier", -2) >= frontier:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+
+
+def start_sink(d, mode, a, port):
+    os.makedirs(d, exist_ok=True)
+    extra = []
+    if mode == "auto":
+        extra = ["--property", f"history.expire.max-snapshot-age-ms={a.max_age_ms}"]
+    cmd = [FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input", "-",
+           "--commit-interval", "1", "--catalog", f"sqlite:{d}/catalog.db", "--warehouse",
+           f"{d}/wh", "--index-dir", f"{d}/index", "--maintain", mode, "--quiet",
+           "--metrics-addr", f"127.0.0.1:{port}", *extra]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def feed(proc, path, start=0, end=None):
+    """Copy bytes [start, end) of the file to the sink's stdin."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = (end if end is not None else os.path.getsize(path)) - start
+        while left > 0:
+            chunk = f.read(min(left, 1 << 20))
+            proc.stdin.write(chunk)
+            left -= len(chunk)
+    proc.stdin.flush()
+
+
+def offset_after(path, line):
+    """The byte offset just past `line` in the file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    i = data.index(line.encode())
+    return i + len(line)
+
+
+# ---- reading ----------------------------------------------------------------------------------
+
+def metadata_location(d):
+    import sqlite3
+    con = sqlite3.connect(f"{d}/catalog.db")
+    (loc,) = con.execute("SELECT metadata_location FROM iceberg_tables").fetchone()
+    con.close()
+    return loc
+
+
+def duckdb_read(d, rounds):
+    import duckdb
+    con = duckdb.connect()
+    con.execute("LOAD iceberg")
+    con.execute("SET threads = 1")
+    loc, best, res = metadata_location(d), None, None
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        res = con.execute("SELECT count(*), sum(id) FROM iceberg_scan(?)", [loc]).fetchone()
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    con.close()
+    return best, res
+
+
+def java_read(d, rounds):
+    import java_reader
+    best, res = None, None
+    for _ in range(rounds):
+        p = subprocess.run(["java", "-cp", java_reader._classpath(), "floe.Reader", "count",
+                            f"{d}/catalog.db", f"file://{d}/wh", "floe", TABLE],
+                           capture_output=True, text=True, timeout=3600)
+        if p.returncode != 0:
+            raise SystemExit(f"Java reader failed: {p.stderr[-2000:]}")
+        out = json.loads(p.stdout)
+        best = out["ms"] / 1e3 if best is None else min(best, out["ms"] / 1e3)
+        res = (out["rows"], out["sum"])
+    return best, res
+
+
+def compacted(d, keys, commit):
+    """The same rows as one data file: the values at `commit` (each key's v
+    is the last commit that updated it), as floe's snapshot batch."""
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    import duckdb
+    src = os.path.join(d, "rows.ndjson")
+    con = duckdb.connect()
+    con.execute("LOAD iceberg")
+    rows = con.execute("SELECT id, v FROM iceberg_scan(?) ORDER BY id",
+                       [metadata_location(os.path.dirname(d) + "/table")]).fetchall()
+    con.close()
+    assert len(rows) == keys, (len(rows), keys)
+    with open(src, "w") as f:
+        f.writelines('{"time":0,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n' % (k, v, k)
+                     for k, v in rows)
+        f.write('{"progress":1}\n')
+    subprocess.run([FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input",
+                    src, "--catalog", f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh",
+                    "--index-dir", "", "--maintain", "off", "--quiet"], check=True)
+    return sum(v for _, v in rows)
+
+
+def debt(d):
+    p = subprocess.run([FLOE, "inspect", "--table", TABLE, "--catalog", f"sqlite:{d}/catalog.db",
+                        "--warehouse", f"{d}/wh", "--json", "--limit", "1"],
+                       capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)["debt"]
+
+
+# ---- a run ------------------------------------------------------------------------------------
+
+def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
+    table = os.path.join(d, "table")
+    m = metrics(port)                         # the last 100 commits' p50, before reading
+    dd, dres = duckdb_read(table, a.rounds)
+    jj, jres = java_read(table, a.rounds)
+    base = os.path.join(d, "compacted")
+    csum = compacted(base, a.keys, commit)
+    bd, bdres = duckdb_read(base, a.rounds)
+    bj, _ = java_read(base, a.rounds)
+    assert dres == bdres and jres == tuple(bdres), (dres, jres, bdres)
+    assert csum == value_sum, "the table must hold the model's values"
+    b = debt(table)
+    p50 = m.get("floe_commit_duration_seconds@0.5", 0.0)
+    row = {"commit": commit, "duckdb_s": dd, "java_s": jj, "duckdb_compacted_s": bd,
+           "java_compacted_s": bj, "duckdb_ratio": dd / bd, "java_ratio": jj / bj,
+           "commit_p50_s": p50, "commit_p50_ratio": p50 / first_p50,
+           "metadata_bytes": b["metadata_bytes"],
+           "manifests": b["data_manifests"] + b["delete_manifests"],
+           "data_files": b["data_files"], "delete_files": b["delete_files"],
+           "snapshots": b["snapshots"], "deleted_ratio": b["deleted_ratio"],
+           "maintenance_s": m.get("floe_maintenance_seconds_total", 0.0),
+           "compactions": m.get("floe_maintenance_compactions_total", 0.0)}
+    print(f"{mode:4} @{commit:5}: read/compacted DuckDB {row['duckdb_ratio']:.2f}x Java "
+          f"{row['java_ratio']:.2f}x | commit p50 {p50 * 1e3:.1f} ms "
+          f"({row['commit_p50_ratio']:.2f}x the first 100) | metadata {b['metadata_bytes']:,} B,"
+          f" {row['manifests']} manifests, {b['data_files']} data / {b['delete_files']} delete "
+          f"files, {b['snapshots']} snapshots", flush=True)
+    return row
+
+
+def run_mode(mode, a, inputs, values):
+    d = os.path.join(OUT, mode)
+    shutil.rmtree(d, ignore_errors=True)
+    port = free_port()
+    proc = start_sink(os.path.join(d, "table"), mode, a, port)
+    segs = sorted(n for n in os.listdir(inputs) if n.startswith("seg-"))
+    feeding, rows = 0.0, []
+    time.sleep(0.3)
+    t0 = time.perf_counter()
+    feed(proc, os.path.join(inputs, segs[0]))            # the inserts, at time 0
+    wait_committed(port, 1, proc)
+    first = os.path.join(inputs, segs[1])                # then 100 commits, for their p50
+    cut = offset_after(first, '{"progress":101}\n')
+    feed(proc, first, 0, cut)
+    wait_committed(port, 101, proc)
+    first_p50 = metrics(port)["floe_commit_duration_seconds@0.5"]
+    feeding += time.perf_counter() - t0
+    for i, seg in enumerate(segs[1:], 1):
+        t0 = time.perf_counter()
+        feed(proc, os.path.join(inputs, seg), cut if i == 1 else 0)
+        wait_committed(port, i * a.every + 1, proc)
+        feeding += time.perf_counter() - t0
+        rows.append(checkpoint(mode, d, a, i * a.every, port, first_p50, values[i - 1]))
+    proc.stdin.close()
+    err = proc.stderr.read().decode()
+    if proc.wait() != 0:
+        raise SystemExit(f"floe sink failed: {err[-3000:]}")
+    updates = a.keys + a.commits * int(a.keys * a.update_share) * 2
+    return {"checkpoints": rows, "first_commit_p50_s": first_p50, "feeding_s": feeding,
+            "updates_per_s": updates / feeding}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--commits", type=int, default=3600)
+    ap.add_argument("--update-share", type=float, default=0.01)
+    ap.add_argument("--every", type=int, default=600)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--max-age-ms", type=int, default=10_000)
+    ap.add_argument("--modes", default="off,auto")
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    inputs, values = generate(a)
+    result = {"keys": a.keys, "commits": a.commits, "update_share": a.update_share,
+              "every": a.every, "max_age_ms": a.max_age_ms}
+    for mode in a.modes.split(","):
+        result[mode] = run_mode(mode, a, inputs, values)
+    if "auto" in result and "off" in result:
+        r = result["auto"]["updates_per_s"] / result["off"]["updates_per_s"]
+        result["throughput_ratio"] = r
+        print(f"throughput: auto {result['auto']['updates_per_s']:,.0f} updates/s, off "
+              f"{result['off']['updates_per_s']:,.0f}: {r:.2f}x (target >= 0.8)")
+    with open(os.path.join(HERE, "out", "aging.json"), "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
