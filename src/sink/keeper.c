@@ -42,6 +42,7 @@ struct floe__keeper {
     floe__posdel_set *deletes;       /* the last prepare's */
     bool dirty;                      /* changed since the last checkpoint */
     bool unlogged;                   /* the last attempt was too big to log: checkpoint */
+    int64_t checkpoint_ms;           /* when the last checkpoint was written (wall clock) */
     floe__keeper_stats stats;
 };
 
@@ -59,8 +60,9 @@ static const floe__metadata *table_md(const floe__keeper *k)
 
 /* ---- main's history ------------------------------------------------------------------------ */
 
-/* The snapshots of main after `from` (-1: all), oldest first: false when
- * `from` is not on main's history as far as the metadata reaches. */
+/* The snapshots of main after `from` (-1: all), oldest first, and *on;
+ * *on false (and no list) when `from` is not on main's history as far as
+ * the metadata reaches. */
 static int history_since(const floe__metadata *md, int64_t from, int64_t **ids, size_t *n,
                          bool *on, floe_error *err)
 {
@@ -70,8 +72,12 @@ static int history_since(const floe__metadata *md, int64_t from, int64_t **ids, 
     size_t cap = 0;
     for (int64_t id = floe__metadata_current_snapshot_id(md); id != from;) {
         const floe__snapshot *s = id < 0 ? NULL : floe__metadata_snapshot_by_id(md, id);
-        if (!s || *n >= MAX_HISTORY)
-            return FLOE_OK;                 /* from is not an ancestor (or expired) */
+        if (!s || *n >= MAX_HISTORY) {      /* from is not an ancestor (or expired): */
+            floe__free(*ids);               /* no list, the caller compares or rebuilds */
+            *ids = NULL;
+            *n = 0;
+            return FLOE_OK;
+        }
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             int64_t *v = floe__realloc(*ids, cap * sizeof *v);
@@ -448,6 +454,7 @@ static int sync_to_current(floe__keeper *k, const pending *pend, floe_error *err
         rc = sync_by_plans(k, md, k->synced_to, pend, err);   /* a rollback, or expiry */
     else if (!on)
         rc = rebuild(k, md, pend, err);
+    assert(on || n == 0);                          /* both bring the index to current */
     for (size_t i = 0; rc == FLOE_OK && i < n; i++)
         rc = sync_snapshot(k, md, ids[i], pend, err);
     floe__free(ids);
@@ -505,7 +512,19 @@ static int checkpoint(floe__keeper *k, floe__writer *w, floe_error *err)
     FLOE_FORWARD(floe__kx_store_checkpoint(k->store, k->kx, at, open_takes, &c, err));
     k->stats.checkpoints++;
     k->dirty = false;
+    k->checkpoint_ms = floe__now_ms();
     return FLOE_OK;
+}
+
+/* A checkpoint is tied to a snapshot: once expiry removed that snapshot a
+ * restart must rebuild.  So the index is checkpointed again well before
+ * that: when the last one is a quarter of the table's snapshot age limit
+ * old (history.expire.max-snapshot-age-ms, default 5 days). */
+static bool checkpoint_aging(const floe__keeper *k)
+{
+    int64_t age = floe__metadata_property_int(table_md(k), "history.expire.max-snapshot-age-ms",
+                                              (int64_t)5 * 24 * 3600 * 1000);
+    return floe__now_ms() - k->checkpoint_ms > age / 4;
 }
 
 int floe__keeper_checkpoint(floe__keeper *k, floe__writer *w, floe_error *err)
@@ -605,6 +624,8 @@ static int load_stored(floe__keeper *k, bool *loaded, floe_error *err)
     }
     floe__free(ids);
     *loaded = rc == FLOE_OK;
+    const floe__snapshot *tied = floe__metadata_snapshot_by_id(table_md(k), at.snapshot_id);
+    k->checkpoint_ms = tied ? tied->timestamp_ms : floe__now_ms();   /* as old as its snapshot */
     return rc;
 }
 
@@ -723,7 +744,8 @@ int floe__keeper_prepare(floe__keeper *k, floe__sealed *s, floe__writer *w, uint
     FLOE_FORWARD(sync_to_current(k, &pend, err));
     uint64_t size = (s->kx_log ? s->kx_log->ops.len : 0) + s->dels.recs.len;
     uint64_t ckpt = k->store ? floe__kx_store_checkpoint_bytes(k->store) : 0;
-    k->unlogged = size > CHECKPOINT_AFTER && size > ckpt / 2;   /* cheaper to checkpoint */
+    /* cheaper to checkpoint after the commit than to log (or too big to) */
+    k->unlogged = size > CHECKPOINT_AFTER && (size > ckpt / 2 || size >= FLOE__KX_MAX_RECORD / 2);
     if (k->store && !k->unlogged) {
         floe__kx_log l;
         floe__kx_log_init(&l);
@@ -753,8 +775,8 @@ int floe__keeper_committed(floe__keeper *k, const floe__sealed *s, int64_t snaps
     if (!k->store)
         return FLOE_OK;
     uint64_t logged = floe__kx_store_log_bytes(k->store);
-    if (k->unlogged || (logged >= CHECKPOINT_AFTER &&
-                        logged >= floe__kx_store_checkpoint_bytes(k->store) / 2))
+    if (k->unlogged || checkpoint_aging(k) ||
+        (logged >= CHECKPOINT_AFTER && logged >= floe__kx_store_checkpoint_bytes(k->store) / 2))
         return checkpoint(k, w, err);
     return FLOE_OK;
 }

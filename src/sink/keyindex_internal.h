@@ -161,6 +161,9 @@ int floe__kx_run_cursor_init(floe__kx_run_cursor *c, const floe__kx_run *r, floe
 int floe__kx_run_cursor_next(floe__kx_run_cursor *c, floe_error *err);
 void floe__kx_run_cursor_free(floe__kx_run_cursor *c);
 
+/* The largest log record the store writes (one commit attempt's changes). */
+#define FLOE__KX_MAX_RECORD ((uint64_t)1 << 31)
+
 /* ---- durability (keyindex_store.c) -----------------------------------------------------------
  * A directory per (table, sink id) holds a checkpoint (the whole index, as
  * of a snapshot) and a write-ahead log of the commit attempts after it:

@@ -17,7 +17,7 @@
  *                after each append.  A torn tail is where the log ends; a
  *                record that does not verify is not used.
  * Op: u8 kind (1 insert, 2 remove), u32 path index, u64 pos, u64 rowhash
- * (inserts), u32 key length, key.
+ * (0 for removes), u32 key length, key.
  */
 #include <assert.h>
 #include <errno.h>
@@ -36,7 +36,7 @@
 #define END_OF_ENTRIES 0xFFFFFFFFu
 #define OP_INSERT 1
 #define OP_REMOVE 2
-#define MAX_RECORD ((uint64_t)1 << 31)
+#define MAX_RECORD FLOE__KX_MAX_RECORD
 #define RECORD_HEAD 21              /* token, upper empty, upper, path count */
 
 struct floe__kx_store {
