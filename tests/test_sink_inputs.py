@@ -156,9 +156,12 @@ def test_an_s3_endpoint_with_credentials_is_refused_without_echoing_them(tmp_pat
 
 # ---- options checked before anything is made ---------------------------------------------------------
 
-@pytest.mark.parametrize("case", ["bad key", "missing input", "ftp warehouse", "no schema"])
+@pytest.mark.parametrize("case", ["bad key", "missing input", "ftp warehouse", "no schema",
+                                  "equality without key"])
 def test_a_refused_option_leaves_nothing_behind(tmp_path, case):
     extra = {"bad key": ["--schema", KV, "--key", "nope"],
+             "equality without key": ["--schema", KV, "--mode", "upsert", "--delete-mode",
+                                      "equality"],
              "missing input": ["--schema", KV, "--key", "id"],
              "ftp warehouse": ["--schema", KV, "--key", "id", "--warehouse", "ftp://h/wh"],
              "no schema": ["--key", "id"]}[case]
@@ -173,7 +176,8 @@ def test_a_refused_option_leaves_nothing_behind(tmp_path, case):
     assert res.returncode != 0
     want = {"bad key": '--key column "nope" is not in the schema',
             "missing input": "absent.ndjson", "ftp warehouse": "floe stores files",
-            "no schema": "pass --schema"}[case]
+            "no schema": "pass --schema",
+            "equality without key": "--delete-mode equality needs --key"}[case]
     assert want in res.stderr, res.stderr
     assert tables_in(f"{tmp_path}/catalog.db") == []
     assert not os.path.exists(f"{tmp_path}/wh")

@@ -410,7 +410,7 @@ static void report_index(floe_sink *s)
     floe__keeper_get_stats(s->keeper, &ks);
     double secs = (double)ks.start_ns / 1e9;
     char where[320];
-    snprintf(where, sizeof where, "%s", s->index_dir ? s->index_dir : "kept nowhere");
+    snprintf(where, sizeof where, "%s", s->index_dir ? s->index_dir : "memory only");
     if (ks.start == FLOE__KEEPER_LOADED)
         snprintf(s->index_report, sizeof s->index_report,
                  "key index loaded from %s: %" PRIu64 " keys, %" PRIu64 " logged commit(s) "
@@ -566,6 +566,10 @@ static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err
                    FLOE_EINVAL, "--format-version must be 2 or 3, not %d", o->format_version);
     FLOE_RETURN_IF(o->delete_mode != FLOE_DELETE_POSITION && o->delete_mode != FLOE_DELETE_EQUALITY,
                    err, FLOE_EINVAL, "unknown delete mode %d", (int)o->delete_mode);
+    FLOE_RETURN_IF(s->upsert && !o->key && o->delete_mode == FLOE_DELETE_EQUALITY, err,
+                   FLOE_EINVAL, "--delete-mode equality needs --key: without one the whole row "
+                   "is the key and copies of a row are legal, but an equality delete removes "
+                   "every copy (position mode deletes exactly as many as retracted)");
     floe__frontier f;
     if (o->resume_from)
         FLOE_FORWARD(parse_resume_from(o->resume_from, &f, err));
@@ -1039,7 +1043,7 @@ int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
         {"floe_bytes_staged_total", "counter", "Row bytes received.", (double)st.bytes_in},
         {"floe_messages_committed_total", "counter", "Data rows committed.", (double)st.rows_committed},
         {"floe_bytes_committed_total", "counter", "File bytes committed.", (double)st.bytes_committed},
-        {"floe_primary_key_violations_total", "counter", "Keys inserted twice at one time.", (double)st.pk_violations},
+        {"floe_primary_key_violations_total", "counter", "Insertions of a key that was live (within a time or across them).", (double)st.pk_violations},
         {"floe_input_frontier", "gauge", "The input frontier (-1 once the input is closed).", st.input_frontier_empty ? -1.0 : (double)st.input_frontier},
         {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input; NaN: nothing committed yet).", !st.has_committed_frontier ? NAN : st.committed_frontier_empty ? -1.0 : (double)st.committed_frontier},
         {"floe_freshness_seconds", "gauge", "Seconds since the oldest input no commit covers yet arrived (0: all committed).", st.freshness_seconds},

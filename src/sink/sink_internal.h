@@ -230,7 +230,7 @@ int floe__writer_each_open(floe__writer *w,
                            int (*fn)(void *ctx, floe__delrecs *d, floe_error *err), void *ctx,
                            floe_error *err);
 
-/* ---- the committer (commit.c) -------------------------------------------------------
+/* ---- the committer (committer.c) ----------------------------------------------------
  * SPEC.md sections 5.1 and 7: where the table says we are, and committing
  * sealed batches in order, one snapshot each, with fencing, lost-response
  * detection and the retry classes. */
