@@ -16,9 +16,13 @@ def _classpath():
 
 def java(mode, db, warehouse, table, *extra, catalog="floe", props=None, server=None):
     """Run one Reader mode; `props` are extra catalog properties (a dict),
-    e.g. io-impl and s3.endpoint for a table on S3.  With `server` (an
-    engines.Server) the mode runs in that already started JVM instead of a
-    new one (the same Reader code; the table is loaded afresh)."""
+    e.g. io-impl and s3.endpoint for a table on S3.  It runs in an already
+    started JVM (`server`, else this process's shared engines.Server) instead
+    of a new one: the same Reader code, the table loaded afresh; a JVM of its
+    own only with FLOE_ENGINE_SERVER=0."""
+    if server is None:                     # the shared JVM of this process, when there is one
+        import engines
+        server = engines.server()
     if server is not None:
         status, out, err = server.run("reader", [mode, str(db), warehouse, catalog, table,
                                                  *map(str, extra)], props)

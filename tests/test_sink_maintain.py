@@ -53,8 +53,10 @@ def test_a_streaming_sink_keeps_its_table_small_and_exact(tmp_path, version):
         run.send(stream.lines[i:i + 20])
         time.sleep(0.02)
     run.wait_for(lambda: metric(run.port, "floe_maintenance_compactions_total") >= 2)
+    run.wait_for(lambda: metric(run.port, "floe_maintenance_snapshots_expired_total") >= 10)
     data_files = metric(run.port, "floe_table_data_files")
     snapshots = metric(run.port, "floe_table_snapshots")
+    made = metric(run.port, "floe_snapshots_committed_total")
     err = run.finish()
     assert "warning" not in err, err
     committed = len([s for s in main_history(sink.db) if "floe.frontier" in s["summary"]])
@@ -62,7 +64,7 @@ def test_a_streaming_sink_keeps_its_table_small_and_exact(tmp_path, version):
     # the debt stays bounded while the sink committed many small batches
     assert data_files is not None and data_files < 20, data_files
     assert len(files["manifests"]) <= 12, len(files["manifests"])
-    assert snapshots < 30, snapshots
+    assert snapshots < made / 2, (snapshots, made)
     assert committed >= 1
     assert check(sink) >= 1
     check_position(sink)
@@ -112,8 +114,10 @@ def test_orphans_of_a_killed_run_go_once_past_the_window(tmp_path):
         os.utime(data / name, (old, old))
     o = engines.remove_orphans(sink.db, sink.wh, TABLE, dry_run=True)
     assert str(planted) in {p.removeprefix("file:").removeprefix("//") for p in o["removed"]}
-    res = sink.run(stream.lines, "--close", "--orphan-age", "1d")
-    assert rounds(res.stderr)[3] >= 1 or not planted.exists(), res.stderr
+    run = Running(sink, "--close", "--quiet", "--orphan-age", "1d")
+    run.send(stream.lines)
+    run.wait_for(lambda: metric(run.port, "floe_maintenance_orphans_removed_total") >= 1)
+    run.finish()
     assert not planted.exists()
     left = engines.remove_orphans(sink.db, sink.wh, TABLE,
                                   older_than_ms=int((time.time() - 86400) * 1000), dry_run=True)
