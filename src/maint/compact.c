@@ -511,7 +511,6 @@ static void compaction_free(floe__compaction *c)
     floe__free(c->eq);
     floe__deleted_free(c->deleted);
     floe__plan_free(c->plan);
-    floe__buf_free(&c->rows);
     floe__buf_free(&c->key);
 }
 
@@ -541,7 +540,6 @@ int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_
     if (!c)
         return FLOE_OOM(err);
     *c = (floe__compaction){.t = t, .o = o, .res = res};
-    floe__buf_init(&c->rows, 0);
     floe__buf_init(&c->key, 0);
     floe__compact_group *gs = NULL;
     size_t n = 0;

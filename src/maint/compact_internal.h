@@ -43,8 +43,7 @@ typedef struct floe__compaction {
     int64_t start_seq;               /* its sequence number: the new files' data seq */
     floe__deleted *deleted;          /* the plan's position deletes per data file */
     floe__eq_set *eq;                /* per plan->deletes index (equality files only) */
-    floe__buf rows, key;
-    size_t ends[4096];
+    floe__buf key;                   /* a row's projection onto equality delete columns */
 } floe__compaction;
 
 /* Rewrite group g's data files into new data files appended to `out`

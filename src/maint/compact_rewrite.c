@@ -13,8 +13,6 @@
  */
 #include "maint/compact_internal.h"
 
-#define BATCH_ROWS 4096
-
 /* ---- equality delete sets ---------------------------------------------------------------- */
 
 /* The projection of t's schema onto an equality delete file's columns. */
@@ -40,24 +38,18 @@ static int eq_schema(const floe__table *t, const floe__content_file *eq, floe__s
     return rc;
 }
 
+static int add_key(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
+{
+    (void)pos;
+    return floe__byteset_add(ctx, row, len, err);
+}
+
 static int read_eq_set(floe__compaction *c, const floe__plan_file *eq, floe__eq_set *out,
                        floe_error *err)
 {
     FLOE_FORWARD(eq_schema(c->t, &eq->file, &out->schema, err));
     FLOE_FORWARD(floe__byteset_new(&out->keys, err));
-    floe__file_reader *r;
-    FLOE_FORWARD(floe__file_reader_open(c->t->io, eq->file.path, out->schema, &r, err));
-    int rc;
-    size_t n;
-    do {
-        uint64_t first;
-        floe__buf_reset(&c->rows);
-        rc = floe__pq_reader_next_batch(floe__file_reader_pq(r), &c->rows, c->ends, BATCH_ROWS,
-                                        &n, &first, err);
-        for (size_t i = 0, at = 0; rc == FLOE_OK && i < n; at = c->ends[i++])
-            rc = floe__byteset_add(out->keys, c->rows.data + at, c->ends[i] - at, err);
-    } while (rc == FLOE_OK && n > 0);
-    floe__file_reader_free(r);
+    int rc = floe__file_rows_each(c->t->io, eq->file.path, out->schema, add_key, out->keys, err);
     return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "reading equality deletes %s",
                                                      eq->file.path);
 }
@@ -102,10 +94,12 @@ static int project(const floe__schema *table, const floe__schema *proj, const ui
 /* ---- one data file ----------------------------------------------------------------------- */
 
 typedef struct filtering {
+    floe__compaction *c;
     const floe__posbitmap *deleted;
     floe__eq_set **eq;
     size_t n_eq;
     floe__posbitmap *skipped;        /* rows left out, recorded */
+    floe__file_writer *w;
 } filtering;
 
 static int deleted_by_eq(floe__compaction *c, const filtering *x, const uint8_t *row,
@@ -118,35 +112,18 @@ static int deleted_by_eq(floe__compaction *c, const filtering *x, const uint8_t 
     return FLOE_OK;
 }
 
-static int copy_rows(floe__compaction *c, const char *path, const filtering *x,
-                     floe__file_writer *w, floe_error *err)
+/* One row of an old file: left out when a delete deletes it, else copied. */
+static int copy_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
 {
-    floe__file_reader *r;
-    FLOE_FORWARD(floe__file_reader_open(c->t->io, path, c->t->schema, &r, err));
-    int rc;
-    size_t n;
-    do {
-        uint64_t first;
-        floe__buf_reset(&c->rows);
-        rc = floe__pq_reader_next_batch(floe__file_reader_pq(r), &c->rows, c->ends, BATCH_ROWS,
-                                        &n, &first, err);
-        for (size_t i = 0, at = 0; rc == FLOE_OK && i < n; at = c->ends[i++]) {
-            const uint8_t *row = c->rows.data + at;
-            size_t len = c->ends[i] - at;
-            c->res->rows_read++;
-            bool gone = x->deleted && floe__posbitmap_contains(x->deleted, first + i);
-            if (!gone && x->n_eq)
-                rc = deleted_by_eq(c, x, row, len, &gone, err);
-            if (rc == FLOE_OK && gone)
-                rc = floe__posbitmap_add(x->skipped, first + i, err);
-            else if (rc == FLOE_OK) {
-                rc = floe__file_writer_write(w, row, len, NULL, NULL, err);
-                c->res->rows_written++;
-            }
-        }
-    } while (rc == FLOE_OK && n > 0);
-    floe__file_reader_free(r);
-    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "compacting %s", path);
+    filtering *x = ctx;
+    x->c->res->rows_read++;
+    bool gone = x->deleted && floe__posbitmap_contains(x->deleted, pos);
+    if (!gone && x->n_eq)
+        FLOE_FORWARD(deleted_by_eq(x->c, x, row, len, &gone, err));
+    if (gone)
+        return floe__posbitmap_add(x->skipped, pos, err);
+    x->c->res->rows_written++;
+    return floe__file_writer_write(x->w, row, len, NULL, NULL, err);
 }
 
 static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, size_t k,
@@ -154,7 +131,7 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
 {
     const floe__plan *p = c->plan;
     const floe__plan_data *pd = &p->data[i];
-    filtering x = {.skipped = &map->skipped[k]};
+    filtering x = {.c = c, .skipped = &map->skipped[k], .w = w};
     map->first_out[k] = floe__file_writer_rows(w);
     FLOE_FORWARD(floe__deleted_positions(c->deleted, i, &x.deleted, err));
     if (x.deleted)
@@ -167,7 +144,9 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
     for (size_t e = 0; rc == FLOE_OK && e < n_eq; e++)
         rc = eq_set(c, p->eq[pd->eq_from + e], &x.eq[x.n_eq++], err);
     if (rc == FLOE_OK)
-        rc = copy_rows(c, pd->f.file.path, &x, w, err);
+        rc = floe__file_rows_each(c->t->io, pd->f.file.path, c->t->schema, copy_row, &x, err);
+    if (rc != FLOE_OK)
+        rc = floe__err_wrap(err, rc, "compacting %s", pd->f.file.path);
     floe__free(x.eq);
     if (rc == FLOE_OK)
         c->res->bytes_read += pd->f.file.metrics.file_size;

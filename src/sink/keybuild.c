@@ -11,16 +11,12 @@
  */
 #include "sink/keeper_internal.h"
 
-#define BATCH_ROWS 4096
-
 struct floe__kx_build {
     floe__kx *kx;
     const floe__kx_source *src;
     const floe__plan *plan;
     floe__deleted *deleted;
     floe__kx **eq_keys;              /* per plan->deletes index: an equality file's keys */
-    floe__buf rows;
-    size_t ends[BATCH_ROWS];
     floe__kx_build_stats stats;
 };
 
@@ -33,7 +29,6 @@ int floe__kx_build_new(floe__kx *kx, const floe__kx_source *src, const floe__pla
     b->kx = kx;
     b->src = src;
     b->plan = p;
-    floe__buf_init(&b->rows, 0);
     b->eq_keys = floe__calloc(p->n_deletes ? p->n_deletes : 1, sizeof *b->eq_keys);
     int rc = b->eq_keys ? floe__deleted_new(src->io, p, &b->deleted, err) : FLOE_OOM(err);
     if (rc != FLOE_OK) {
@@ -52,7 +47,6 @@ void floe__kx_build_free(floe__kx_build *b)
         floe__kx_free(b->eq_keys[i]);
     floe__free(b->eq_keys);
     floe__deleted_free(b->deleted);
-    floe__buf_free(&b->rows);
     floe__free(b);
 }
 
@@ -77,25 +71,26 @@ bool floe__kx_eq_on_key(const floe__schema *key_schema, const floe__content_file
     return true;
 }
 
-/* Every row of `path` read with the key projection: fn(key, pos). */
-static int each_row(floe__kx_build *b, const char *path,
-                    int (*fn)(floe__kx_build *b, void *ctx, const uint8_t *key, size_t len,
-                              uint64_t pos, floe_error *err),
-                    void *ctx, floe_error *err)
+typedef int (*key_fn)(floe__kx_build *b, void *ctx, const uint8_t *key, size_t len, uint64_t pos,
+                      floe_error *err);
+
+typedef struct row_visit {
+    floe__kx_build *b;
+    key_fn fn;
+    void *ctx;
+} row_visit;
+
+static int visit_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
 {
-    floe__file_reader *r;
-    FLOE_FORWARD(floe__file_reader_open(b->src->io, path, b->src->key_schema, &r, err));
-    int rc;
-    size_t n;
-    do {
-        uint64_t first = 0;
-        floe__buf_reset(&b->rows);
-        rc = floe__pq_reader_next_batch(floe__file_reader_pq(r), &b->rows, b->ends, BATCH_ROWS,
-                                        &n, &first, err);
-        for (size_t i = 0, at = 0; rc == FLOE_OK && i < n; at = b->ends[i++])
-            rc = fn(b, ctx, b->rows.data + at, b->ends[i] - at, first + i, err);
-    } while (rc == FLOE_OK && n > 0);
-    floe__file_reader_free(r);
+    row_visit *v = ctx;
+    return v->fn(v->b, v->ctx, row, len, pos, err);
+}
+
+/* Every row of `path` read with the key projection: fn(key, pos). */
+static int each_row(floe__kx_build *b, const char *path, key_fn fn, void *ctx, floe_error *err)
+{
+    row_visit v = {b, fn, ctx};
+    int rc = floe__file_rows_each(b->src->io, path, b->src->key_schema, visit_row, &v, err);
     return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "indexing the keys of %s", path);
 }
 

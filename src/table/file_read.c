@@ -56,6 +56,32 @@ void floe__file_reader_free(floe__file_reader *r)
     floe__free(r);
 }
 
+#define BATCH_ROWS 4096
+
+int floe__file_rows_each(floe__fileio *io, const char *uri, const floe__schema *projection,
+                         floe__row_fn fn, void *ctx, floe_error *err)
+{
+    floe__file_reader *r;
+    FLOE_FORWARD(floe__file_reader_open(io, uri, projection, &r, err));
+    size_t *ends = floe__calloc(BATCH_ROWS, sizeof *ends), n = 0;
+    floe__buf rows;
+    floe__buf_init(&rows, 0);
+    int rc = ends ? FLOE_OK : FLOE_OOM(err);
+    while (rc == FLOE_OK) {
+        uint64_t first = 0;
+        floe__buf_reset(&rows);
+        rc = floe__pq_reader_next_batch(r->pq, &rows, ends, BATCH_ROWS, &n, &first, err);
+        if (rc != FLOE_OK || n == 0)
+            break;
+        for (size_t i = 0, at = 0; rc == FLOE_OK && i < n; at = ends[i++])
+            rc = fn(ctx, rows.data + at, ends[i] - at, first + i, err);
+    }
+    floe__buf_free(&rows);
+    floe__free(ends);
+    floe__file_reader_free(r);
+    return rc;
+}
+
 /* ---- position delete files ------------------------------------------------------------------ */
 
 /* One row of the reserved projection: tag, u32 length, path, tag, i64 pos. */
@@ -76,47 +102,42 @@ static int posdel_row(const uint8_t *p, size_t n, const char **path, size_t *ple
     return FLOE_OK;
 }
 
+typedef struct posdel_read {
+    const char *only;                /* NULL: every file into set; else only its rows */
+    size_t only_len;
+    floe__posdel_set *set;
+    floe__posbitmap *one;
+    floe__buf path;
+} posdel_read;
+
+static int posdel_each(void *ctx, const uint8_t *row, size_t len, uint64_t at, floe_error *err)
+{
+    posdel_read *x = ctx;
+    const char *p;
+    size_t plen;
+    uint64_t pos;
+    if (posdel_row(row, len, &p, &plen, &pos) != FLOE_OK)
+        return floe__err_set(err, FLOE_EFORMAT, "row %" PRIu64 ": a null or negative position "
+                             "delete", at);
+    if (x->only)
+        return plen == x->only_len && memcmp(p, x->only, plen) == 0
+                   ? floe__posbitmap_add(x->one, pos, err) : FLOE_OK;
+    floe__buf_reset(&x->path);
+    FLOE_FORWARD(floe__buf_append(&x->path, p, plen, err));
+    FLOE_FORWARD(floe__buf_putc(&x->path, 0, err));
+    return floe__posdel_set_add(x->set, (const char *)x->path.data, pos, err);
+}
+
 /* Every (path, pos) of a position delete file into `set`, or only those
  * of `only` (not NULL) into `one`. */
 static int read_posdel_file(floe__fileio *io, const floe__schema *proj, const char *uri,
                             const char *only, floe__posdel_set *set, floe__posbitmap *one,
                             floe_error *err)
 {
-    floe__file_reader *r;
-    FLOE_FORWARD(floe__file_reader_open(io, uri, proj, &r, err));
-    floe__buf rows, path;
-    floe__buf_init(&rows, 0);
-    floe__buf_init(&path, 0);
-    size_t ends[1024], n = 0, olen = only ? strlen(only) : 0;
-    uint64_t first;
-    int rc;
-    do {
-        floe__buf_reset(&rows);
-        rc = floe__pq_reader_next_batch(r->pq, &rows, ends, 1024, &n, &first, err);
-        for (size_t i = 0, at = 0; rc == FLOE_OK && i < n; at = ends[i++]) {
-            const char *p;
-            size_t plen;
-            uint64_t pos;
-            if (posdel_row(rows.data + at, ends[i] - at, &p, &plen, &pos) != FLOE_OK)
-                rc = floe__err_set(err, FLOE_EFORMAT, "row %" PRIu64 ": a null or negative "
-                                   "position delete", first + i);
-            else if (only && (plen != olen || memcmp(p, only, plen) != 0))
-                continue;
-            else if (only)
-                rc = floe__posbitmap_add(one, pos, err);
-            else {
-                floe__buf_reset(&path);
-                rc = floe__buf_append(&path, p, plen, err);
-                if (rc == FLOE_OK)
-                    rc = floe__buf_putc(&path, 0, err);
-                if (rc == FLOE_OK)
-                    rc = floe__posdel_set_add(set, (const char *)path.data, pos, err);
-            }
-        }
-    } while (rc == FLOE_OK && n > 0);
-    floe__buf_free(&rows);
-    floe__buf_free(&path);
-    floe__file_reader_free(r);
+    posdel_read x = {only, only ? strlen(only) : 0, set, one, {0}};
+    floe__buf_init(&x.path, 0);
+    int rc = floe__file_rows_each(io, uri, proj, posdel_each, &x, err);
+    floe__buf_free(&x.path);
     return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "position delete file %s", uri);
 }
 

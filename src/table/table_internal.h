@@ -260,6 +260,12 @@ typedef struct floe__file_reader floe__file_reader;
 int floe__file_reader_open(floe__fileio *io, const char *uri, const floe__schema *projection,
                            floe__file_reader **out, floe_error *err);
 floe__pq_reader *floe__file_reader_pq(floe__file_reader *r);    /* owned by r */
+/* Every row of `uri` read with `projection`, in order: fn(ctx, row, len,
+ * position); fn's failure stops the walk and is returned. */
+typedef int (*floe__row_fn)(void *ctx, const uint8_t *row, size_t len, uint64_t pos,
+                            floe_error *err);
+int floe__file_rows_each(floe__fileio *io, const char *uri, const floe__schema *projection,
+                         floe__row_fn fn, void *ctx, floe_error *err);
 void floe__file_reader_free(floe__file_reader *r);               /* accepts NULL */
 /* Iceberg's reserved position delete schema {2147483546 file_path: string,
  * 2147483545 pos: long} (caller frees). */
