@@ -208,78 +208,77 @@ int cli_u64_opt(const cli_opt *opts, const char *name, uint64_t *out)
     return 0;
 }
 
-int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out)
+typedef struct unit {
+    const char *suffix;              /* "" for a bare number */
+    uint64_t scale;
+} unit;
+
+/* "<digits><suffix>" with a suffix of `units`: 0 and *out = n * scale, or
+ * -1 (nothing printed) when malformed or above `max`. */
+static int scaled(const char *v, const unit *units, size_t n_units, uint64_t max, uint64_t *out)
 {
-    const char *v = cli_get(opts, name);
-    if (!v)
-        return 0;
     char *end = NULL;
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
-    uint64_t unit = 0;
-    if (strcmp(end, "") == 0 || strcmp(end, "ms") == 0)
-        unit = 1;
-    else if (strcmp(end, "s") == 0)
-        unit = 1000;
-    else if (strcmp(end, "m") == 0)
-        unit = 60000;
-    if (end == v || v[0] == '-' || errno != 0 || unit == 0 || n == 0 || n > UINT64_MAX / unit) {
+    uint64_t scale = 0;
+    for (size_t i = 0; i < n_units && !scale; i++)
+        if (strcmp(end, units[i].suffix) == 0)
+            scale = units[i].scale;
+    if (end == v || v[0] == '-' || errno != 0 || scale == 0 || n > max / scale)
+        return -1;
+    *out = n * scale;
+    return 0;
+}
+
+int cli_duration_opt(const cli_opt *opts, const char *name, uint64_t *out)
+{
+    static const unit units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}};
+    const char *v = cli_get(opts, name);
+    uint64_t t = 0;
+    if (!v)
+        return 0;
+    if (scaled(v, units, 4, UINT64_MAX, &t) != 0 || t == 0) {
         cli_say("floe: --%s: '%s' is not a positive duration (a number with ms, s or "
                 "m; a bare number counts input time units)\n", name, v);
         return -1;
     }
-    *out = n * unit;
+    *out = t;
     return 0;
 }
 
 int cli_wall_duration_opt(const cli_opt *opts, const char *name, bool allow_zero,
                           uint64_t *out_ns)
 {
+    static const unit units[] = {
+        {"", 1000000000u}, {"s", 1000000000u}, {"ms", 1000000u}, {"m", 60000000000u}};
     const char *v = cli_get(opts, name);
+    uint64_t t = 0;
     if (!v)
         return 0;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    uint64_t unit = 0;
-    if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
-        unit = 1000000000u;
-    else if (strcmp(end, "ms") == 0)
-        unit = 1000000u;
-    else if (strcmp(end, "m") == 0)
-        unit = 60000000000u;
-    const uint64_t day = 86400000000000u;
-    if (end == v || v[0] == '-' || errno != 0 || unit == 0 || n > day / unit ||
-        (n == 0 && !allow_zero)) {
+    if (scaled(v, units, 4, 86400000000000u, &t) != 0 || (t == 0 && !allow_zero)) {
         cli_say("floe: --%s: '%s' is not a %sduration of wall-clock time (a number with ms, s "
                 "or m, at most a day; a bare number counts seconds)\n", name, v,
                 allow_zero ? "" : "positive ");
         return -1;
     }
-    *out_ns = n * unit;
+    *out_ns = t;
     return 0;
 }
 
 int cli_age_opt(const cli_opt *opts, const char *name, int64_t *out_ms)
 {
+    static const unit units[] = {
+        {"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     const char *v = cli_get(opts, name);
+    uint64_t t = 0;
     if (!v)
         return 0;
-    static const struct { const char *suffix; uint64_t ms; } units[] = {
-        {"ms", 1}, {"s", 1000}, {"", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
-    char *end = NULL;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    uint64_t unit = 0;
-    for (size_t i = 0; i < sizeof units / sizeof units[0] && !unit; i++)
-        if (strcmp(end, units[i].suffix) == 0)
-            unit = units[i].ms;
-    if (end == v || v[0] == '-' || errno != 0 || unit == 0 || n > (uint64_t)INT64_MAX / unit) {
+    if (scaled(v, units, 6, (uint64_t)INT64_MAX, &t) != 0) {
         cli_say("floe: --%s: '%s' is not an age (a number with ms, s, m, h or d; a bare "
                 "number counts seconds)\n", name, v);
         return -1;
     }
-    *out_ms = (int64_t)(n * unit);
+    *out_ms = (int64_t)t;
     return 0;
 }
 
