@@ -11,8 +11,8 @@
  * Files: R = what the remaining snapshots (and the metadata) reach, read
  * after the update landed; E = what the removed snapshots reached, read
  * without reopening manifests R already covers.  E - R is deleted.  A file
- * a remaining snapshot reaches is never deleted, whatever its status in a
- * manifest; a file no snapshot reached (a killed writer's) is orphan
+ * a remaining snapshot holds (a live entry of one of its manifests) is never
+ * deleted; a file no snapshot reached (a killed writer's) is orphan
  * removal's business, not expiry's.
  */
 #include <stdio.h>

@@ -48,10 +48,10 @@ int floe__reach_add(floe__reach *r, const char *uri, floe__reach_kind kind, uint
 bool floe__reach_has(const floe__reach *r, const char *uri);
 size_t floe__reach_count(const floe__reach *r);
 /* Everything a snapshot reaches: its manifest list, its manifests and every
- * file their entries name (whatever their status: a file a retained
- * manifest mentions is never taken for garbage).  Manifests already in r
- * are not read again, nor those in `known` (may be NULL): their files were
- * gathered already. */
+ * file their live (ADDED or EXISTING) entries name; a DELETED entry records
+ * that the snapshot let the file go.  Manifests already in r are not read
+ * again, nor those in `known` (may be NULL): their files were gathered
+ * already. */
 int floe__reach_snapshot(floe__reach *r, const floe__reach *known, floe__fileio *io,
                          const floe__snapshot *s, floe_error *err);
 /* What the table metadata itself reaches: every snapshot (as above), the

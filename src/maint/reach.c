@@ -126,6 +126,8 @@ static int reach_manifest(floe__reach *r, floe__fileio *io, const floe__manifest
     floe__manifest_entries es = {0};
     int rc = floe__manifest_read_resolved(io, mf, &es, err);
     for (size_t i = 0; rc == FLOE_OK && i < es.n; i++) {
+        if (es.items[i].status == 2)        /* DELETED: the snapshot no longer holds it */
+            continue;
         const floe__content_file *f = &es.items[i].file;
         bool dv = floe__content_is_dv(f);
         floe__reach_kind kind = f->content == FLOE_CONTENT_DATA ? FLOE_REACH_DATA
