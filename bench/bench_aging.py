@@ -45,6 +45,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+from icebench import duckdb_read, java_read, metadata_location  # noqa: E402
 FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
 OUT = os.path.join(HERE, "out", "aging")
 SCHEMA = "id bigint not null, v bigint not null, name text"
@@ -156,42 +157,10 @@ def offset_after(path, line):
 
 # ---- reading ----------------------------------------------------------------------------------
 
-def metadata_location(d):
-    import sqlite3
-    con = sqlite3.connect(f"{d}/catalog.db")
-    (loc,) = con.execute("SELECT metadata_location FROM iceberg_tables").fetchone()
-    con.close()
-    return loc
 
 
-def duckdb_read(d, rounds):
-    import duckdb
-    con = duckdb.connect()
-    con.execute("LOAD iceberg")
-    con.execute("SET threads = 1")
-    loc, best, res = metadata_location(d), None, None
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        res = con.execute("SELECT count(*), sum(id) FROM iceberg_scan(?)", [loc]).fetchone()
-        dt = time.perf_counter() - t0
-        best = dt if best is None else min(best, dt)
-    con.close()
-    return best, res
 
 
-def java_read(d, rounds):
-    import java_reader
-    best, res = None, None
-    for _ in range(rounds):
-        p = subprocess.run(["java", "-cp", java_reader._classpath(), "floe.Reader", "count",
-                            f"{d}/catalog.db", f"file://{d}/wh", "floe", TABLE],
-                           capture_output=True, text=True, timeout=3600)
-        if p.returncode != 0:
-            raise SystemExit(f"Java reader failed: {p.stderr[-2000:]}")
-        out = json.loads(p.stdout)
-        best = out["ms"] / 1e3 if best is None else min(best, out["ms"] / 1e3)
-        res = (out["rows"], out["sum"])
-    return best, res
 
 
 def compacted(d, keys, commit):
@@ -230,12 +199,12 @@ def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
     table = os.path.join(d, "table")
     m = metrics(port)                         # the last 100 commits' p50, before reading
     dd, dres = duckdb_read(table, a.rounds)
-    jj, jres = java_read(table, a.rounds)
+    jj, jres = java_read(table, TABLE, a.rounds)
     base = os.path.join(d, "compacted")
     csum = compacted(base, a.keys, commit)
     bd, bdres = duckdb_read(base, a.rounds)
-    bj, _ = java_read(base, a.rounds)
-    assert dres == bdres and jres == tuple(bdres), (dres, jres, bdres)
+    bj, _ = java_read(base, TABLE, a.rounds)
+    assert dres == bdres and jres[:2] == tuple(bdres), (dres, jres, bdres)
     assert csum == value_sum, "the table must hold the model's values"
     b = debt(table)
     p50 = m.get("floe_commit_duration_seconds@0.5", 0.0)

@@ -14,17 +14,16 @@ test_rest_sink.py run with maintenance on too.)
 import json
 import os
 import re
-import threading
 import time
 
 import pytest
 
 import engines
 from conftest import maintain_auto, run_floe
-from iceberg_readers import pyiceberg_snapshot_rows
-from sinkmodel import COLS, INF, Stream, frontier_value
+from sinkmodel import Stream
 from test_sink_engines import TABLE, check, lines_until, main_history, progress_points
-from test_sink_position import PositionSink, Running, check_position, metric
+from test_sink_position import (JavaCompactor, PositionSink, Running, check_position, metric,
+                                stream_beside)
 
 
 class AutoSink(PositionSink):
@@ -134,30 +133,10 @@ def test_a_java_compactor_racing_auto_maintenance(tmp_path):
     sink = AutoSink(tmp_path, stream, interval=30, expire=False)
     head = len(lines_until(stream, progress_points(stream)[3]))
     sink.run(stream.lines[:head])
-    stop = threading.Event()
-    done = {"ok": 0, "conflict": 0}
-
-    def compactor():
-        while not stop.is_set():
-            try:
-                sink.engine("compact")
-                done["ok"] += 1
-            except engines.Conflict:
-                done["conflict"] += 1
-    th = threading.Thread(target=compactor)
-    th.start()
-    try:
-        run = Running(sink, "--close", "--quiet")
-        rest = stream.lines[head:]
-        for i in range(0, len(rest), 12):
-            run.send(rest[i:i + 12])
-            time.sleep(0.1)
-        run.wait_for(lambda: metric(run.port, "floe_maintenance_compactions_total") >= 1)
-        run.finish()
-    finally:
-        stop.set()
-        th.join()
-    assert done["ok"] >= 2, done
+    with JavaCompactor(sink) as java:
+        stream_beside(sink, stream, head, "--quiet", until=lambda run: metric(
+            run.port, "floe_maintenance_compactions_total") >= 1)
+    assert java.ok >= 2, (java.ok, java.conflict)
     check_position(sink)
 
 

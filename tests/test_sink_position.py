@@ -324,38 +324,57 @@ def test_a_compaction_between_write_and_commit_moves_the_deletes(tmp_path):
     check_position(sink)
 
 
+class JavaCompactor:
+    """Java's RewriteFiles on the sink's table in a loop on a thread, while
+    the `with` block runs; ok/conflict count how its commits went."""
+
+    def __init__(self, sink):
+        import threading
+        self.sink, self.ok, self.conflict = sink, 0, 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop)
+
+    def _loop(self):
+        while not self.stop.is_set():
+            try:
+                self.sink.engine("compact")
+                self.ok += 1
+            except engines.Conflict:
+                self.conflict += 1
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def stream_beside(sink, stream, head, *extra, until=None):
+    """Run the sink on stdin over stream.lines[head:] in small slices; with
+    `until`, wait for it (a check on the running sink) before the end."""
+    run = Running(sink, "--close", *extra)
+    rest = stream.lines[head:]
+    for i in range(0, len(rest), 12):
+        run.send(rest[i:i + 12])
+        time.sleep(0.1)
+    if until:
+        run.wait_for(lambda: until(run))
+    return run.finish()
+
+
 def test_a_compactor_running_beside_the_sink(tmp_path):
     """A compactor (RewriteFiles) runs in a loop while the sink commits
     every few hundred milliseconds: every snapshot and the final table are
     exact."""
-    import threading
     stream = Stream(76, steps=120, keys=40, burst=0.3)
     sink = PositionSink(tmp_path, stream, interval=30)
     head = len(lines_until(stream, progress_points(stream)[3]))
     sink.run(stream.lines[:head])
-    stop = threading.Event()
-    done = {"ok": 0, "conflict": 0}
-
-    def compactor():
-        while not stop.is_set():
-            try:
-                sink.engine("compact")
-                done["ok"] += 1
-            except engines.Conflict:
-                done["conflict"] += 1
-    th = threading.Thread(target=compactor)
-    th.start()
-    try:
-        run = Running(sink, "--close")
-        rest = stream.lines[head:]
-        for i in range(0, len(rest), 12):
-            run.send(rest[i:i + 12])
-            time.sleep(0.1)
-        run.finish()
-    finally:
-        stop.set()
-        th.join()
-    assert done["ok"] >= 2, done
+    with JavaCompactor(sink) as java:
+        stream_beside(sink, stream, head)
+    assert java.ok >= 2, (java.ok, java.conflict)
     check_position(sink)
 
 
