@@ -9,7 +9,6 @@ the final table against the model with Java IcebergGenerics and DuckDB
 never writes an equality delete in this mode: checked from the manifests.
 """
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ import pytest
 import engines
 from conftest import floe_bin, run_floe
 from iceberg_readers import pyiceberg_catalog, pyiceberg_snapshot_rows
-from sinkmodel import COLS, SCHEMA, Stream, metadata_location
+from sinkmodel import COLS, Stream, metadata_location
 from test_sink_engines import (FOREIGN_ID, TABLE, Sink, canon_foreign, check, foreign_row,
                                lines_until, main_history, progress_points)
 
