@@ -31,6 +31,7 @@
  * commit removed, or whose deletes went away (a rollback), is given up
  * and its new files removed.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -259,12 +260,14 @@ static int carry_file(pending *q, size_t k, const floe__posbitmap *now, char *wh
                       floe_error *err)
 {
     const floe__posbitmap *then = &q->map->pos_deleted[k], *skipped = &q->map->skipped[k];
-    if (floe__posbitmap_count(then) > (now ? floe__posbitmap_count(now) : 0)) {
-        snprintf(why, cap, "rows deleted from %s when it was read are live again", q->paths[k]);
-        return FLOE_ECONFLICT;
-    }
-    floe__posbitmap_iter it = {now, 0, 0, 0}, sk = {skipped, 0, 0, 0};
+    floe__posbitmap_iter was = {then, 0, 0, 0}, it = {now, 0, 0, 0}, sk = {skipped, 0, 0, 0};
     uint64_t p, s = 0, below = 0;
+    while (floe__posbitmap_next(&was, &p))
+        if (!now || !floe__posbitmap_contains(now, p)) {
+            snprintf(why, cap, "row %" PRIu64 " of %s, deleted when it was read, is live again",
+                     p, q->paths[k]);
+            return FLOE_ECONFLICT;
+        }
     bool more = floe__posbitmap_next(&sk, &s);
     while (now && floe__posbitmap_next(&it, &p)) {
         for (; more && s < p; more = floe__posbitmap_next(&sk, &s))
@@ -447,6 +450,8 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
     const floe__plan *p = c->plan;
     floe__plan *now = NULL;
     *keep_files = false;
+    if (rc == FLOE_OK && c->o->before_commit)
+        rc = c->o->before_commit(c->o->hook_ctx, err);
     for (int tries = 0; rc == FLOE_OK; tries++) {
         if ((rc = plan_for(c, q, &p, &now, err)) != FLOE_OK)
             break;                                  /* given up: the group is stale */

@@ -149,6 +149,10 @@ typedef struct floe__compact_options {
     int max_attempts;                 /* commit attempts per group (0: 5) */
     bool dry_run;
     floe_compression compression;     /* of the files written (0: ZSTD) */
+    /* Tests: called once per group after its files are written and before
+     * its first commit attempt (to commit something concurrently). */
+    int (*before_commit)(void *ctx, floe_error *err);
+    void *hook_ctx;
 } floe__compact_options;
 
 typedef struct floe__compact_result {
