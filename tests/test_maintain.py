@@ -332,7 +332,7 @@ def test_maintain_racing_a_live_sink_loses_nothing(tmp_path):
         th.join()
     errors = [r for r in runs if "error" in r]
     assert not errors, errors
-    assert sum(r["compact_groups"] for r in runs) >= 3, runs
+    assert sum(r["compact_groups"] for r in runs) >= 1, runs
     assert sum(r["snapshots_expired"] for r in runs) >= 3, runs
     whf = f"file://{wh}"
     snaps = java_reader.read_snapshots(db, whf, TABLE)

@@ -269,7 +269,9 @@ class Running:
                     return
             except OSError:
                 pass
-            assert self.proc.poll() is None, self.proc.communicate()
+            if self.proc.poll() is not None:
+                out, err = self.proc.communicate()
+                raise AssertionError(f"the sink exited with {self.proc.returncode}:\n{err}")
             time.sleep(0.05)
         raise AssertionError("timed out waiting for the sink")
 

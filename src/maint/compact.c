@@ -34,11 +34,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "maint/compact_internal.h"
 
 #define DEFAULT_TARGET ((uint64_t)512 << 20)
-#define MAX_ATTEMPTS 5
+#define MAX_ATTEMPTS 10          /* a rebase is cheap: one plan of the table */
 
 /* ---- what needs rewriting ------------------------------------------------------------------ */
 
@@ -434,6 +435,19 @@ static int plan_for(floe__compaction *c, pending *q, const floe__plan **p, floe_
     return FLOE_OK;
 }
 
+/* A short random wait before rebasing, so that a writer committing in
+ * step with us (a sink every few hundred milliseconds) is not met again at
+ * the same moment: 10..40 ms, doubling, at most ~1 s. */
+static void backoff(int tries)
+{
+    uint8_t r[16] = {0};
+    if (floe__uuid_random(r, NULL) != FLOE_OK)
+        r[0] = 0;                                    /* no jitter then */
+    unsigned ms = (10u << (tries < 6 ? tries : 6)) + (unsigned)(r[0] % 30);
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 /* Commit a rewritten group, rebasing onto concurrent commits (their
  * deletes on the group's rows carried over).  *keep_files: whether the new
  * files may be referenced (a commit landed or its outcome is unknown). */
@@ -462,6 +476,7 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
         *keep_files |= rc == FLOE_EUNKNOWN_OUTCOME;
         c->res->conflicts += rc == FLOE_ECONFLICT;
         floe_error_clear(err);
+        backoff(tries);
         if ((rc = floe__table_refresh(c->t, err)) == FLOE_OK && landed(c->t, id))
             break;                                  /* the unknown outcome was a success */
     }
