@@ -542,6 +542,13 @@ typedef struct floe_sink_options {
      * (FLOE_ESTATE, listing the sink ids the table knows): starting from
      * scratch there could double rows.  An empty table needs no such word. */
     int new_sink;
+    /* 1: the caller decides when snapshots are made.  Every
+     * floe_sink_advance that moves the frontier past what is committed
+     * closes one batch [last upper, new frontier) and commits it;
+     * commit_interval is not used.  For time lines whose units say nothing
+     * of wall-clock time (a Postgres LSN), with a clock of the caller's.
+     * 0 (default): batches of commit_interval time units (SPEC 5). */
+    int commit_on_advance;
 } floe_sink_options;
 
 void floe_sink_options_init(floe_sink_options *opts);
@@ -581,6 +588,33 @@ int floe_sink_push(floe_sink *sink, const floe_row *row, uint64_t time, int64_t 
                    floe_error *err);
 /* The schema input rows are parsed with (owned by the sink). */
 const floe_schema *floe_sink_row_schema(const floe_sink *sink);
+/* A retraction by key: whichever row the key of `row` has live is
+ * retracted at `time` (only the key columns of `row` are read; the others
+ * may be null, even in not-null columns).  For sources that name the row
+ * an update or delete replaces by its key alone (a Postgres table with
+ * REPLICA IDENTITY DEFAULT).  The live row is the key's row from an earlier
+ * time: the row an update of an earlier time in the same batch inserted,
+ * or the table's live row (position mode finds it in the key index;
+ * equality mode writes an equality delete on the key).  At one time
+ * retractions come before insertions (SPEC 6), so a retraction by key
+ * never takes a row inserted at the same time.  No "row differs" warning;
+ * a key with no live row is warned about and counted
+ * (retractions_missing).  Upsert mode with declared key columns only
+ * (FLOE_EINVAL otherwise); the other rules of floe_sink_push apply. */
+int floe_sink_retract_key(floe_sink *sink, const floe_row *row, uint64_t time,
+                          floe_error *err);
+/* The time of the snapshot batch (floe_sink_options.as_of), for a source
+ * that learns it only after opening the sink (a replication slot's
+ * consistent point).  Only for a fresh sink (floe_sink_resume_frontier is
+ * NULL) before any push or advance: FLOE_ESTATE otherwise. */
+int floe_sink_set_as_of(floe_sink *sink, uint64_t as_of, floe_error *err);
+/* A summary property every snapshot the sink commits from now on carries
+ * (key and value copied; the value replaces an earlier one), e.g. the
+ * source a table is fed from.  The key must start with "floe." and must
+ * not be one the sink writes itself (floe.frontier, floe.sink-id,
+ * floe.sink-version, floe.attempt-id): FLOE_EINVAL. */
+int floe_sink_set_property(floe_sink *sink, const char *key, const char *value,
+                           floe_error *err);
 /* The input frontier moves to `time`: every update still to come has a time
  * >= it.  Closed batches are written and committed before this returns. */
 int floe_sink_advance(floe_sink *sink, uint64_t time, floe_error *err);
