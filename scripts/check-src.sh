@@ -38,6 +38,7 @@ declare -A below=(
     [table]="util schema io avro parquet iceberg catalog"
     [source]="util schema"
     [sink]="util schema io avro parquet iceberg catalog table source"
+    [mirror]="util schema io avro parquet iceberg catalog table source sink"
     [cli]=""
 )
 for f in $(find src -name '*.[ch]'); do

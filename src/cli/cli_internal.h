@@ -97,6 +97,14 @@ typedef struct cli_status cli_status;
 /* Start the clock thread for `sink` (which must outlive cli_status_stop).
  * NULL for QUIET, or when the thread cannot start (then no status). */
 cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const floe_sink *sink);
+/* The same with a function that writes the line's text after "floe: " (called
+ * from the clock thread, with the seconds since the start; ctx must outlive
+ * cli_status_stop). */
+typedef void (*cli_line_fn)(void *ctx, double elapsed, char *buf, size_t cap);
+cli_status *cli_status_start_fn(cli_status_mode mode, uint64_t interval_ns, cli_line_fn fn,
+                                void *ctx);
+/* "12s", "3m05s", "1h02m". */
+void cli_elapsed_text(uint64_t ns, char *buf, size_t cap);
 /* Stop the thread and clear the live line.  Accepts NULL. */
 void cli_status_stop(cli_status *s);
 /* "[t]", "[]" of a frontier. */
@@ -128,6 +136,9 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
  * passed in the environment (see floe.h), which every option falls back to. */
 #define CLI_TABLE_OPTS                                                                     \
     {"table", true, "the table, NS.NAME (required)", NULL},                               \
+    CLI_CATALOG_OPTS
+/* Where tables live: the catalog and the storage (no --table). */
+#define CLI_CATALOG_OPTS                                                                   \
     {"catalog", true, "catalog URI: sqlite:PATH, sqlite:///PATH or http(s)://... "         \
                       "(default sqlite:warehouse/catalog.db; env FLOE_CATALOG)", NULL},    \
     {"warehouse", true, "where new tables go: a path, file:// or s3:// URI "              \
@@ -211,6 +222,10 @@ metrics_server *metrics_server_start(const char *addr, bool *usage_error);
 /* Serve /metrics of `sink` from now on; /health answers 200 "ok".  The sink
  * must outlive the server (stop the server first). */
 void metrics_server_attach(metrics_server *m, const floe_sink *sink);
+/* The same with a function that makes the text (called from the server's
+ * threads; ctx must outlive the server). */
+typedef int (*cli_metrics_fn)(void *ctx, char **text, floe_error *err);
+void metrics_server_attach_fn(metrics_server *m, cli_metrics_fn fn, void *ctx);
 /* /health answers `status` (200 or 503) with the text (printf format;
  * truncated to 1 KiB) from now on.  Accepts NULL m. */
 void metrics_server_health(metrics_server *m, int status, const char *fmt, ...)
@@ -271,5 +286,6 @@ int cmd_to_parquet(int argc, char **argv);
 int cmd_append(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_sink(int argc, char **argv);
+int cmd_pg(int argc, char **argv);
 
 #endif
