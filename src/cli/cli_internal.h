@@ -244,6 +244,13 @@ typedef struct inspect_snap {
 typedef struct inspect_sink {
     const char *id;               /* in inspect_view.sink_ids */
     floe_sink_progress progress;
+    const inspect_snap *snap;     /* the snapshot recording its progress, or NULL */
+    /* A sink fed by a Postgres slot (floe pg): its summary's floe.pg.*. */
+    const char *pg_table, *pg_slot, *pg_database, *pg_publication, *pg_confirmed;
+    char pg_frontier_lsn[24];     /* the frontier as an LSN ("" when none) */
+    bool pg_live;                 /* --source: the slot as the server reports it now */
+    floe_pg_slot_info pg_slot_now;
+    char pg_error[512];           /* --source: why the slot could not be read */
 } inspect_sink;
 
 typedef struct inspect_live {
@@ -260,6 +267,7 @@ typedef struct inspect_view {
     size_t n_snaps;
     size_t first;                 /* the first one shown (the last --limit) */
     uint64_t limit;               /* 0: all */
+    const char *pg_source;        /* --source: read the slots of Postgres-fed sinks live */
     char **sink_ids;              /* floe_table_sink_ids */
     inspect_sink *sinks;
     size_t n_sinks;

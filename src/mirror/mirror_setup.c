@@ -219,29 +219,46 @@ static int check_actions(floe_pg *pg, floe__pg_result *r, floe_error *err)
     return FLOE_OK;
 }
 
-static int setup_publication(floe_pg *pg, floe_error *err)
+/* Whether the publication exists (its actions checked when it does). */
+static int publication_exists(floe_pg *pg, bool *exists, floe_error *err)
 {
     floe__pg_result *r = NULL;
     FLOE_FORWARD(query1(pg, "SELECT pubinsert, pubupdate, pubdelete, pubtruncate, puballtables "
                             "FROM pg_publication WHERE pubname = $1", pg->pub_name, NULL, &r,
                         err));
-    bool exists = floe__pg_rows(r) > 0;
-    int rc = exists ? check_actions(pg, r, err) : FLOE_OK;
+    *exists = floe__pg_rows(r) > 0;
+    int rc = *exists ? check_actions(pg, r, err) : FLOE_OK;
     floe__pg_result_free(r);
-    FLOE_FORWARD(rc);
-    if (!pg->opts.tables) {
-        FLOE_RETURN_IF(!exists, err, FLOE_ESTATE, "publication \"%s\" does not exist: name the "
-                       "tables (--tables) to have it created, or create it", pg->pub_name);
-        return tables_of_publication(pg, err);
-    }
-    FLOE_FORWARD(parse_tables(pg, pg->opts.tables, err));
+    return rc;
+}
+
+/* The tables: --tables, else the publication's. */
+static int resolve_tables(floe_pg *pg, floe_error *err)
+{
+    bool exists;
+    FLOE_FORWARD(publication_exists(pg, &exists, err));
+    if (pg->opts.tables)
+        return parse_tables(pg, pg->opts.tables, err);
+    FLOE_RETURN_IF(!exists, err, FLOE_ESTATE, "publication \"%s\" does not exist: name the "
+                   "tables (--tables) to have it created, or create it", pg->pub_name);
+    return tables_of_publication(pg, err);
+}
+
+/* After every table passed its checks: the publication publishes them all
+ * (created or completed when asked). */
+static int setup_publication(floe_pg *pg, floe_error *err)
+{
+    bool exists;
+    FLOE_FORWARD(publication_exists(pg, &exists, err));
+    if (!pg->opts.tables)
+        return FLOE_OK;
     bool *want = floe__calloc(pg->ntables, sizeof *want);
     if (!want)
         return FLOE_OOM(err);
     size_t n = pg->ntables;
     for (size_t i = 0; i < pg->ntables; i++)
         want[i] = true;
-    rc = exists ? missing_tables(pg, want, &n, err) : FLOE_OK;
+    int rc = exists ? missing_tables(pg, want, &n, err) : FLOE_OK;
     if (rc == FLOE_OK && n)
         rc = fix_publication(pg, !exists, want, err);
     floe__free(want);
@@ -539,6 +556,11 @@ static int open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
     if (o.memory_limit < MIN_TABLE_MEMORY)
         o.memory_limit = MIN_TABLE_MEMORY;
     int rc = floe__sink_open_with(&o, pg->catalog, pg->io, &t->sink, err);
+    if (rc == FLOE_EINCOMPATIBLE)
+        return floe__err_wrap(err, rc, "%s no longer has the columns Iceberg table %s was made "
+                              "from (ALTER TABLE?), and floe does not change an Iceberg table's "
+                              "schema yet: drop %s to have it copied afresh, or undo the change",
+                              t->source, t->ident, t->ident);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
     t->schema = floe_sink_row_schema(t->sink);
@@ -579,8 +601,9 @@ int floe__mirror_setup(floe_pg *pg, floe_error *err)
 {
     FLOE_FORWARD(floe__pg_connect(pg->opts.source, false, &pg->conn, err));
     FLOE_FORWARD(check_server(pg, err));
-    FLOE_FORWARD(setup_publication(pg, err));
+    FLOE_FORWARD(resolve_tables(pg, err));
     for (size_t i = 0; i < pg->ntables; i++)
         FLOE_FORWARD(describe_table(pg, &pg->tables[i], err));
+    FLOE_FORWARD(setup_publication(pg, err));
     return open_sinks(pg, err);
 }
