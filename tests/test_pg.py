@@ -335,3 +335,82 @@ def test_wal_level_must_be_logical(tmp_path):
         assert r.returncode == 1 and "wal_level is 'replica'" in r.stderr, r
     finally:
         srv.stop()
+
+
+# ---- crashes and stops ------------------------------------------------------------------------------
+
+def wait_for_line(p, text, timeout=120):
+    """Read p's stderr until a line holds `text`; the lines read."""
+    seen = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return seen
+    raise AssertionError(f"no line with {text!r} in {''.join(seen)}")
+
+
+def test_a_crash_during_the_initial_copy_neither_loses_nor_doubles(pgdb, tmp_path):
+    pgdb.sql("""
+        CREATE TABLE small (id int PRIMARY KEY, v int);
+        CREATE TABLE big (id int PRIMARY KEY, v int);
+        INSERT INTO small SELECT g, g FROM generate_series(1, 100) g;
+        INSERT INTO big SELECT g, g FROM generate_series(1, 400000) g;
+    """)
+    m = Mirror(pgdb, tmp_path, ["public.small", "public.big"], "--create-publication")
+    p = m.popen(stderr=subprocess.PIPE, text=True)
+    wait_for_line(p, "copied public.small")
+    pgdb.sql("UPDATE small SET v = -v WHERE id <= 10; UPDATE big SET v = -v WHERE id <= 10;"
+             "DELETE FROM big WHERE id > 399990")
+    p.send_signal(signal.SIGKILL)                       # while big is being copied
+    p.wait()
+    pgdb.sql("INSERT INTO small VALUES (1000, 1); INSERT INTO big VALUES (1000000, 1);"
+             "UPDATE big SET v = 0 WHERE id = 500")
+    r = m.catch_up()
+    assert "temporary slot" in r.stderr and "copied public.big" in r.stderr, r.stderr
+    assert "copied public.small" not in r.stderr                # it resumes, it is not copied again
+    cols = [Col("id", "integer", True), Col("v", "integer")]
+    for table in ("small", "big"):
+        assert iceberg_rows(m, f"public.{table}", cols)["duckdb"] == pg_rows(pgdb, table, cols)
+    small = snapshots(m, "public.small")
+    big = snapshots(m, "public.big")
+    assert frontier_of(big[0][1]) > frontier_of(small[0][1])   # copied later, at its own point
+    assert lsn_int(pgdb.slot_lsn()) <= min(frontier_of(small[-1][1]), frontier_of(big[-1][1]))
+
+
+def test_a_stop_signal_commits_what_was_received_and_confirms_the_slot(pgdb, tmp_path):
+    pgdb.sql("CREATE TABLE st (id int PRIMARY KEY, v int); INSERT INTO st VALUES (1, 1)")
+    m = Mirror(pgdb, tmp_path, ["public.st"], "--create-publication")
+    p = m.popen("--commit-interval", "60m", "--idle-commit-interval", "60m",
+                stderr=subprocess.PIPE, text=True)
+    wait_for_line(p, "streaming from slot")
+    pgdb.sql("INSERT INTO st SELECT g, g FROM generate_series(2, 50) g")
+    lsn = pgdb.lsn()
+    time.sleep(1.5)                                     # received; the commit would wait an hour
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert "SIGTERM: stopped" in err
+    cols = [Col("id", "integer", True), Col("v", "integer")]
+    assert iceberg_rows(m, "public.st", cols)["duckdb"] == pg_rows(pgdb, "st", cols)
+    assert lsn_int(pgdb.slot_lsn()) >= lsn_int(lsn)
+    assert lsn_int(pgdb.slot_lsn()) <= frontier_of(snapshots(m, "public.st")[-1][1])
+
+
+def test_postgres_restarting_under_the_mirror(pgdb, tmp_path):
+    pgdb.sql("CREATE TABLE pr (id int PRIMARY KEY, v int); INSERT INTO pr VALUES (1, 1)")
+    m = Mirror(pgdb, tmp_path, ["public.pr"], "--create-publication")
+    p = m.popen("--commit-interval", "100ms", stderr=subprocess.PIPE, text=True)
+    wait_for_line(p, "streaming from slot")
+    pgdb.sql("INSERT INTO pr SELECT g, g FROM generate_series(2, 1000) g")
+    time.sleep(0.5)
+    pgdb.srv.restart("immediate")                         # a crash of Postgres
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "run the same command again" in err, err
+    pgdb.sql("UPDATE pr SET v = v + 1 WHERE id % 3 = 0")
+    m.catch_up()
+    cols = [Col("id", "integer", True), Col("v", "integer")]
+    assert iceberg_rows(m, "public.pr", cols)["duckdb"] == pg_rows(pgdb, "pr", cols)
