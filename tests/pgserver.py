@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 
 import psycopg
@@ -139,12 +140,19 @@ class Db:
 
     def drop(self):
         with psycopg.connect(self.srv.dsn, autocommit=True) as c:
-            for (slot,) in c.execute("SELECT slot_name FROM pg_replication_slots WHERE "
-                                     "database = %s", (self.name,)).fetchall():
-                try:
-                    c.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-                except psycopg.Error:
-                    pass
+            for _ in range(50):
+                c.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                          "WHERE database = %s AND active_pid IS NOT NULL", (self.name,))
+                left = 0
+                for (slot,) in c.execute("SELECT slot_name FROM pg_replication_slots WHERE "
+                                         "database = %s", (self.name,)).fetchall():
+                    try:
+                        c.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+                    except psycopg.Error:
+                        left += 1
+                if not left:
+                    break
+                time.sleep(0.1)
             c.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 

@@ -414,3 +414,51 @@ def test_postgres_restarting_under_the_mirror(pgdb, tmp_path):
     m.catch_up()
     cols = [Col("id", "integer", True), Col("v", "integer")]
     assert iceberg_rows(m, "public.pr", cols)["duckdb"] == pg_rows(pgdb, "pr", cols)
+
+
+# ---- observability ----------------------------------------------------------------------------------
+
+def test_status_line_metrics_and_inspect(pgdb, tmp_path):
+    import socket
+    import urllib.request
+    pgdb.sql("CREATE TABLE ob (id int PRIMARY KEY, v int); INSERT INTO ob VALUES (1, 1);"
+             "CREATE TABLE ob2 (id int PRIMARY KEY)")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    m = Mirror(pgdb, tmp_path, ["public.ob", "public.ob2"], "--create-publication")
+    p = m.popen("--commit-interval", "60m", "--idle-commit-interval", "60m",
+                "--metrics-addr", f"127.0.0.1:{port}", "--progress-interval", "200ms",
+                stderr=subprocess.PIPE, text=True)
+    wait_for_line(p, "streaming from slot")
+    pgdb.sql("INSERT INTO ob SELECT g, g FROM generate_series(2, 100) g")
+    time.sleep(1.5)                                      # received, not committed (60m)
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    metrics = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            metrics[name] = float(value)
+    slot = f'{{slot="{pgdb.slot}"}}'
+    assert metrics[f"floe_pg_inserts_total{slot}"] == 99
+    assert metrics[f"floe_pg_lag_bytes{slot}"] > 0
+    assert metrics[f"floe_pg_lag_seconds{slot}"] > 0.5
+    assert metrics[f'floe_messages_staged_total{{sink="pg:{pgdb.slot}:public.ob"}}'] == 100
+    assert f'floe_snapshots_committed_total{{sink="pg:{pgdb.slot}:public.ob2"}}' in metrics
+    assert text.count("# TYPE floe_snapshots_committed_total ") == 1     # one group per name
+    health = urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10)
+    assert health.status == 200
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "changes (" in err and ", lag " in err and "committed" in err
+    r = run_floe("inspect", "--table", "public.ob", "--catalog", f"sqlite:{m.catalog}",
+                 "--source", pgdb.url)
+    assert f"slot {pgdb.slot} (publication {pgdb.slot})" in r.stdout
+    assert f"slot {pgdb.slot} now: confirmed flush LSN {pgdb.slot_lsn()}" in r.stdout
+    j = json.loads(run_floe("inspect", "--table", "public.ob", "--catalog",
+                            f"sqlite:{m.catalog}", "--json").stdout)
+    pgsrc = j["sinks"][0]["postgres"]
+    assert pgsrc["slot"] == pgdb.slot and pgsrc["table"] == "public.ob"
+    assert lsn_int(pgsrc["frontier_lsn"]) >= lsn_int(pgdb.slot_lsn())

@@ -356,7 +356,6 @@ void floe_pg_free(floe_pg *pg)
     floe__buf_free(&pg->keybuf);
     floe__buf_free(&pg->fill);
     floe__free(pg->fields);
-    floe__free(pg->spans);
     for (int i = 0; i < 2; i++)
         if (pg->stop_pipe[i] >= 0)
             close(pg->stop_pipe[i]);

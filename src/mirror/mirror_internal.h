@@ -54,6 +54,7 @@ void floe__txnmap_get(const floe__txnmap *m, uint32_t table, const uint8_t *key,
 int floe__txnmap_put(floe__txnmap *m, uint32_t table, const uint8_t *key, size_t klen,
                      const uint8_t *row, size_t rlen, floe_error *err);
 size_t floe__txnmap_bytes(const floe__txnmap *m);
+size_t floe__txnmap_count(const floe__txnmap *m);     /* keys remembered */
 
 /* ---- tables --------------------------------------------------------------------------------- */
 typedef struct floe__mcol {
@@ -89,7 +90,7 @@ typedef struct floe__mtable {
     bool copy;               /* needs the initial copy */
     uint64_t input;          /* the sink's input frontier */
     uint64_t pending;        /* updates pushed since its last commit */
-    int64_t pending_since;   /* protocol time of the oldest of them */
+    int64_t pending_since;   /* Postgres commit time (protocol time) of the oldest of them */
     uint64_t last_commit_ns; /* monotonic */
     uint64_t copied_rows;
     bool relation_seen;      /* a Relation message came in this session ... */
@@ -117,12 +118,12 @@ struct floe_pg {
     floe__fileio *io;
     floe__mtable *tables;
     size_t ntables;
+    floe__mtable *last_table;  /* the table of the last change (a lookup cache) */
     floe__mslot slot;
     floe__txnmap *txn;
     floe__pgo_decoder dec;
     floe__buf scratch, fields_buf, keybuf, fill;
     floe__pg_field *fields;  /* a COPY line's, sized to the widest table */
-    size_t *spans;           /* slot offsets of a row, sized likewise */
     int stop_pipe[2];
     /* the stream */
     bool in_txn;

@@ -593,8 +593,7 @@ static int open_sinks(floe_pg *pg, floe_error *err)
             widest = pg->tables[i].ncols;
     }
     pg->fields = floe__calloc(widest + 1, sizeof *pg->fields);
-    pg->spans = floe__calloc(widest + 1, sizeof *pg->spans);
-    return pg->fields && pg->spans ? FLOE_OK : FLOE_OOM(err);
+    return pg->fields ? FLOE_OK : FLOE_OOM(err);
 }
 
 int floe__mirror_setup(floe_pg *pg, floe_error *err)

@@ -50,10 +50,19 @@ typedef enum commit_what { COMMIT_DUE, COMMIT_PENDING, COMMIT_ALL } commit_what;
 
 static floe__mtable *table_of(floe_pg *pg, uint32_t relid)
 {
+    if (pg->last_table && pg->last_table->relid == relid)
+        return pg->last_table;
     for (size_t i = 0; i < pg->ntables; i++)
         if (pg->tables[i].relid == relid)
-            return &pg->tables[i];
+            return pg->last_table = &pg->tables[i];
     return NULL;
+}
+
+/* A table whose old rows come whole, with no key touched twice yet in this
+ * transaction: its changes need no netting (mirror_txn.c). */
+static bool plain(const floe_pg *pg, const floe__mtable *t)
+{
+    return t->stream_replident == 'f' && floe__txnmap_count(pg->txn) == 0;
 }
 
 /* ---- the slot: status updates ------------------------------------------------------------ */
@@ -132,7 +141,7 @@ static int commit_tables(floe_pg *pg, commit_what what, floe_error *err)
 static void note_pending(floe_pg *pg, floe__mtable *t)
 {
     if (!t->pending++)
-        t->pending_since = pg->txn_time + FLOE__PG_EPOCH_UNIX_US;
+        t->pending_since = pg->txn_time;
 }
 
 /* Push row bytes (a row the transaction pushed before) with diff -1. */
@@ -151,6 +160,10 @@ static int retract_bytes(floe_pg *pg, floe__mtable *t, const uint8_t *row, size_
 static int retract_old(floe_pg *pg, floe__mtable *t, floe_row *old, floe_row *key,
                        floe_error *err)
 {
+    if (old && plain(pg, t)) {
+        note_pending(pg, t);
+        return floe_sink_push(t->sink, old, pg->txn_lsn, -1, err);
+    }
     FLOE_FORWARD(floe__mirror_row_key(t, old ? old : key, &pg->keybuf, err));
     bool found;
     const uint8_t *row;
@@ -171,6 +184,10 @@ static int retract_old(floe_pg *pg, floe__mtable *t, floe_row *old, floe_row *ke
 
 static int insert_new(floe_pg *pg, floe__mtable *t, floe_row *row, floe_error *err)
 {
+    if (plain(pg, t)) {
+        note_pending(pg, t);
+        return floe_sink_push(t->sink, row, pg->txn_lsn, 1, err);
+    }
     FLOE_FORWARD(floe__mirror_row_key(t, row, &pg->keybuf, err));
     bool found;
     const uint8_t *prev;

@@ -54,6 +54,7 @@ void floe__txnmap_clear(floe__txnmap *m)
 }
 
 size_t floe__txnmap_bytes(const floe__txnmap *m) { return m->bytes.len + m->cap * sizeof(entry); }
+size_t floe__txnmap_count(const floe__txnmap *m) { return m->n; }
 
 static uint64_t hash_of(uint32_t table, const uint8_t *key, size_t klen)
 {
