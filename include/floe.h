@@ -781,7 +781,9 @@ const char *floe_pg_slot_name(const floe_pg *pg);
 const char *floe_pg_publication_name(const floe_pg *pg);
 
 typedef struct floe_pg_stats {
-    int phase;                      /* 0 starting, 1 copying, 2 streaming, 3 stopped */
+    /* 1 copying (and after floe_pg_run ended during the copies), 2 streaming,
+     * 3 stopped after streaming */
+    int phase;
     uint64_t tables, tables_copied, copy_rows;
     uint64_t transactions;          /* whole transactions received with changes of the tables */
     uint64_t inserts, updates, deletes;

@@ -462,3 +462,19 @@ def test_status_line_metrics_and_inspect(pgdb, tmp_path):
     pgsrc = j["sinks"][0]["postgres"]
     assert pgsrc["slot"] == pgdb.slot and pgsrc["table"] == "public.ob"
     assert lsn_int(pgsrc["frontier_lsn"]) >= lsn_int(pgdb.slot_lsn())
+
+
+def test_a_stop_during_the_copy_commits_nothing_of_it(pgdb, tmp_path):
+    pgdb.sql("CREATE TABLE sc (id int PRIMARY KEY, v int);"
+             "INSERT INTO sc SELECT g, g FROM generate_series(1, 150000) g")
+    m = Mirror(pgdb, tmp_path, ["public.sc"], "--create-publication", "--progress-interval",
+               "50ms")
+    p = m.popen(stderr=subprocess.PIPE, text=True)
+    wait_for_line(p, "copying: 0 of 1 tables, 65536 rows")
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and "stopped during the initial copy" in err, err
+    assert snapshots(m, "public.sc") == []
+    m.catch_up()
+    cols = [Col("id", "integer", True), Col("v", "integer")]
+    assert len(iceberg_rows(m, "public.sc", cols)["duckdb"]) == 150000

@@ -286,8 +286,13 @@ static int report_stop(run *r, int sig)
     floe_pg_stats_get(r->pg, &st);
     if (st.committed_lsn)
         floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
-    cli_say("floe: %s: stopped; every table is committed up to at least %s and the slot "
-            "confirmed there: the same command resumes\n", name, lsn);
+    if (st.phase == 1)
+        cli_say("floe: %s: stopped during the initial copy: %" PRIu64 " of %" PRIu64 " tables "
+                "committed their copy; the same command copies the others\n", name,
+                st.tables_copied, st.tables);
+    else
+        cli_say("floe: %s: stopped; every table is committed up to at least %s and the slot "
+                "confirmed there: the same command resumes\n", name, lsn);
     return 128 + sig;
 }
 

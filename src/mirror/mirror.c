@@ -204,7 +204,7 @@ int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out,
     out->table = t->ident;
     out->sink_id = t->sink_id;
     out->sink = t->sink;
-    out->copied = t->copied_rows > 0 || (!t->copy && pg->streaming && t->start);
+    out->copied = t->copied;
     out->copied_rows = t->copied_rows;
     return FLOE_OK;
 }
@@ -308,8 +308,12 @@ static int copy_phase(floe_pg *pg, floe_error *err)
 
 int floe_pg_run(floe_pg *pg, floe_error *err)
 {
-    FLOE_FORWARD(copy_phase(pg, err));
-    int rc = floe__mirror_stream(pg, err);
+    int rc = copy_phase(pg, err);
+    if (rc != FLOE_OK) {
+        floe__mirror_publish(pg);                  /* phase 1: stopped while copying */
+        return rc;
+    }
+    rc = floe__mirror_stream(pg, err);
     pg->streaming = false;
     floe__mirror_publish(pg);
     pthread_mutex_lock(&pg->lock);

@@ -40,8 +40,10 @@ static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *er
         size_t len;
         int got;
         FLOE_FORWARD(floe__pg_copy_next(pg->conn, &line, &len, &got, err));
-        if (!got)
+        if (!got) {
+            floe__mirror_publish(pg);
             return FLOE_OK;
+        }
         FLOE_FORWARD(floe__pg_copy_split(line, len, t->ncols, &pg->fields_buf, pg->fields, err));
         FLOE_FORWARD(floe__mirror_copy_row(pg, t, pg->fields, err));
         FLOE_FORWARD(floe_sink_push(t->sink, t->row, time, 1, err));
@@ -75,6 +77,7 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
                               "the next run copies it again)", t->source);
     t->input = t->start = at;
     t->copy = false;
+    t->copied = true;
     t->last_commit_ns = floe__monotonic_ns();
     pg->tables_copied++;
     char lsn[24];

@@ -93,6 +93,7 @@ typedef struct floe__mtable {
     int64_t pending_since;   /* Postgres commit time (protocol time) of the oldest of them */
     uint64_t last_commit_ns; /* monotonic */
     uint64_t copied_rows;
+    bool copied;             /* this run committed its initial copy */
     bool relation_seen;      /* a Relation message came in this session ... */
     bool shape_ok;           /* ... with the columns the table was made from */
     char shape_diff[400];    /* else what differs */
