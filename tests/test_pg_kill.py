@@ -198,7 +198,7 @@ def test_kill_floe_at_random_moments(pgdb, tmp_path):
     try:
         for _ in range(KILLS):
             p = m.popen(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(r.random() * 0.9)
+            time.sleep(r.random() * 0.6)
             p.send_signal(signal.SIGKILL)
             _, err = p.communicate()
             exits[p.returncode] = exits.get(p.returncode, 0) + 1
