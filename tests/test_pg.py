@@ -478,3 +478,25 @@ def test_a_stop_during_the_copy_commits_nothing_of_it(pgdb, tmp_path):
     m.catch_up()
     cols = [Col("id", "integer", True), Col("v", "integer")]
     assert len(iceberg_rows(m, "public.sc", cols)["duckdb"]) == 150000
+
+
+def test_passwords_are_never_printed(pgdb, tmp_path):
+    pgdb.sql("CREATE TABLE pw (id int PRIMARY KEY)")
+    secret = "s3cr3t-Pa55"
+    port = pgdb.srv.port
+    sources = [
+        f"postgresql://postgres:{secret}@127.0.0.1:1/{pgdb.name}",          # refused
+        f"host=127.0.0.1 port=1 user=postgres password={secret} dbname=x",
+        f"host=127.0.0.1 password={secret} =broken",                          # malformed
+        f"postgresql://postgres:{secret}@127.0.0.1:{port}/{pgdb.name}",       # works (trust)
+    ]
+    for src in sources:
+        for args in (["pg", "--source", src, "--tables", "public.pw", "--create-publication",
+                      "--slot", pgdb.slot, "--stop-at", "now", "--catalog",
+                      f"sqlite:{tmp_path}/c.db", "--warehouse", f"{tmp_path}/wh",
+                      "--index-dir", f"{tmp_path}/ix"],
+                     ["inspect", "--table", "public.pw", "--catalog", f"sqlite:{tmp_path}/c.db",
+                      "--source", src]):
+            r = run_floe(*args, check=False)
+            assert secret not in r.stdout and secret not in r.stderr, (args, r)
+    assert "fed by Postgres" in r.stdout                   # the last one worked

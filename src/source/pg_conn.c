@@ -98,6 +98,9 @@ static int connect_error(PGconn *pg, const char *where, floe_error *err)
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         msg[--n] = '\0';
+    for (char *p = msg; *p; p++)              /* libpq's lines, as one */
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
     int code = strstr(msg, "authentication failed") || strstr(msg, "no password supplied")
                    ? FLOE_EAUTH
                : strstr(msg, "must be superuser or replication role") ||
