@@ -59,7 +59,7 @@ def _free_port():
 
 
 class PgServer:
-    def __init__(self):
+    def __init__(self, extra_conf=""):
         if not PG_BIN:
             pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
         self.root = tempfile.mkdtemp(prefix="floe-pg-")
@@ -73,7 +73,7 @@ class PgServer:
                   "--no-sync", "--locale=C.UTF-8")
         conf = os.path.join(self.data, "postgresql.conf")
         with open(conf, "a") as f:
-            f.write(CONF.format(port=self.port, dir=self.root))
+            f.write(CONF.format(port=self.port, dir=self.root) + extra_conf)
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w", "start")
         self.dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
         atexit.register(self.stop)

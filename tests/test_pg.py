@@ -322,17 +322,35 @@ def test_a_slot_that_is_gone_is_an_error_not_a_fresh_start(pgdb, tmp_path):
 
 def test_wal_level_must_be_logical(tmp_path):
     import pgserver
-    srv = pgserver.PgServer.__new__(pgserver.PgServer)
-    old = pgserver.CONF
-    pgserver.CONF = old.replace("wal_level = logical", "wal_level = replica")
-    try:
-        srv.__init__()
-    finally:
-        pgserver.CONF = old
+    srv = pgserver.PgServer(extra_conf="wal_level = replica\n")     # the last setting wins
     try:
         r = run_floe("pg", "--source", srv.dsn, "--tables", "public.x", "--catalog",
                      f"sqlite:{tmp_path}/c.db", "--warehouse", f"{tmp_path}/wh", check=False)
         assert r.returncode == 1 and "wal_level is 'replica'" in r.stderr, r
+    finally:
+        srv.stop()
+
+
+def test_an_invalidated_slot_is_an_error(tmp_path):
+    import pgserver
+    srv = pgserver.PgServer(extra_conf="max_slot_wal_keep_size = 1MB\nmax_wal_size = 32MB\n"
+                                       "min_wal_size = 32MB\n")
+    try:
+        db = pgserver.Db(srv, "postgres")
+        db.sql("CREATE TABLE inv (id int PRIMARY KEY); INSERT INTO inv VALUES (1)")
+        m = Mirror(db, tmp_path, ["public.inv"], "--create-publication")
+        m.catch_up()
+        for _ in range(8):                                  # WAL the slot cannot keep
+            if db.sql("SELECT wal_status FROM pg_replication_slots")[0][0] == "lost":
+                break
+            db.sql("INSERT INTO inv SELECT g FROM generate_series(1000000 * (1 + "
+                   "(SELECT count(*) FROM inv)), 1000000 * (1 + (SELECT count(*) FROM inv)) "
+                   "+ 200000) g")
+            db.sql("SELECT pg_switch_wal()")
+            db.sql("CHECKPOINT")
+        assert db.sql("SELECT wal_status FROM pg_replication_slots")[0][0] == "lost"
+        r = m.catch_up(check=False)
+        assert r.returncode == 1 and "was invalidated" in r.stderr, r
     finally:
         srv.stop()
 
