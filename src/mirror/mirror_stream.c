@@ -115,18 +115,25 @@ static int commit_table(floe_pg *pg, floe__mtable *t, uint64_t now, floe_error *
     return FLOE_OK;
 }
 
+static bool commit_due(const floe_pg *pg, const floe__mtable *t, commit_what what, uint64_t now)
+{
+    uint64_t idle = pg->opts.idle_commit_interval_ms * 1000000ull;
+    if (pg->frontier <= t->input)
+        return false;
+    return t->pending || what == COMMIT_ALL ||
+           (what == COMMIT_DUE && now - t->last_commit_ns >= idle);
+}
+
 static int commit_tables(floe_pg *pg, commit_what what, floe_error *err)
 {
-    uint64_t now = floe__monotonic_ns(), idle = pg->opts.idle_commit_interval_ms * 1000000ull;
+    uint64_t now = floe__monotonic_ns();
     bool any = false;
     for (size_t i = 0; i < pg->ntables; i++) {
         floe__mtable *t = &pg->tables[i];
-        if (pg->frontier <= t->input)
+        if (!commit_due(pg, t, what, now))
             continue;
-        bool due = t->pending || what == COMMIT_ALL ||
-                   (what == COMMIT_DUE && now - t->last_commit_ns >= idle);
-        if (!due)
-            continue;
+        if (!any)           /* the server hears from us before commits that may take long */
+            FLOE_FORWARD(send_status(pg, false, err));
         FLOE_FORWARD(commit_table(pg, t, now, err));
         any = true;
     }
