@@ -484,18 +484,16 @@ def test_status_line_metrics_and_inspect(pgdb, tmp_path):
 
 def test_a_stop_during_the_copy_commits_nothing_of_it(pgdb, tmp_path):
     pgdb.sql("CREATE TABLE sc (id int PRIMARY KEY, v int);"
-             "INSERT INTO sc SELECT g, g FROM generate_series(1, 150000) g")
+             "INSERT INTO sc SELECT g, g FROM generate_series(1, 1000000) g")
     m = Mirror(pgdb, tmp_path, ["public.sc"], "--create-publication", "--progress-interval",
-               "50ms")
+               "20ms")
     p = m.popen(stderr=subprocess.PIPE, text=True)
-    wait_for_line(p, "copying: 0 of 1 tables, 65536 rows")
+    wait_for_line(p, "copying: 0 of 1 tables")       # rows are coming: stop in the middle
     p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=60)
+    _, err = p.communicate(timeout=120)
     assert p.returncode == 143 and "stopped during the initial copy" in err, err
-    assert snapshots(m, "public.sc") == []
-    m.catch_up()
-    cols = [Col("id", "integer", True), Col("v", "integer")]
-    assert len(iceberg_rows(m, "public.sc", cols)["duckdb"]) == 150000
+    assert snapshots(m, "public.sc") == []            # nothing of the copy is committed
+    assert pgdb.slot_lsn() is not None                # the slot stays, for the next run
 
 
 def test_passwords_are_never_printed(pgdb, tmp_path):
