@@ -21,9 +21,11 @@ LDOPT  :=
 endif
 
 CC      ?= cc
+# libpq (Debian: libpq-dev) for the Postgres source.
+PQ_INC  := $(shell pkg-config --cflags-only-I libpq 2>/dev/null || echo -I/usr/include/postgresql)
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla \
-           -Wstrict-prototypes -Wmissing-prototypes -Iinclude -Isrc $(OPT) $(EXTRA_CFLAGS)
-LDLIBS  := -lzstd -lsnappy -lz -lsqlite3 -ljansson -lcurl -lm -lpthread
+           -Wstrict-prototypes -Wmissing-prototypes -Iinclude -Isrc $(PQ_INC) $(OPT) $(EXTRA_CFLAGS)
+LDLIBS  := -lzstd -lsnappy -lz -lsqlite3 -ljansson -lcurl -lpq -lm -lpthread
 
 LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
@@ -77,7 +79,7 @@ LIBFUZZER_BIN := $(FUZZ_SRC:fuzz/%.c=build/libfuzzer/%)
 libfuzzer: $(LIBFUZZER_BIN)
 build/libfuzzer/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 -fsanitize=fuzzer,address,undefined \
+	clang -std=c11 -D_GNU_SOURCE -Iinclude -Isrc $(PQ_INC) -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -o $@ $< $(LIB_SRC) $(LDLIBS)
 
 check-src:

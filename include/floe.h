@@ -73,7 +73,8 @@ extern "C" {
     X(EAUTH, 18, "authentication failed", FLOE_FAIL_FINAL)                     \
     X(EINTERNAL, 19, "internal error", FLOE_FAIL_FINAL)                        \
     X(ETLS, 20, "TLS verification failed", FLOE_FAIL_FINAL)                    \
-    X(EINTERRUPTED, 21, "interrupted by a signal", FLOE_FAIL_FINAL)
+    X(EINTERRUPTED, 21, "interrupted by a signal", FLOE_FAIL_FINAL)                \
+    X(EPERM, 22, "permission denied", FLOE_FAIL_FINAL)
 
 typedef enum floe_code {
 #define FLOE__CODE_ENUM(name, num, desc, cls) FLOE_##name = num,
@@ -658,6 +659,13 @@ typedef struct floe_sink_options {
      * given here: write.metadata.delete-after-commit.enabled=true and
      * history.expire.max-snapshot-age-ms=3600000 (an hour of snapshots). */
     const char *const *properties;
+    /* 1: the caller decides when snapshots are made.  Every
+     * floe_sink_advance that moves the frontier past what is committed
+     * closes one batch [last upper, new frontier) and commits it;
+     * commit_interval is not used.  For time lines whose units say nothing
+     * of wall-clock time (a Postgres LSN), with a clock of the caller's.
+     * 0 (default): batches of commit_interval time units (SPEC 5). */
+    int commit_on_advance;
 } floe_sink_options;
 
 void floe_sink_options_init(floe_sink_options *opts);
@@ -697,6 +705,33 @@ int floe_sink_push(floe_sink *sink, const floe_row *row, uint64_t time, int64_t 
                    floe_error *err);
 /* The schema input rows are parsed with (owned by the sink). */
 const floe_schema *floe_sink_row_schema(const floe_sink *sink);
+/* A retraction by key: whichever row the key of `row` has live is
+ * retracted at `time` (only the key columns of `row` are read; the others
+ * may be null, even in not-null columns).  For sources that name the row
+ * an update or delete replaces by its key alone (a Postgres table with
+ * REPLICA IDENTITY DEFAULT).  The live row is the key's row from an earlier
+ * time: the row an update of an earlier time in the same batch inserted,
+ * or the table's live row (position mode finds it in the key index;
+ * equality mode writes an equality delete on the key).  At one time
+ * retractions come before insertions (SPEC 6), so a retraction by key
+ * never takes a row inserted at the same time.  No "row differs" warning;
+ * a key with no live row is warned about and counted
+ * (retractions_missing).  Upsert mode with declared key columns only
+ * (FLOE_EINVAL otherwise); the other rules of floe_sink_push apply. */
+int floe_sink_retract_key(floe_sink *sink, const floe_row *row, uint64_t time,
+                          floe_error *err);
+/* The time of the snapshot batch (floe_sink_options.as_of), for a source
+ * that learns it only after opening the sink (a replication slot's
+ * consistent point).  Only for a fresh sink (floe_sink_resume_frontier is
+ * NULL) before any push or advance: FLOE_ESTATE otherwise. */
+int floe_sink_set_as_of(floe_sink *sink, uint64_t as_of, floe_error *err);
+/* A summary property every snapshot the sink commits from now on carries
+ * (key and value copied; the value replaces an earlier one), e.g. the
+ * source a table is fed from.  The key must start with "floe." and must
+ * not be one the sink writes itself (floe.frontier, floe.sink-id,
+ * floe.sink-version, floe.attempt-id): FLOE_EINVAL. */
+int floe_sink_set_property(floe_sink *sink, const char *key, const char *value,
+                           floe_error *err);
 /* The input frontier moves to `time`: every update still to come has a time
  * >= it.  Closed batches are written and committed before this returns. */
 int floe_sink_advance(floe_sink *sink, uint64_t time, floe_error *err);
@@ -752,6 +787,167 @@ typedef struct floe_sink_stats {
 void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out);
 /* The Prometheus text exposition of the sink's metrics (caller frees). */
 int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err);
+
+/* ------------------------------------------------------------------------
+ * Postgres: tables of a Postgres database mirrored into Iceberg tables,
+ * exactly once, through logical replication (docs/postgres.md).
+ *
+ * One replication slot (plugin pgoutput) and one publication feed one floe
+ * sink per table (sink id "pg:<slot>:<schema>.<table>", upsert mode keyed
+ * by the primary key or the replica identity index, position deletes).
+ * Time is the LSN: a transaction's changes get its commit LSN.  A table
+ * without progress is first copied inside the snapshot the slot exported
+ * (its snapshot batch; its frontier the slot's consistent point), then
+ * follows the change stream.  Snapshots are made on a wall clock
+ * (commit_interval_ms), and the slot's confirmed flush LSN is moved only to
+ * the smallest frontier every table has committed (SPEC 7.5), so a rerun
+ * after a crash (of floe or of Postgres) resumes each table at its own
+ * frontier and loses or doubles nothing.  A floe_pg is driven from one
+ * thread (floe_pg_run); floe_pg_stop, floe_pg_stats_get, floe_pg_metrics
+ * and the sinks' stats may be called from any thread.
+ * ---------------------------------------------------------------------- */
+typedef struct floe_pg floe_pg;
+
+/* Options; start from floe_pg_options_init().  Strings are copied by
+ * floe_pg_open. */
+typedef struct floe_pg_options {
+    /* A libpq connection string or URI ("postgres://user@host/db",
+     * "host=... dbname=..."); NULL: the PG* environment variables.  Never
+     * printed: messages name host, port, database and user only. */
+    const char *source;
+    /* The tables to mirror, "schema.table,..." (a name without a schema
+     * is in public; names are matched exactly, as stored).  NULL: every
+     * table of the publication. */
+    const char *tables;
+    /* The publication the slot streams; NULL: the slot's name.  Missing
+     * tables (or a missing publication) are an error naming the statement
+     * that fixes it, unless create_publication is 1: then floe creates the
+     * publication for the tables, or adds the missing ones. */
+    const char *publication;
+    int create_publication;
+    const char *slot;               /* NULL: "floe"; [a-z0-9_], at most 63 */
+    /* The Iceberg table of schema.table: NAMESPACE.table, with NAMESPACE
+     * this (NULL: the Postgres schema), unless table_map says otherwise:
+     * "schema.table=ns.name,..." */
+    const char *namespace_name;
+    const char *table_map;
+    /* For every table's sink: connect (catalog and storage), compression,
+     * compression_level, target_file_size, memory_limit (for all tables
+     * together, split evenly; 0: 1 GiB), spill_dir, delete_mode,
+     * index_dir, format_version, sink_version, maintain, maintain_budget,
+     * orphan_age_ms, orphan_interval_ms, properties, on_warning and
+     * warning_ctx (warnings of the mirror and of the tables' maintenance
+     * threads too, from those threads).  The other fields are floe's to
+     * set. */
+    floe_sink_options sink;
+    /* Wall-clock milliseconds between the snapshots of a table that has
+     * changes (default 10000), and between those that only record the
+     * progress of a table without changes (default 60000): the slot can
+     * only move past a frontier every table has committed. */
+    uint64_t commit_interval_ms;
+    uint64_t idle_commit_interval_ms;
+    /* The largest bytes of rows one transaction may leave per key in
+     * tables whose old rows Postgres does not send (REPLICA IDENTITY
+     * DEFAULT or USING INDEX; see docs/postgres.md).  0: 1 GiB. */
+    size_t txn_memory;
+    /* Stop (floe_pg_run returns FLOE_OK) once every table has committed
+     * everything below this LSN; 0: run until stopped.  stop_at_now: the
+     * server's WAL position when streaming starts. */
+    uint64_t stop_at_lsn;
+    int stop_at_now;
+    /* When this descriptor becomes readable, floe_pg_run stops as
+     * floe_pg_stop makes it; -1 (the default): none. */
+    int stop_fd;
+    /* What floe does and finds (the slot it creates, tables it copies or
+     * resumes): one sentence each; may be NULL. */
+    void (*on_notice)(void *ctx, const char *message);
+    void *notice_ctx;
+} floe_pg_options;
+
+void floe_pg_options_init(floe_pg_options *opts);
+
+/* Connect, check the server (wal_level logical, the REPLICATION
+ * privilege, SELECT on the tables, a UTF8 database), resolve the tables
+ * (each needs a primary key or a replica identity; a table whose values
+ * Postgres may store out of line needs REPLICA IDENTITY FULL), the
+ * publication and the slot (a slot that is gone, invalidated or ahead of
+ * a table's frontier is an error), and open a sink per table, creating
+ * the Iceberg tables that are missing.  Errors name the table, the
+ * server (without secrets) and the statement that fixes them:
+ * FLOE_EPERM (privileges), FLOE_ESTATE (server settings, slot),
+ * FLOE_EUNSUPPORTED (tables floe cannot mirror), FLOE_EINCOMPATIBLE (an
+ * Iceberg table of another shape), FLOE_ENET, FLOE_EAUTH. */
+int floe_pg_open(const floe_pg_options *opts, floe_pg **out, floe_error *err);
+/* Copy the tables that need it, then stream until stopped
+ * (FLOE_EINTERRUPTED, after committing every whole transaction received),
+ * until stop_at_lsn is committed (FLOE_OK), or until a failure: the
+ * connection (FLOE_ENET: run again), a schema change of a published table
+ * (FLOE_EINCOMPATIBLE), a TRUNCATE (FLOE_EUNSUPPORTED), a value an Iceberg
+ * column cannot hold (FLOE_EINPUT).  After a failure nothing past the
+ * tables' committed frontiers is visible; a rerun resumes there. */
+int floe_pg_run(floe_pg *pg, floe_error *err);
+/* Ask floe_pg_run to stop.  From any thread or a signal handler. */
+void floe_pg_stop(floe_pg *pg);
+void floe_pg_free(floe_pg *pg);
+
+/* The mirrored tables. */
+size_t floe_pg_table_count(const floe_pg *pg);
+typedef struct floe_pg_table_info {
+    const char *source;             /* "schema.table" */
+    const char *table;              /* the Iceberg table, "NS.NAME" */
+    const char *sink_id;
+    const floe_sink *sink;          /* its sink (stats, metrics) */
+    int copied;                     /* 1 once its initial copy is committed by this run */
+    uint64_t copied_rows;
+} floe_pg_table_info;
+/* Strings are owned by pg; FLOE_EINVAL when i is out of range. */
+int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out,
+                           floe_error *err);
+/* The slot's and publication's names (owned by pg). */
+const char *floe_pg_slot_name(const floe_pg *pg);
+const char *floe_pg_publication_name(const floe_pg *pg);
+
+typedef struct floe_pg_stats {
+    /* 1 copying (and after floe_pg_run ended during the copies), 2 streaming,
+     * 3 stopped after streaming */
+    int phase;
+    uint64_t tables, tables_copied, copy_rows;
+    uint64_t transactions;          /* whole transactions received with changes of the tables */
+    uint64_t inserts, updates, deletes;
+    uint64_t bytes_received;        /* pgoutput message bytes */
+    uint64_t snapshots_committed;   /* over every table */
+    uint64_t frontier;              /* every transaction to come commits at or after it */
+    uint64_t received_lsn;          /* the end of the last message received */
+    uint64_t server_lsn;            /* the server's WAL position, as last seen */
+    uint64_t committed_lsn;         /* the smallest committed frontier of the tables (0: none) */
+    uint64_t confirmed_lsn;         /* the flush LSN last reported to the slot (0: none) */
+    /* Replication lag: WAL bytes between the server's position and the
+     * committed frontier, and seconds since the oldest transaction
+     * received but not yet committed into its table committed in Postgres
+     * (by Postgres's clock; 0 when everything received is committed). */
+    uint64_t lag_bytes;
+    double lag_seconds;
+} floe_pg_stats;
+void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out);
+/* Prometheus text: every table's sink metrics (labelled by sink id) and
+ * the slot's (floe_pg_*).  Caller frees. */
+int floe_pg_metrics(const floe_pg *pg, char **out, floe_error *err);
+
+/* An LSN as Postgres prints it ("16/B374D848", at least 18 bytes), and
+ * back (-1 when malformed). */
+void floe_pg_lsn_format(uint64_t lsn, char *out, size_t n);
+int floe_pg_lsn_parse(const char *text, uint64_t *out);
+
+/* A replication slot as the server reports it, for `floe inspect`. */
+typedef struct floe_pg_slot_info {
+    int exists;
+    int active;
+    uint64_t confirmed_flush_lsn;
+    uint64_t restart_lsn;
+    char wal_status[16];            /* "reserved", "lost", ... ("" before Postgres 13) */
+} floe_pg_slot_info;
+int floe_pg_slot_info_get(const char *source, const char *slot, floe_pg_slot_info *out,
+                          floe_error *err);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,7 @@ declare -A below=(
     [source]="util schema"
     [maint]="util schema io avro parquet iceberg catalog table"
     [sink]="util schema io avro parquet iceberg catalog table maint source"
+    [mirror]="util schema io avro parquet iceberg catalog table maint source sink"
     [cli]=""
 )
 for f in $(find src -name '*.[ch]'); do

@@ -7,14 +7,18 @@
 # Safe to run again: it skips what is already there.
 #
 #   scripts/install-deps.sh          everything the test suite needs
-#   scripts/install-deps.sh --demo   only what the demo needs (no Java, no Go)
+#   scripts/install-deps.sh --demo   only what the demos need (no Java, no Go)
+# The postgresql package is the server of the Postgres tests and of
+# scripts/demo-pg.sh; its own cluster (Debian starts one) is not used: the
+# tests and the demo start throwaway clusters of their own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 demo=false
 [ "${1:-}" = "--demo" ] && demo=true
 
 APT_PACKAGES="build-essential pkg-config libzstd-dev libsnappy-dev zlib1g-dev \
-libsqlite3-dev libjansson-dev libcurl4-openssl-dev valgrind python3 python3-pip"
+libsqlite3-dev libjansson-dev libcurl4-openssl-dev libpq-dev postgresql valgrind python3 \
+python3-pip"
 if ! $demo; then
     command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
     command -v javac >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES default-jdk-headless"

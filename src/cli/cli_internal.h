@@ -105,6 +105,14 @@ typedef struct cli_status cli_status;
 /* Start the clock thread for `sink` (which must outlive cli_status_stop).
  * NULL for QUIET, or when the thread cannot start (then no status). */
 cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const floe_sink *sink);
+/* The same with a function that writes the line's text after "floe: " (called
+ * from the clock thread, with the seconds since the start; ctx must outlive
+ * cli_status_stop). */
+typedef void (*cli_line_fn)(void *ctx, double elapsed, char *buf, size_t cap);
+cli_status *cli_status_start_fn(cli_status_mode mode, uint64_t interval_ns, cli_line_fn fn,
+                                void *ctx);
+/* "12s", "3m05s", "1h02m". */
+void cli_elapsed_text(uint64_t ns, char *buf, size_t cap);
 /* Stop the thread and clear the live line.  Accepts NULL. */
 void cli_status_stop(cli_status *s);
 /* "[t]", "[]" of a frontier. */
@@ -136,6 +144,9 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
  * passed in the environment (see floe.h), which every option falls back to. */
 #define CLI_TABLE_OPTS                                                                     \
     {"table", true, "the table, NS.NAME (required)", NULL},                               \
+    CLI_CATALOG_OPTS
+/* Where tables live: the catalog and the storage (no --table). */
+#define CLI_CATALOG_OPTS                                                                   \
     {"catalog", true, "catalog URI: sqlite:PATH, sqlite:///PATH or http(s)://... "         \
                       "(default sqlite:warehouse/catalog.db; env FLOE_CATALOG)", NULL},    \
     {"warehouse", true, "where new tables go: a path, file:// or s3:// URI "              \
@@ -154,6 +165,16 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
     {"s3-region", true, "S3 region (env AWS_REGION)", NULL},                               \
     {"s3-path-style", false, "address S3 buckets path-style", NULL},                       \
     {"ca-file", true, "trust this CA bundle (PEM) too (env FLOE_CA_FILE)", NULL}
+/* The options of table maintenance while a sink runs (floe sink, floe pg). */
+#define CLI_MAINTAIN_OPTS                                                                  \
+    {"maintain", true, "table maintenance while the sink runs: auto (default: compaction, " \
+                       "snapshot expiry, orphan removal) or off (env FLOE_MAINTAIN)", NULL},    \
+    {"maintain-budget", true, "share of wall time maintenance may use: 0.2 (default) or "  \
+                              "20%", NULL},                                                 \
+    {"orphan-age", true, "orphan files older than this are removed (default 1d)", NULL},    \
+    {"orphan-interval", true, "look for orphan files this often (default 1h; 0: never)", NULL}
+/* Those options into `o`: 0, or -1 (reported) when one is malformed. */
+int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o);
 /* Fill `o` from those options (pointers into argv). */
 void cli_connect_options(const cli_opt *opts, floe_connect_options *o);
 /* Open the catalog the options name (must_exist: never create one);
@@ -221,6 +242,10 @@ metrics_server *metrics_server_start(const char *addr, bool *usage_error);
 /* Serve /metrics of `sink` from now on; /health answers 200 "ok".  The sink
  * must outlive the server (stop the server first). */
 void metrics_server_attach(metrics_server *m, const floe_sink *sink);
+/* The same with a function that makes the text (called from the server's
+ * threads; ctx must outlive the server). */
+typedef int (*cli_metrics_fn)(void *ctx, char **text, floe_error *err);
+void metrics_server_attach_fn(metrics_server *m, cli_metrics_fn fn, void *ctx);
 /* /health answers `status` (200 or 503) with the text (printf format;
  * truncated to 1 KiB) from now on.  Accepts NULL m. */
 void metrics_server_health(metrics_server *m, int status, const char *fmt, ...)
@@ -239,6 +264,13 @@ typedef struct inspect_snap {
 typedef struct inspect_sink {
     const char *id;               /* in inspect_view.sink_ids */
     floe_sink_progress progress;
+    const inspect_snap *snap;     /* the snapshot recording its progress, or NULL */
+    /* A sink fed by a Postgres slot (floe pg): its summary's floe.pg.*. */
+    const char *pg_table, *pg_slot, *pg_database, *pg_publication, *pg_confirmed;
+    char pg_frontier_lsn[24];     /* the frontier as an LSN ("" when none) */
+    bool pg_live;                 /* --source: the slot as the server reports it now */
+    floe_pg_slot_info pg_slot_now;
+    char pg_error[512];           /* --source: why the slot could not be read */
 } inspect_sink;
 
 typedef struct inspect_live {
@@ -255,6 +287,7 @@ typedef struct inspect_view {
     size_t n_snaps;
     size_t first;                 /* the first one shown (the last --limit) */
     uint64_t limit;               /* 0: all */
+    const char *pg_source;        /* --source: read the slots of Postgres-fed sinks live */
     char **sink_ids;              /* floe_table_sink_ids */
     inspect_sink *sinks;
     size_t n_sinks;
@@ -284,5 +317,6 @@ int cmd_append(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_sink(int argc, char **argv);
 int cmd_maintain(int argc, char **argv);
+int cmd_pg(int argc, char **argv);
 
 #endif

@@ -19,7 +19,7 @@
 
 static const char USAGE[] =
     "floe inspect --table NS.NAME [--catalog URI] [--warehouse URI] [--catalog-name NAME] "
-    "[--limit N] [--json]";
+    "[--limit N] [--json] [--source CONNINFO]";
 
 static const char NOTES[] =
     "output:\n"
@@ -29,7 +29,10 @@ static const char NOTES[] =
     "  the schema; the live row count (from the current snapshot's totals: an upper\n"
     "  bound when there are equality deletes); and where each sink id stands.\n"
     "  --limit N shows the newest N snapshots (default 20 in text, all with --json;\n"
-    "  0 = all).  --json prints the same as one JSON object.  Nothing is created.\n";
+    "  0 = all).  --json prints the same as one JSON object.  Nothing is created.\n"
+    "  A table fed by `floe pg` also shows its Postgres table, database, replication\n"
+    "  slot and the slot's confirmed LSN as of its last commit; with --source the\n"
+    "  slot's state now, read from the server.\n";
 
 static const cli_command CMD = {"inspect", USAGE, NOTES};
 
@@ -257,13 +260,45 @@ void inspect_type_text(const cli_json *type, char *buf, size_t cap)
 
 /* ---- the command --------------------------------------------------------------------- */
 
-static int inspect_table(floe_table *t, const char *ident, uint64_t limit, bool json,
-                         floe_error *err)
+/* A sink fed by a Postgres slot: the floe.pg.* of its progress snapshot,
+ * and with --source the slot as the server reports it now. */
+static void pg_source_of(inspect_view *v, inspect_sink *k)
 {
-    inspect_view v = {.table = t, .ident = ident, .limit = limit};
+    for (size_t i = 0; i < v->n_snaps && !k->snap; i++)
+        if (k->progress.state == FLOE_PROGRESS_FOUND &&
+            v->snaps[i].info.snapshot_id == k->progress.snapshot_id)
+            k->snap = &v->snaps[i];
+    const char *src = k->snap ? inspect_prop(v, k->snap, "floe.source") : NULL;
+    if (!src || strcmp(src, "postgres") != 0)
+        return;
+    k->pg_table = inspect_prop(v, k->snap, "floe.pg.table");
+    k->pg_slot = inspect_prop(v, k->snap, "floe.pg.slot");
+    k->pg_database = inspect_prop(v, k->snap, "floe.pg.database");
+    k->pg_publication = inspect_prop(v, k->snap, "floe.pg.publication");
+    k->pg_confirmed = inspect_prop(v, k->snap, "floe.pg.slot-confirmed-lsn");
+    if (k->progress.frontier[0] == '[' && k->progress.frontier[1] != ']')
+        floe_pg_lsn_format(strtoull(k->progress.frontier + 1, NULL, 10), k->pg_frontier_lsn,
+                           sizeof k->pg_frontier_lsn);
+    if (!v->pg_source || !k->pg_slot)
+        return;
+    floe_error *e = floe_error_new();
+    if (e && floe_pg_slot_info_get(v->pg_source, k->pg_slot, &k->pg_slot_now, e) == FLOE_OK)
+        k->pg_live = true;
+    else
+        snprintf(k->pg_error, sizeof k->pg_error, "%s", e ? floe_error_message(e) : "no memory");
+    floe_error_free(e);
+}
+
+static int inspect_table(floe_table *t, const char *ident, uint64_t limit, bool json,
+                         const char *pg_source, floe_error *err)
+{
+    inspect_view v = {.table = t, .ident = ident, .limit = limit, .pg_source = pg_source};
     int status = CLI_EXIT_FAILED;
     v.debt_known = floe_table_debt_get(t, &v.debt, NULL) == FLOE_OK;
-    if (load_view(&v, err) != FLOE_OK) {
+    int rc = load_view(&v, err);
+    for (size_t i = 0; rc == FLOE_OK && i < v.n_sinks; i++)
+        pg_source_of(&v, &v.sinks[i]);
+    if (rc != FLOE_OK) {
         cli_report("inspect", err);
     } else {
         if (json)
@@ -283,6 +318,8 @@ int cmd_inspect(int argc, char **argv)
         {"limit", true, "show the newest N snapshots (default 20; all with --json; 0 = all)",
          NULL},
         {"json", false, "print one JSON object instead of text", NULL},
+        {"source", true, "for tables fed by `floe pg`: read their replication slot's state "
+                         "from this Postgres (connection string or URI)", NULL},
         {NULL, false, NULL, NULL},
     };
     int p = cli_parse(&CMD, argc, argv, opts);
@@ -304,7 +341,7 @@ int cmd_inspect(int argc, char **argv)
     } else if (floe_table_open(cat, ident, NULL, NULL, &t, err) != FLOE_OK) {
         cli_report("inspect", err);
     } else {
-        status = inspect_table(t, ident, limit, json, err);
+        status = inspect_table(t, ident, limit, json, cli_get(opts, "source"), err);
     }
     floe_table_free(t);
     floe_catalog_free(cat);

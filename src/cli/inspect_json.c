@@ -192,6 +192,43 @@ static void json_live(const inspect_view *v)
            l->equality_deletes);
 }
 
+static void json_str_field(const char *name, const char *v)
+{
+    printf(",\"%s\":", name);
+    if (v)
+        cli_json_string(stdout, v);
+    else
+        printf("null");
+}
+
+/* "postgres": {...} of a sink fed by a replication slot (floe pg). */
+static void json_pg(const inspect_sink *k)
+{
+    if (!k->pg_slot)
+        return;
+    printf(",\"postgres\":{\"slot\":");
+    cli_json_string(stdout, k->pg_slot);
+    json_str_field("table", k->pg_table);
+    json_str_field("database", k->pg_database);
+    json_str_field("publication", k->pg_publication);
+    json_str_field("frontier_lsn", k->pg_frontier_lsn[0] ? k->pg_frontier_lsn : NULL);
+    json_str_field("slot_confirmed_lsn_at_commit", k->pg_confirmed);
+    if (k->pg_live && k->pg_slot_now.exists) {
+        char c[24], r[24];
+        floe_pg_lsn_format(k->pg_slot_now.confirmed_flush_lsn, c, sizeof c);
+        floe_pg_lsn_format(k->pg_slot_now.restart_lsn, r, sizeof r);
+        printf(",\"slot_now\":{\"confirmed_flush_lsn\":\"%s\",\"restart_lsn\":\"%s\","
+               "\"active\":%s", c, r, k->pg_slot_now.active ? "true" : "false");
+        json_str_field("wal_status", k->pg_slot_now.wal_status);
+        printf("}");
+    } else if (k->pg_live) {
+        printf(",\"slot_now\":{\"missing\":true}");
+    } else if (k->pg_error[0]) {
+        json_str_field("slot_now_error", k->pg_error);
+    }
+    printf("}");
+}
+
 static void json_sinks(const inspect_view *v)
 {
     static const char *const STATE[] = {"none", "found", "unknown"};
@@ -212,6 +249,7 @@ static void json_sinks(const inspect_view *v)
         json_id_or_null(found ? p->snapshot_id : -1);
         printf(",\"tag_snapshot_id\":");
         json_id_or_null(p->tag_snapshot_id);
+        json_pg(&v->sinks[i]);
         printf("}");
     }
     printf("]");

@@ -146,6 +146,30 @@ static void print_live(const inspect_view *v)
                "more)\n", l->rows, l->records, l->position_deletes, l->equality_deletes);
 }
 
+/* A sink fed by a Postgres replication slot (floe pg). */
+static void print_pg(const inspect_sink *k)
+{
+    if (!k->pg_slot)
+        return;
+    printf("      fed by Postgres: table %s of database %s, slot %s (publication %s)\n",
+           or_dash(k->pg_table), or_dash(k->pg_database), k->pg_slot,
+           or_dash(k->pg_publication));
+    printf("      frontier LSN %s; the slot's confirmed flush LSN was %s when it committed\n",
+           or_dash(k->pg_frontier_lsn), or_dash(k->pg_confirmed));
+    if (k->pg_live && !k->pg_slot_now.exists) {
+        printf("      slot %s now: missing on the server\n", k->pg_slot);
+    } else if (k->pg_live) {
+        char c[24], r[24];
+        floe_pg_lsn_format(k->pg_slot_now.confirmed_flush_lsn, c, sizeof c);
+        floe_pg_lsn_format(k->pg_slot_now.restart_lsn, r, sizeof r);
+        printf("      slot %s now: confirmed flush LSN %s, restart LSN %s, %s%s%s\n", k->pg_slot, c,
+               r, k->pg_slot_now.active ? "active" : "inactive",
+               k->pg_slot_now.wal_status[0] ? ", WAL " : "", k->pg_slot_now.wal_status);
+    } else if (k->pg_error[0]) {
+        printf("      slot %s now: cannot tell (%s)\n", k->pg_slot, k->pg_error);
+    }
+}
+
 static void print_sinks(const inspect_view *v)
 {
     if (v->n_sinks == 0) {
@@ -172,6 +196,7 @@ static void print_sinks(const inspect_view *v)
         else if (p->tag_snapshot_id >= 0)
             printf(" (tag floe-%s at snapshot %" PRId64 ")", v->sinks[i].id, p->tag_snapshot_id);
         printf("\n");
+        print_pg(&v->sinks[i]);
     }
 }
 

@@ -48,6 +48,8 @@ struct metrics_server {
     pthread_cond_t slot_freed;
     bool stopping;
     const floe_sink *sink;
+    cli_metrics_fn fn;            /* or this, with ctx */
+    void *fn_ctx;
     int health_status;
     char health_text[1024];
     conn conns[MAX_CONNS];
@@ -118,14 +120,16 @@ static void serve_metrics(metrics_server *m, int fd, uint64_t deadline)
 {
     pthread_mutex_lock(&m->lock);
     const floe_sink *sink = m->sink;
+    cli_metrics_fn fn = m->fn;
+    void *ctx = m->fn_ctx;
     pthread_mutex_unlock(&m->lock);
-    if (!sink) {
+    if (!sink && !fn) {
         respond(fd, "503 Service Unavailable", "text/plain", "starting\n", deadline);
         return;
     }
     char *text = NULL;
     floe_error *err = floe_error_new();
-    if (err && floe_sink_metrics(sink, &text, err) == FLOE_OK)
+    if (err && (sink ? floe_sink_metrics(sink, &text, err) : fn(ctx, &text, err)) == FLOE_OK)
         respond(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", text, deadline);
     else
         respond(fd, "500 Internal Server Error", "text/plain",
@@ -398,6 +402,18 @@ void metrics_server_attach(metrics_server *m, const floe_sink *sink)
         return;
     pthread_mutex_lock(&m->lock);
     m->sink = sink;
+    m->health_status = 200;
+    snprintf(m->health_text, sizeof m->health_text, "ok");
+    pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_server_attach_fn(metrics_server *m, cli_metrics_fn fn, void *ctx)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->fn = fn;
+    m->fn_ctx = ctx;
     m->health_status = 200;
     snprintf(m->health_text, sizeof m->health_text, "ok");
     pthread_mutex_unlock(&m->lock);

@@ -136,41 +136,6 @@ static int parse_delete_mode(const cli_opt *opts, floe_sink_options *o)
     return 0;
 }
 
-/* --maintain auto|off, its budget and the orphan settings. */
-static int parse_maintain(const cli_opt *opts, floe_sink_options *o)
-{
-    const char *v = cli_get(opts, "maintain");
-    const char *from = "--maintain";
-    if (!v && (v = getenv("FLOE_MAINTAIN")) && *v)
-        from = "FLOE_MAINTAIN";
-    else if (!cli_has(opts, "maintain"))
-        v = NULL;
-    if (v && strcmp(v, "auto") != 0 && strcmp(v, "off") != 0) {
-        cli_say("floe: %s must be auto or off, not '%s'\n", from, v);
-        return -1;
-    }
-    o->maintain = v && strcmp(v, "off") == 0 ? FLOE_MAINTAIN_OFF : FLOE_MAINTAIN_AUTO;
-    const char *b = cli_get(opts, "maintain-budget");
-    if (b) {
-        char *end = NULL;
-        double f = strtod(b, &end);
-        if (end && *end == '%')
-            f /= 100, end++;
-        if (end == b || *end || !(f > 0 && f <= 1)) {
-            cli_say("floe: --maintain-budget must be a share of wall time in (0, 1] or a "
-                    "percentage, not '%s'\n", b);
-            return -1;
-        }
-        o->maintain_budget = f;
-    }
-    if (cli_age_opt(opts, "orphan-age", &o->orphan_age_ms) != 0 ||
-        cli_age_opt(opts, "orphan-interval", &o->orphan_interval_ms) != 0)
-        return -1;
-    if (cli_has(opts, "orphan-interval") && o->orphan_interval_ms == 0)
-        o->orphan_interval_ms = -1;                    /* 0: never */
-    return 0;
-}
-
 /* --property KEY=VALUE, as many as given. */
 static int parse_properties(run *r, const cli_opt *opts, int argc, char **argv,
                             floe_sink_options *o)
@@ -228,7 +193,7 @@ static int numbers(const cli_opt *opts, floe_sink_options *o)
         cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
         cli_size_opt(opts, "target-file-size", &target) != 0 ||
         cli_size_opt(opts, "memory-limit", &mem) != 0 || parse_delete_mode(opts, o) != 0 ||
-        parse_format_version(opts, o) != 0 || parse_maintain(opts, o) != 0)
+        parse_format_version(opts, o) != 0 || cli_maintain_opts(opts, o) != 0)
         return -1;
     if (cli_has(opts, "sink-version") && o->sink_version == 0) {
         cli_say("floe: --sink-version must be at least 1\n");
@@ -512,13 +477,7 @@ int cmd_sink(int argc, char **argv)
                                "they spill to disk (default 512m + 256m)", NULL},
         {"spill-dir", true, "where spilled updates and index runs go (default $TMPDIR or /tmp)",
          NULL},
-        {"maintain", true, "table maintenance while the sink runs: auto (default: compaction, "
-                           "snapshot expiry, orphan removal) or off (env FLOE_MAINTAIN)", NULL},
-        {"maintain-budget", true, "share of wall time maintenance may use: 0.2 (default) or "
-                                  "20%", NULL},
-        {"orphan-age", true, "orphan files older than this are removed (default 1d)", NULL},
-        {"orphan-interval", true, "look for orphan files this often (default 1h; 0: never)",
-         NULL},
+        CLI_MAINTAIN_OPTS,
         {"property", true, "KEY=VALUE: a table property for a table the sink creates "
                            "(repeatable)", NULL},
         {"progress-interval", true, "redraw the status line this often (wall clock; default 1s "

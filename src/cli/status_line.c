@@ -103,6 +103,8 @@ struct cli_status {
     cli_status_mode mode;
     uint64_t interval_ns, started_ns;
     const floe_sink *sink;
+    cli_line_fn fn;                     /* or this, with ctx */
+    void *fn_ctx;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -110,7 +112,7 @@ struct cli_status {
     uint64_t last_updates, last_ns;     /* for the rate over the last interval */
 };
 
-static void elapsed_text(uint64_t ns, char *buf, size_t cap)
+void cli_elapsed_text(uint64_t ns, char *buf, size_t cap)
 {
     uint64_t s = ns / 1000000000u;
     if (s < 60)
@@ -137,22 +139,8 @@ static void frontiers_text(const floe_sink_stats *st, char *buf, size_t cap)
              st->freshness_seconds);
 }
 
-static void draw(cli_status *s)
+static void put_line(cli_status *s, const char *line, size_t len)
 {
-    floe_sink_stats st;
-    floe_sink_stats_get(s->sink, &st);
-    uint64_t now = cli_now_ns();
-    double secs = (double)(now - s->last_ns) / 1e9;
-    double rate = secs > 0 ? (double)(st.updates_in - s->last_updates) / secs : 0.0;
-    s->last_updates = st.updates_in;
-    s->last_ns = now;
-    char when[32], fr[160], line[512];
-    elapsed_text(now - s->started_ns, when, sizeof when);
-    frontiers_text(&st, fr, sizeof fr);
-    int n = snprintf(line, sizeof line,
-                     "floe: %s: %" PRIu64 " updates (%.0f/s), %" PRIu64 " snapshots, %s", when,
-                     st.updates_in, rate, st.snapshots_committed, fr);
-    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
     struct winsize ws;
     if (s->mode == CLI_STATUS_TTY && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 &&
         ws.ws_col > 20 && len >= ws.ws_col)
@@ -166,6 +154,32 @@ static void draw(cli_status *s)
     }
     fflush(stderr);
     funlockfile(stderr);
+}
+
+static void draw(cli_status *s)
+{
+    if (s->fn) {
+        char text[1024], line[1040];
+        s->fn(s->fn_ctx, (double)(cli_now_ns() - s->started_ns) / 1e9, text, sizeof text);
+        int n = snprintf(line, sizeof line, "floe: %s", text);
+        put_line(s, line, n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        return;
+    }
+    floe_sink_stats st;
+    floe_sink_stats_get(s->sink, &st);
+    uint64_t now = cli_now_ns();
+    double secs = (double)(now - s->last_ns) / 1e9;
+    double rate = secs > 0 ? (double)(st.updates_in - s->last_updates) / secs : 0.0;
+    s->last_updates = st.updates_in;
+    s->last_ns = now;
+    char when[32], fr[160], line[512];
+    cli_elapsed_text(now - s->started_ns, when, sizeof when);
+    frontiers_text(&st, fr, sizeof fr);
+    int n = snprintf(line, sizeof line,
+                     "floe: %s: %" PRIu64 " updates (%.0f/s), %" PRIu64 " snapshots, %s", when,
+                     st.updates_in, rate, st.snapshots_committed, fr);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    put_line(s, line, len);
 }
 
 static struct timespec at(uint64_t ns)
@@ -211,7 +225,8 @@ static bool init_sync(cli_status *s)
     return ok;
 }
 
-cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const floe_sink *sink)
+static cli_status *status_start(cli_status_mode mode, uint64_t interval_ns, const floe_sink *sink,
+                                cli_line_fn fn, void *ctx)
 {
     if (mode == CLI_STATUS_QUIET)
         return NULL;
@@ -221,6 +236,8 @@ cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const f
     s->mode = mode;
     s->interval_ns = interval_ns ? interval_ns : 1000000000u;
     s->sink = sink;
+    s->fn = fn;
+    s->fn_ctx = ctx;
     s->started_ns = s->last_ns = cli_now_ns();
     if (!init_sync(s)) {
         free(s);
@@ -233,6 +250,17 @@ cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const f
         return NULL;
     }
     return s;
+}
+
+cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const floe_sink *sink)
+{
+    return status_start(mode, interval_ns, sink, NULL, NULL);
+}
+
+cli_status *cli_status_start_fn(cli_status_mode mode, uint64_t interval_ns, cli_line_fn fn,
+                                void *ctx)
+{
+    return status_start(mode, interval_ns, NULL, fn, ctx);
 }
 
 void cli_status_stop(cli_status *s)

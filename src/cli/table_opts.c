@@ -3,6 +3,8 @@
  * the catalog their options name, and JSON string output.
  */
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli_internal.h"
 
@@ -70,4 +72,37 @@ void cli_debt_json(const floe_table_debt *d)
            d->deleted_rows, d->equality_deletes, d->deleted_ratio, d->data_manifests,
            d->delete_manifests, d->snapshots, d->oldest_snapshot_age_ms, d->metadata_bytes,
            d->metadata_log_files, d->target_file_size);
+}
+
+int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o)
+{
+    const char *v = cli_get(opts, "maintain"), *from = "--maintain";
+    if (!v && (v = getenv("FLOE_MAINTAIN")) != NULL) {
+        from = "FLOE_MAINTAIN";
+        v = *v ? v : NULL;
+    }
+    if (v && strcmp(v, "auto") != 0 && strcmp(v, "off") != 0) {
+        cli_say("floe: %s must be auto or off, not '%s'\n", from, v);
+        return -1;
+    }
+    o->maintain = v && strcmp(v, "off") == 0 ? FLOE_MAINTAIN_OFF : FLOE_MAINTAIN_AUTO;
+    const char *b = cli_get(opts, "maintain-budget");
+    if (b) {
+        char *end = NULL;
+        double f = strtod(b, &end);
+        if (end && *end == '%')
+            f /= 100, end++;
+        if (end == b || *end || !(f > 0 && f <= 1)) {
+            cli_say("floe: --maintain-budget must be a share of wall time in (0, 1] or a "
+                    "percentage, not '%s'\n", b);
+            return -1;
+        }
+        o->maintain_budget = f;
+    }
+    if (cli_age_opt(opts, "orphan-age", &o->orphan_age_ms) != 0 ||
+        cli_age_opt(opts, "orphan-interval", &o->orphan_interval_ms) != 0)
+        return -1;
+    if (cli_has(opts, "orphan-interval") && o->orphan_interval_ms == 0)
+        o->orphan_interval_ms = -1;                    /* 0: never */
+    return 0;
 }

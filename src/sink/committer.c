@@ -201,6 +201,14 @@ static int summary_of(const floe__committer *c, const floe__sealed *s, json_t **
         json_decref(o);
         return FLOE_OOM(err);
     }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)c->cfg.extra_props, k, v) {
+        if (json_object_set(o, k, v) != 0) {
+            json_decref(o);
+            return FLOE_OOM(err);
+        }
+    }
     *out = o;
     return FLOE_OK;
 }

@@ -20,6 +20,12 @@
  * end+ci), so a jump of many intervals costs one batch, not one per interval.
  * Descriptions stay contiguous: every lower equals the previous upper, which
  * mint() checks.
+ *
+ * Per-advance mode (floe__minter_per_advance) is for callers that choose
+ * the moment of each commit themselves (a wall-clock interval over an LSN
+ * time line, where commit_interval time units mean nothing): no future
+ * batches are minted; every advance that moves the frontier past the end of
+ * what is minted mints exactly one batch [end, F).
  */
 #include "sink/sink_internal.h"
 
@@ -36,6 +42,7 @@ struct floe__minter {
     bool have_last;
     floe__frontier last_upper;        /* end of everything minted */
     uint64_t next_seq;
+    bool per_advance;                 /* one batch [end, F) per advance */
     floe__frontier inflight[WINDOW + 2]; /* uppers of batches not yet retired, oldest first */
     size_t n_inflight;
     floe__batch *pending;             /* minted, not yet handed out */
@@ -142,6 +149,20 @@ static int close_input(floe__minter *m, floe_error *err)
     return FLOE_OK;
 }
 
+void floe__minter_per_advance(floe__minter *m) { m->per_advance = true; }
+
+/* Per-advance mode after the catch-up start: one batch up to f. */
+static int per_advance(floe__minter *m, uint64_t f, floe_error *err)
+{
+    m->n_inflight = 0;
+    if (f <= m->last_upper.t)
+        return FLOE_OK;
+    FLOE_FORWARD(mint(m, m->last_upper, floe__frontier_at(f), false, err));
+    m->n_inflight = 0;
+    m->phase = STEADY;
+    return FLOE_OK;
+}
+
 int floe__minter_advance(floe__minter *m, floe__frontier f, floe_error *err)
 {
     FLOE_RETURN_IF(floe__frontier_cmp(f, m->frontier) < 0, err, FLOE_EINPUT,
@@ -157,6 +178,8 @@ int floe__minter_advance(floe__minter *m, floe__frontier f, floe_error *err)
                 retire_oldest(m);
             return FLOE_OK;
         }
+        if (m->per_advance)
+            return per_advance(m, f.t, err);
         FLOE_FORWARD(mint(m, m->catchup_start, f, false, err));
         m->n_inflight = 0;               /* the window holds only future batches */
         uint64_t a = sat_add(f.t, m->ci), b = sat_add(a, m->ci);
@@ -166,7 +189,7 @@ int floe__minter_advance(floe__minter *m, floe__frontier f, floe_error *err)
             FLOE_FORWARD(mint(m, floe__frontier_at(a), floe__frontier_at(b), false, err));
         m->phase = STEADY;
     }
-    return steady(m, f.t, err);
+    return m->per_advance ? per_advance(m, f.t, err) : steady(m, f.t, err);
 }
 
 int floe__minter_end(floe__minter *m, floe__frontier end, floe_error *err)

@@ -64,6 +64,8 @@ struct floe_sink {
     floe__buf row, key;
     const uint8_t **spans;           /* scratch: start of each top-level slot */
     floe_sink_options opts;
+    json_t *props;                   /* floe_sink_set_property's, for every commit */
+    bool touched;                    /* something was pushed or advanced */
     uint64_t since_publish;
     uint64_t close_ns_total, batches_sealed;
     floe__freshness fresh;
@@ -475,6 +477,7 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->ccfg.base_snapshot = s->resume.snapshot_id;
     s->ccfg.warn = on_warning;
     s->ccfg.warn_ctx = s;
+    s->ccfg.extra_props = s->props;
     size_t stash_memory = o->memory_limit;
     if (s->keeper) {
         s->wcfg.kx = floe__keeper_kx(s->keeper);
@@ -482,8 +485,10 @@ static int setup_parts(floe_sink *s, floe_error *err)
         s->ccfg.prepare_ctx = s;
         stash_memory -= s->kcfg.kx.memory_limit;
     }
-    FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_interval, s->resume.has,
-                                  s->resume.frontier, &s->minter, err));
+    FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_on_advance ? 1 : o->commit_interval,
+                                  s->resume.has, s->resume.frontier, &s->minter, err));
+    if (o->commit_on_advance)
+        floe__minter_per_advance(s->minter);
     FLOE_FORWARD(floe__stash_new(o->spill_dir, stash_memory, &s->stash, err));
     FLOE_FORWARD(floe__writer_new(&s->wcfg, &s->writer, err));
     return floe__committer_new(&s->ccfg, &s->committer, err);
@@ -491,12 +496,13 @@ static int setup_parts(floe_sink *s, floe_error *err)
 
 #define HOUR_NS ((uint64_t)3600 * 1000000000)
 
-/* FLOE_MAINTAIN_AUTO: a thread of its own on a connection of its own (a
- * catalog given by floe__sink_open_with cannot be shared: no maintenance). */
+/* FLOE_MAINTAIN_AUTO: a thread of its own on a catalog connection of its
+ * own, made from opts->connect (also when floe__sink_open_with gave the
+ * sink a catalog: that one is the sink thread's). */
 static int setup_maintainer(floe_sink *s, floe_error *err)
 {
     const floe_sink_options *o = &s->opts;
-    if (o->maintain == FLOE_MAINTAIN_OFF || !s->own_catalog)
+    if (o->maintain == FLOE_MAINTAIN_OFF)
         return FLOE_OK;
     floe__maintainer_config mc = {.connect = o->connect, .ns = s->ns, .name = s->name,
                                   .budget = o->maintain_budget, .orphan_age_ms = o->orphan_age_ms,
@@ -560,7 +566,8 @@ static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err
 {
     const floe_sink_options *o = &s->opts;
     FLOE_FORWARD(split_ident(s, o->table, err));
-    FLOE_RETURN_IF(o->commit_interval == 0, err, FLOE_EINVAL, "the commit interval must be positive");
+    FLOE_RETURN_IF(o->commit_interval == 0 && !o->commit_on_advance, err, FLOE_EINVAL,
+                   "the commit interval must be positive");
     FLOE_RETURN_IF(!s->upsert && o->key, err, FLOE_EINVAL, "--key needs upsert mode");
     FLOE_RETURN_IF(o->format_version && o->format_version != 2 && o->format_version != 3, err,
                    FLOE_EINVAL, "--format-version must be 2 or 3, not %d", o->format_version);
@@ -686,6 +693,12 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
     s->as_of = opts->as_of;
     note_frontier(s, floe__frontier_at(0));
     floe__fresh_init(&s->fresh);
+    s->props = json_object();
+    if (!s->props) {
+        pthread_mutex_destroy(&s->lock);
+        floe__free(s);
+        return FLOE_OOM(err);
+    }
     floe__buf_init(&s->row, 0);
     floe__buf_init(&s->key, 0);
     int rc = sink_setup(s, err);
@@ -710,6 +723,7 @@ void floe_sink_free(floe_sink *s)
     floe__stash_free(s->stash);
     floe__minter_free(s->minter);
     floe__table_free(s->table);
+    json_decref(s->props);
     if (s->own_catalog) {
         floe__catalog_free(s->catalog);
         floe__fileio_free(s->io);
@@ -789,10 +803,15 @@ static int check_update(const floe_sink *s, uint64_t time, int64_t diff, floe_er
     return FLOE_OK;
 }
 
+/* One update into the stash.  key_only: a retraction by key (floe_sink_retract_key):
+ * the key of `row` is stashed with an empty row, which the writer reads as
+ * "whichever row the key has live" (an empty row is never a real one: every
+ * row has a slot per column). */
 static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t time, int64_t diff,
-                      floe_error *err)
+                      bool key_only, floe_error *err)
 {
     FLOE_FORWARD(check_update(s, time, diff, err));
+    s->touched = true;
     atomic_fetch_add_explicit(&s->updates_in, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->bytes_in, len, memory_order_relaxed);
     if (++s->since_publish >= PUBLISH_EVERY)
@@ -807,6 +826,8 @@ static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t tim
     s->has_newest = true;
     FLOE_RETURN_IF(len > UINT32_MAX, err, FLOE_ELIMIT, "row of %zu bytes is too large", len);
     FLOE_FORWARD(extract_key(s, row, len, err));
+    if (key_only)
+        len = 0;
     return floe__stash_push(s->stash, time, diff, s->key.data, (uint32_t)s->key.len, row,
                             (uint32_t)len, err);
 }
@@ -816,7 +837,56 @@ int floe_sink_push(floe_sink *s, const floe_row *row, uint64_t time, int64_t dif
 {
     FLOE_RETURN_IF(row->schema != s->input, err, FLOE_EINVAL,
                    "the row is not of floe_sink_row_schema()");
-    return push_bytes(s, row->data.data, row->data.len, time, diff, err);
+    return push_bytes(s, row->data.data, row->data.len, time, diff, false, err);
+}
+
+int floe_sink_retract_key(floe_sink *s, const floe_row *row, uint64_t time, floe_error *err)
+{
+    FLOE_RETURN_IF(row->schema != s->input, err, FLOE_EINVAL,
+                   "the row is not of floe_sink_row_schema()");
+    FLOE_RETURN_IF(!s->upsert || s->synthetic, err, FLOE_EINVAL,
+                   "a retraction by key needs upsert mode with declared key columns");
+    return push_bytes(s, row->data.data, row->data.len, time, -1, true, err);
+}
+
+int floe_sink_set_as_of(floe_sink *s, uint64_t as_of, floe_error *err)
+{
+    FLOE_RETURN_IF(s->resume.has || s->touched || s->ended, err, FLOE_ESTATE,
+                   "the as-of time can only be set on a fresh sink before any input");
+    FLOE_RETURN_IF(as_of == UINT64_MAX, err, FLOE_EINVAL, "as-of must be below 2^64-1");
+    floe__minter *m = NULL;
+    FLOE_FORWARD(floe__minter_new(as_of, s->opts.commit_on_advance ? 1 : s->opts.commit_interval,
+                                  false, s->resume.frontier, &m, err));
+    if (s->opts.commit_on_advance)
+        floe__minter_per_advance(m);
+    floe__minter_free(s->minter);
+    s->minter = m;
+    s->as_of = as_of;
+    return FLOE_OK;
+}
+
+static bool reserved_property(const char *key)
+{
+    static const char *const own[] = {FLOE_PROP_FRONTIER, FLOE_PROP_SINK_ID,
+                                      FLOE_PROP_SINK_VERSION, FLOE_PROP_ATTEMPT};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strcmp(key, own[i]) == 0)
+            return true;
+    return strncmp(key, "floe.", 5) != 0 || !key[5];
+}
+
+int floe_sink_set_property(floe_sink *s, const char *key, const char *value, floe_error *err)
+{
+    FLOE_RETURN_IF(!key || !value || reserved_property(key), err, FLOE_EINVAL,
+                   "summary property '%s' is not one a caller may set (a floe.* key other "
+                   "than the sink's own)", key ? key : "(null)");
+    json_t *v = json_string(value);
+    if (!v)
+        return floe__err_set(err, FLOE_EINVAL, "summary property '%s': the value is not UTF-8",
+                             key);
+    if (json_object_set_new(s->props, key, v) != 0)
+        return FLOE_OOM(err);
+    return FLOE_OK;
 }
 
 /* ---- the frontier --------------------------------------------------------------------------- */
@@ -890,6 +960,7 @@ static int advance(floe_sink *s, floe__frontier f, floe_error *err)
                              have, want);
     }
     s->input_frontier = f;
+    s->touched = true;
     if (!f.empty && f.t > 0)
         note_input(s, f.t - 1);
     int rc = FLOE_OK;
@@ -967,7 +1038,7 @@ int floe_sink_push_json(floe_sink *s, const char *line, size_t len, floe_error *
     FLOE_FORWARD(floe__change_parse(s->input, line, len, &ch, &s->row, err));
     if (ch.kind == FLOE__CHANGE_PROGRESS)
         return ch.closed ? floe_sink_finish(s, err) : floe_sink_advance(s, ch.time, err);
-    return push_bytes(s, s->row.data, s->row.len, ch.time, ch.diff, err);
+    return push_bytes(s, s->row.data, s->row.len, ch.time, ch.diff, false, err);
 }
 
 /* ---- metrics ----------------------------------------------------------------------------------- */
@@ -991,14 +1062,90 @@ static int sample(floe__buf *b, const char *name, const char *label, double v, f
     return floe__buf_printf(b, err, "\"} %.17g\n", v);
 }
 
-static int metric(floe__buf *b, const char *sink, const char *name, const char *type,
-                  const char *help, double value, floe_error *err)
+typedef struct metric_def {
+    const char *name, *type, *help;
+} metric_def;
+
+static const metric_def METRICS[] = {
+    {"floe_snapshots_committed_total", "counter", "Snapshots committed."},
+    {"floe_data_files_written_total", "counter", "Data files committed."},
+    {"floe_delete_files_written_total", "counter", "Delete files committed."},
+    {"floe_stashed_rows", "gauge", "Updates waiting for the frontier."},
+    {"floe_commit_failures_total", "counter", "Commit attempts that failed."},
+    {"floe_commit_conflicts_total", "counter", "Commit attempts that hit a conflict."},
+    {"floe_commit_lost_responses_total", "counter", "Commits found to have landed after an unknown outcome."},
+    {"floe_messages_staged_total", "counter", "Updates received."},
+    {"floe_bytes_staged_total", "counter", "Row bytes received."},
+    {"floe_messages_committed_total", "counter", "Data rows committed."},
+    {"floe_bytes_committed_total", "counter", "File bytes committed."},
+    {"floe_primary_key_violations_total", "counter", "Insertions of a key that was live (within a time or across them)."},
+    {"floe_input_frontier", "gauge", "The input frontier (-1 once the input is closed)."},
+    {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input; NaN: nothing committed yet)."},
+    {"floe_freshness_seconds", "gauge", "Seconds since the oldest input no commit covers yet arrived (0: all committed)."},
+    {"floe_batches_skipped_total", "counter", "Batches an earlier run of this sink had committed already."},
+    {"floe_index_keys", "gauge", "Live rows in the key index (position mode)."},
+    {"floe_index_memory_bytes", "gauge", "The key index's memory tier."},
+    {"floe_index_disk_bytes", "gauge", "The key index's disk tier."},
+    {"floe_index_rebuilds_total", "counter", "Full reads of the table's files into the key index."},
+    {"floe_index_snapshots_synced_total", "counter", "Snapshots of other writers read into the key index."},
+    {"floe_deletes_retargeted_total", "counter", "Position deletes moved onto files a compaction wrote."},
+    {"floe_retractions_missing_total", "counter", "Retractions of a key with no live row."},
+    {"floe_retractions_mismatched_total", "counter", "Retractions whose row differs from the key's live row."},
+    {"floe_maintenance_runs_total", "counter", "Table maintenance rounds (--maintain auto)."},
+    {"floe_maintenance_failures_total", "counter", "Table maintenance rounds that failed."},
+    {"floe_maintenance_seconds_total", "counter", "Time table maintenance took."},
+    {"floe_maintenance_compactions_total", "counter", "Compaction groups committed."},
+    {"floe_maintenance_files_compacted_total", "counter", "Data files compaction rewrote."},
+    {"floe_maintenance_deletes_carried_total", "counter", "Rows deleted while compaction ran, deleted from its new files."},
+    {"floe_maintenance_snapshots_expired_total", "counter", "Snapshots expired."},
+    {"floe_maintenance_files_removed_total", "counter", "Files deleted by expiry and orphan removal."},
+    {"floe_maintenance_bytes_removed_total", "counter", "Bytes of the files deleted by maintenance."},
+    {"floe_maintenance_orphans_removed_total", "counter", "Orphan files deleted."},
+    {"floe_table_data_files", "gauge", "Live data files (NaN before maintenance first looked)."},
+    {"floe_table_small_data_files", "gauge", "Live data files below 75% of the target file size."},
+    {"floe_table_delete_files", "gauge", "Live delete files (each DV counts one)."},
+    {"floe_table_deletion_vectors", "gauge", "Live deletion vectors."},
+    {"floe_table_equality_delete_files", "gauge", "Live equality delete files."},
+    {"floe_table_deleted_rows_ratio", "gauge", "Rows position deletes and DVs delete, over data rows."},
+    {"floe_table_manifests", "gauge", "Manifests in the current manifest list."},
+    {"floe_table_snapshots", "gauge", "Snapshots in the table metadata."},
+    {"floe_table_oldest_snapshot_age_seconds", "gauge", "Age of the oldest snapshot."},
+    {"floe_table_metadata_bytes", "gauge", "Size of the current metadata file."},
+};
+#define N_METRICS (sizeof METRICS / sizeof METRICS[0])
+
+/* The values of METRICS, in its order. */
+static void metric_values(const floe_sink_stats *st, double v[N_METRICS])
 {
-    FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type));
-    return sample(b, name, sink, value, err);
+    double committed = !st->has_committed_frontier ? NAN
+                       : st->committed_frontier_empty ? -1.0 : (double)st->committed_frontier;
+    const floe_table_debt *d = &st->debt;
+    double unknown = st->debt_known ? 0 : NAN;      /* before maintenance first looked */
+    double all[] = {
+        (double)st->snapshots_committed, (double)st->data_files, (double)st->delete_files,
+        (double)st->updates_stashed, (double)st->commit_failures, (double)st->commit_conflicts,
+        (double)st->lost_responses, (double)st->updates_in, (double)st->bytes_in,
+        (double)st->rows_committed, (double)st->bytes_committed, (double)st->pk_violations,
+        st->input_frontier_empty ? -1.0 : (double)st->input_frontier, committed,
+        st->freshness_seconds, (double)st->batches_skipped, (double)st->index_keys,
+        (double)st->index_memory_bytes, (double)st->index_disk_bytes,
+        (double)st->index_rebuilds, (double)st->index_snapshots_synced,
+        (double)st->deletes_retargeted, (double)st->retractions_missing,
+        (double)st->retractions_mismatched, (double)st->maintenance_runs,
+        (double)st->maintenance_failures, st->maintenance_us / 1e6, (double)st->compactions,
+        (double)st->files_compacted, (double)st->deletes_carried,
+        (double)st->snapshots_expired, (double)st->files_removed, (double)st->bytes_removed,
+        (double)st->orphans_removed,
+        d->data_files + unknown, d->small_data_files + unknown, d->delete_files + unknown,
+        d->deletion_vectors + unknown, d->equality_delete_files + unknown,
+        d->deleted_ratio + unknown, d->data_manifests + d->delete_manifests + unknown,
+        d->snapshots + unknown, d->oldest_snapshot_age_ms / 1e3 + unknown,
+        d->metadata_bytes + unknown,
+    };
+    _Static_assert(sizeof all / sizeof all[0] == N_METRICS, "a value per metric");
+    memcpy(v, all, sizeof all);
 }
 
-/* A summary without quantiles: NAME_sum and NAME_count. */
 static int quantile(floe__buf *b, const char *name, const char *sink, const char *q, double v,
                     floe_error *err)
 {
@@ -1007,92 +1154,68 @@ static int quantile(floe__buf *b, const char *name, const char *sink, const char
     return floe__buf_printf(b, err, "\",quantile=\"%s\"} %.9g\n", q, v);
 }
 
-/* A summary: sum and count, and (when given, >= 0) the p50 and p99 of
- * the last FLOE__COMMIT_WINDOW observations. */
-static int summary(floe__buf *b, const char *sink, const char *name, const char *help,
-                   double sum, double count, double p50, double p99, floe_error *err)
+/* A summary, NAME_sum and NAME_count per sink; the commit durations also
+ * with their p50 and p99 over the last FLOE__COMMIT_WINDOW commits. */
+static int summaries(floe__buf *b, const char *name, const char *help,
+                     const floe_sink *const *sinks, const floe_sink_stats *st, size_t n,
+                     bool close, floe_error *err)
 {
     FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s summary\n", name, help, name));
-    if (p50 >= 0) {
-        FLOE_FORWARD(quantile(b, name, sink, "0.5", p50, err));
-        FLOE_FORWARD(quantile(b, name, sink, "0.99", p99, err));
+    char sum[96], count[96];
+    snprintf(sum, sizeof sum, "%s_sum", name);
+    snprintf(count, sizeof count, "%s_count", name);
+    for (size_t i = 0; i < n; i++) {
+        double us = (double)(close ? st[i].close_seconds_total_us : st[i].commit_seconds_total_us);
+        double k = (double)(close ? st[i].batches_sealed : st[i].snapshots_committed);
+        if (!close && k > 0) {
+            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.5", st[i].commit_p50_us / 1e6,
+                                  err));
+            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.99", st[i].commit_p99_us / 1e6,
+                                  err));
+        }
+        FLOE_FORWARD(sample(b, sum, sinks[i]->sink_id, us / 1e6, err));
+        FLOE_FORWARD(sample(b, count, sinks[i]->sink_id, k, err));
     }
-    char n[96];
-    snprintf(n, sizeof n, "%s_sum", name);
-    FLOE_FORWARD(sample(b, n, sink, sum, err));
-    snprintf(n, sizeof n, "%s_count", name);
-    return sample(b, n, sink, count, err);
+    return FLOE_OK;
+}
+
+static int sinks_metrics(const floe_sink *const *sinks, size_t n, floe_sink_stats *st,
+                         floe__buf *b, floe_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        floe_sink_stats_get(sinks[i], &st[i]);
+    FLOE_FORWARD(summaries(b, "floe_commit_duration_seconds", "Time spent committing a batch "
+                           "(quantiles over the last 100 commits).", sinks, st, n, false, err));
+    FLOE_FORWARD(summaries(b, "floe_close_duration_seconds", "Time spent closing a batch's files.",
+                           sinks, st, n, true, err));
+    for (size_t m = 0; m < N_METRICS; m++) {
+        FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n", METRICS[m].name,
+                                      METRICS[m].help, METRICS[m].name, METRICS[m].type));
+        for (size_t i = 0; i < n; i++) {
+            double v[N_METRICS];
+            metric_values(&st[i], v);
+            FLOE_FORWARD(sample(b, METRICS[m].name, sinks[i]->sink_id, v[m], err));
+        }
+    }
+    return FLOE_OK;
+}
+
+int floe__sinks_metrics(const floe_sink *const *sinks, size_t n, floe__buf *out,
+                        floe_error *err)
+{
+    floe_sink_stats *st = floe__calloc(n ? n : 1, sizeof *st);
+    if (!st)
+        return FLOE_OOM(err);
+    int rc = sinks_metrics(sinks, n, st, out, err);
+    floe__free(st);
+    return rc;
 }
 
 int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
 {
-    floe_sink_stats st;
-    floe_sink_stats_get(sink, &st);
     floe__buf b;
-    floe__buf_init(&b, 0);
-    const char *id = sink->sink_id;        /* immutable after open */
-    struct { const char *name, *type, *help; double v; } m[] = {
-        {"floe_snapshots_committed_total", "counter", "Snapshots committed.", (double)st.snapshots_committed},
-        {"floe_data_files_written_total", "counter", "Data files committed.", (double)st.data_files},
-        {"floe_delete_files_written_total", "counter", "Delete files committed.", (double)st.delete_files},
-        {"floe_stashed_rows", "gauge", "Updates waiting for the frontier.", (double)st.updates_stashed},
-        {"floe_commit_failures_total", "counter", "Commit attempts that failed.", (double)st.commit_failures},
-        {"floe_commit_conflicts_total", "counter", "Commit attempts that hit a conflict.", (double)st.commit_conflicts},
-        {"floe_commit_lost_responses_total", "counter", "Commits found to have landed after an unknown outcome.", (double)st.lost_responses},
-        {"floe_messages_staged_total", "counter", "Updates received.", (double)st.updates_in},
-        {"floe_bytes_staged_total", "counter", "Row bytes received.", (double)st.bytes_in},
-        {"floe_messages_committed_total", "counter", "Data rows committed.", (double)st.rows_committed},
-        {"floe_bytes_committed_total", "counter", "File bytes committed.", (double)st.bytes_committed},
-        {"floe_primary_key_violations_total", "counter", "Insertions of a key that was live (within a time or across them).", (double)st.pk_violations},
-        {"floe_input_frontier", "gauge", "The input frontier (-1 once the input is closed).", st.input_frontier_empty ? -1.0 : (double)st.input_frontier},
-        {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input; NaN: nothing committed yet).", !st.has_committed_frontier ? NAN : st.committed_frontier_empty ? -1.0 : (double)st.committed_frontier},
-        {"floe_freshness_seconds", "gauge", "Seconds since the oldest input no commit covers yet arrived (0: all committed).", st.freshness_seconds},
-        {"floe_batches_skipped_total", "counter", "Batches an earlier run of this sink had committed already.", (double)st.batches_skipped},
-        {"floe_index_keys", "gauge", "Live rows in the key index (position mode).", (double)st.index_keys},
-        {"floe_index_memory_bytes", "gauge", "The key index's memory tier.", (double)st.index_memory_bytes},
-        {"floe_index_disk_bytes", "gauge", "The key index's disk tier.", (double)st.index_disk_bytes},
-        {"floe_index_rebuilds_total", "counter", "Full reads of the table's files into the key index.", (double)st.index_rebuilds},
-        {"floe_index_snapshots_synced_total", "counter", "Snapshots of other writers read into the key index.", (double)st.index_snapshots_synced},
-        {"floe_deletes_retargeted_total", "counter", "Position deletes moved onto files a compaction wrote.", (double)st.deletes_retargeted},
-        {"floe_retractions_missing_total", "counter", "Retractions of a key with no live row.", (double)st.retractions_missing},
-        {"floe_retractions_mismatched_total", "counter", "Retractions whose row differs from the key's live row.", (double)st.retractions_mismatched},
-        {"floe_maintenance_runs_total", "counter", "Table maintenance rounds (--maintain auto).", (double)st.maintenance_runs},
-        {"floe_maintenance_failures_total", "counter", "Table maintenance rounds that failed.", (double)st.maintenance_failures},
-        {"floe_maintenance_seconds_total", "counter", "Time table maintenance took.", st.maintenance_us / 1e6},
-        {"floe_maintenance_compactions_total", "counter", "Compaction groups committed.", (double)st.compactions},
-        {"floe_maintenance_files_compacted_total", "counter", "Data files compaction rewrote.", (double)st.files_compacted},
-        {"floe_maintenance_deletes_carried_total", "counter", "Rows deleted while compaction ran, deleted from its new files.", (double)st.deletes_carried},
-        {"floe_maintenance_snapshots_expired_total", "counter", "Snapshots expired.", (double)st.snapshots_expired},
-        {"floe_maintenance_files_removed_total", "counter", "Files deleted by expiry and orphan removal.", (double)st.files_removed},
-        {"floe_maintenance_bytes_removed_total", "counter", "Bytes of the files deleted by maintenance.", (double)st.bytes_removed},
-        {"floe_maintenance_orphans_removed_total", "counter", "Orphan files deleted.", (double)st.orphans_removed},
-    };
-    const floe_table_debt *d = &st.debt;
-    double unknown = st.debt_known ? 0 : NAN;
-    struct { const char *name, *help; double v; } debt[] = {
-        {"floe_table_data_files", "Live data files (NaN before maintenance first looked).", (double)d->data_files},
-        {"floe_table_small_data_files", "Live data files below 75% of the target file size.", (double)d->small_data_files},
-        {"floe_table_delete_files", "Live delete files (each DV counts one).", (double)d->delete_files},
-        {"floe_table_deletion_vectors", "Live deletion vectors.", (double)d->deletion_vectors},
-        {"floe_table_equality_delete_files", "Live equality delete files.", (double)d->equality_delete_files},
-        {"floe_table_deleted_rows_ratio", "Rows position deletes and DVs delete, over data rows.", d->deleted_ratio},
-        {"floe_table_manifests", "Manifests in the current manifest list.", (double)(d->data_manifests + d->delete_manifests)},
-        {"floe_table_snapshots", "Snapshots in the table metadata.", (double)d->snapshots},
-        {"floe_table_oldest_snapshot_age_seconds", "Age of the oldest snapshot.", d->oldest_snapshot_age_ms / 1e3},
-        {"floe_table_metadata_bytes", "Size of the current metadata file.", (double)d->metadata_bytes},
-    };
-    bool any = st.snapshots_committed > 0;
-    int rc = summary(&b, id, "floe_commit_duration_seconds", "Time spent committing a batch "
-                     "(quantiles over the last 100 commits).", st.commit_seconds_total_us / 1e6,
-                     (double)st.snapshots_committed, any ? st.commit_p50_us / 1e6 : -1,
-                     any ? st.commit_p99_us / 1e6 : -1, err);
-    if (rc == FLOE_OK)
-        rc = summary(&b, id, "floe_close_duration_seconds", "Time spent closing a batch's files.",
-                     st.close_seconds_total_us / 1e6, (double)st.batches_sealed, -1, -1, err);
-    for (size_t i = 0; rc == FLOE_OK && i < sizeof m / sizeof m[0]; i++)
-        rc = metric(&b, id, m[i].name, m[i].type, m[i].help, m[i].v, err);
-    for (size_t i = 0; rc == FLOE_OK && i < sizeof debt / sizeof debt[0]; i++)
-        rc = metric(&b, id, debt[i].name, "gauge", debt[i].help, debt[i].v + unknown, err);
+    floe__buf_init(&b, (size_t)1 << 24);
+    int rc = floe__sinks_metrics(&sink, 1, &b, err);
     if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
         rc = FLOE_OOM(err);
     floe__buf_free(&b);

@@ -67,6 +67,10 @@ typedef struct floe__minter floe__minter;
 int floe__minter_new(uint64_t as_of, uint64_t commit_interval, bool has_resume,
                      floe__frontier resume, floe__minter **out, floe_error *err);
 void floe__minter_free(floe__minter *m);
+/* Per-advance mode (call before the first advance): no future batches;
+ * each advance past the end of what is minted mints one batch [end, F), so
+ * the caller's advances decide when snapshots are made. */
+void floe__minter_per_advance(floe__minter *m);
 
 /* Tell the minter the input frontier moved to `f` (non-decreasing; the
  * empty frontier means the input closed).  New descriptions become available
@@ -338,6 +342,9 @@ typedef struct floe__committer_config {
     int (*prepare)(void *ctx, floe__sealed *s, uint64_t token, floe__posdel_set **deletes,
                    floe_error *err);
     void *prepare_ctx;
+    /* Further summary properties (string values) for every snapshot, read
+     * at each attempt; borrowed, may be NULL. */
+    const json_t *extra_props;
 } floe__committer_config;
 
 #define FLOE__COMMIT_WINDOW 100         /* commit duration quantiles are over these */
@@ -432,5 +439,10 @@ void floe__maintainer_stop(floe__maintainer *m);
  * real sink. */
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err);
+/* The Prometheus text exposition of several sinks' metrics, appended to
+ * out: each metric's HELP and TYPE once, then a sample per sink (labelled
+ * with its sink id), as the format requires. */
+int floe__sinks_metrics(const floe_sink *const *sinks, size_t n, floe__buf *out,
+                        floe_error *err);
 
 #endif /* FLOE_SINK_INTERNAL_H */

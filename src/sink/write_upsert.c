@@ -19,7 +19,10 @@
  * (the key index, or the batch's own).  Equality deletes apply to earlier
  * snapshots only, position deletes to their own too, so a key updated many
  * times in one batch ends with exactly one row.  With a key of the whole row every copy counts: +2 then
- * -1 leaves one copy.  Checks that only warn (and count): an insertion for
+ * -1 leaves one copy.  A retraction by key (floe_sink_retract_key) has an
+ * empty row: it takes whichever row the key holds (a survivor of an
+ * earlier time of the batch, else the live row), with no "differs"
+ * warning.  Checks that only warn (and count): an insertion for
  * a key that is still live (a primary-key violation; not for whole-row
  * keys, where duplicates are legal), a retraction with no live row to
  * take, and (position mode) a retraction whose row differs from the live
@@ -49,6 +52,9 @@ typedef struct resolving {
 
 static const uint8_t *item_row(const floe__writer *w, const floe__group_item *it)
 {
+    static const uint8_t none[1];
+    if (it->row_len == 0)
+        return none;                      /* a retraction by key */
     return it->row ? it->row : w->g_rows.data + it->row_off;
 }
 
@@ -135,7 +141,7 @@ static int retract_older(resolving *r, const uint8_t *row, uint32_t len, uint64_
                           "ignored", key_text(r), (unsigned long long)time);
         return FLOE_OK;
     }
-    if (loc.rowhash && loc.rowhash != rh) {
+    if (len && loc.rowhash && loc.rowhash != rh) {      /* len 0: by key, any row */
         w->stats.retract_mismatch++;
         floe__writer_warn(w, "a retraction of key %s at time %llu names a row that differs "
                           "from the key's live row; the live row is deleted", key_text(r),

@@ -208,8 +208,50 @@ TEST(random_walks_stay_contiguous)
     }
 }
 
+/* Per-advance mode: each advance past the end mints one batch up to it,
+ * with no future batches in flight. */
+TEST(per_advance_mode_mints_one_batch_per_advance)
+{
+    floe__minter *m = NULL;
+    seen s = {0};
+    CHECK_EQ_INT(floe__minter_new(99, 1, false, floe__frontier_at(0), &m, NULL), FLOE_OK);
+    floe__minter_per_advance(m);
+    drain(m, &s);
+    CHECK(s.n == 1 && is(&s.b[0], 99, 100) && s.b[0].snapshot);
+    CHECK_EQ_INT(floe__minter_advance(m, floe__frontier_at(100), NULL), FLOE_OK);
+    drain(m, &s);
+    CHECK_EQ_INT(s.n, 1);                                  /* nothing past the catch-up start */
+    CHECK_EQ_INT(floe__minter_advance(m, floe__frontier_at(5000), NULL), FLOE_OK);
+    drain(m, &s);
+    CHECK(s.n == 2 && is(&s.b[1], 100, 5000));
+    CHECK_EQ_INT(floe__minter_advance(m, floe__frontier_at(5000), NULL), FLOE_OK);
+    drain(m, &s);
+    CHECK_EQ_INT(s.n, 2);                                  /* no empty batch */
+    for (uint64_t f = 6000; f <= 20000; f += 1000)
+        CHECK_EQ_INT(floe__minter_advance(m, floe__frontier_at(f), NULL), FLOE_OK);
+    drain(m, &s);
+    CHECK_EQ_INT(s.n, 17);
+    CHECK(is(&s.b[16], 19000, 20000));
+    CHECK_EQ_INT(floe__minter_end(m, floe__frontier_at(20500), NULL), FLOE_OK);
+    drain(m, &s);
+    CHECK(s.n == 18 && is(&s.b[17], 20000, 20500));
+    check_contiguous(&s);
+    floe__minter_free(m);
+    s.n = 0;                                               /* resuming, then closing */
+    CHECK_EQ_INT(floe__minter_new(0, 1, true, floe__frontier_at(40), &m, NULL), FLOE_OK);
+    floe__minter_per_advance(m);
+    CHECK_EQ_INT(floe__minter_advance(m, floe__frontier_at(30), NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__minter_advance(m, floe__frontier_at(41), NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__minter_advance(m, floe__frontier_closed(), NULL), FLOE_OK);
+    drain(m, &s);
+    CHECK(s.n == 2 && is(&s.b[0], 40, 41) && is(&s.b[1], 41, -1));
+    CHECK(floe__minter_done(m));
+    floe__minter_free(m);
+}
+
 int main(void)
 {
+    RUN(per_advance_mode_mints_one_batch_per_advance);
     RUN(frontier_text);
     RUN(fresh_start_mints_snapshot_batch_at_once);
     RUN(resume_from_recorded_frontier);

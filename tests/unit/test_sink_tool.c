@@ -98,6 +98,7 @@ int main(int argc, char **argv)
     o.schema = argv[6];
     o.key = strcmp(argv[7], "-") ? argv[7] : NULL;
     o.commit_interval = strtoull(argv[9], NULL, 10);
+    o.maintain = FLOE_MAINTAIN_OFF;          /* the faults are for the sink's own commits */
     floe_sink *sink = NULL;
     if (rc == FLOE_OK)
         rc = floe__sink_open_with(&o, &f->base, io, &sink, err);

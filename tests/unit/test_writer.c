@@ -219,6 +219,99 @@ TEST(a_row_written_in_an_earlier_close_of_the_batch_is_deleted_by_position)
     }
 }
 
+static uint64_t keys_in(wfix *f)
+{
+    floe__kx_stats st;
+    floe__kx_get_stats(f->kx, &st);
+    return st.keys;
+}
+
+/* A retraction by key (floe_sink_retract_key): the key with an empty row. */
+static void put_by_key(wfix *f, uint64_t time, int64_t id)
+{
+    char json[64];
+    snprintf(json, sizeof json, "{\"id\": %lld, \"v\": null}", (long long)id);
+    floe__buf_reset(&f->row);
+    const char *end;
+    CHECK_EQ_INT(floe__json_parse_row(f->t->schema, json, json + strlen(json), &end, &f->row,
+                                      NULL), FLOE_OK);
+    const uint8_t *k = floe__datum_skip(&f->t->schema->root.children[0], f->row.data,
+                                        f->row.data + f->row.len);
+    floe__buf_reset(&f->key);
+    floe__buf_append(&f->key, f->row.data, (size_t)(k - f->row.data), NULL);
+    floe__upd u = {time, -1, f->key.data, f->row.data + f->row.len, (uint32_t)f->key.len, 0,
+                   false};
+    CHECK_EQ_INT(floe__writer_write(f->w, &u, NULL), FLOE_OK);
+}
+
+/* Position mode: a retraction by key takes the live row of an earlier batch
+ * (whatever it holds, without a "differs" warning), or a row the batch
+ * inserted at an earlier time; never one inserted at the same time. */
+TEST(a_retraction_by_key_takes_the_live_row_without_a_warning)
+{
+    wfix f;
+    if (wfix_open(&f, "by-key", "id bigint not null, v text", true, "id", true) != 0)
+        goto out;
+    add_batch(&f, 0, 10, false);
+    add_batch(&f, 10, 20, false);
+    put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
+    put(&f, 2, 1, "{\"id\": 2, \"v\": \"b\"}");
+    put(&f, 3, 1, "{\"id\": 3, \"v\": \"c\"}");
+    put_by_key(&f, 5, 3);                                 /* deletes (3, c) of this batch */
+    put_by_key(&f, 11, 1);                                /* update of key 1: by key ... */
+    put(&f, 11, 1, "{\"id\": 1, \"v\": \"a2\"}");     /* ... then the new row */
+    put_by_key(&f, 13, 1);                                /* updated again, a later time */
+    put(&f, 13, 1, "{\"id\": 1, \"v\": \"a3\"}");     /* (a key's updates come together) */
+    put_by_key(&f, 12, 2);                                /* delete of key 2 */
+    put_by_key(&f, 14, 9);                                /* no live row: warned */
+    floe__sealed *a = seal(&f, 10), *b = seal(&f, 20);
+    CHECK(a && b);
+    if (a && b) {
+        CHECK_EQ_INT(a->rows_written, 2);                 /* (1, a), (2, b) */
+        CHECK_EQ_INT(a->position_deletes, 0);
+        CHECK_EQ_INT(b->rows_written, 1);                 /* only (1, a3) */
+        CHECK_EQ_INT(b->position_deletes, 2);             /* (1, a) and (2, b) of batch 1 */
+        CHECK_EQ_INT(b->equality_deletes, 0);
+    }
+    floe__writer_stats st;
+    floe__writer_get_stats(f.w, &st);
+    CHECK_EQ_INT(st.retract_mismatch, 0);
+    CHECK_EQ_INT(st.retract_missing, 1);
+    CHECK_EQ_INT(st.pk_violations, 0);
+    CHECK_EQ_INT(f.warnings, 1);
+    CHECK_EQ_INT(keys_in(&f), 1);                         /* (1, a3) */
+    floe__sealed_free(a);
+    floe__sealed_free(b);
+out:
+    wfix_close(&f);
+}
+
+/* Equality mode: a retraction by key of an earlier snapshot's row is an
+ * equality delete on the key; one of a row the batch wrote in an earlier
+ * close is a position delete. */
+TEST(a_retraction_by_key_in_equality_mode)
+{
+    wfix f;
+    if (wfix_open(&f, "by-key-eq", "id bigint not null, v text", true, "id", false) != 0)
+        goto out;
+    add_batch(&f, 0, 10, false);
+    put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\"}");
+    CHECK_EQ_INT(floe__writer_flush(f.w, NULL), FLOE_OK);          /* a first close */
+    put_by_key(&f, 4, 1);
+    put(&f, 4, 1, "{\"id\": 1, \"v\": \"b\"}");
+    put_by_key(&f, 5, 7);                                 /* an older snapshot's key */
+    floe__sealed *s = seal(&f, 10);
+    if (s) {
+        CHECK_EQ_INT(s->rows_written, 2);
+        CHECK_EQ_INT(s->position_deletes, 1);
+        CHECK_EQ_INT(s->equality_deletes, 1);
+    }
+    floe__sealed_free(s);
+    CHECK_EQ_INT(f.warnings, 0);
+out:
+    wfix_close(&f);
+}
+
 /* ---- keys of the whole row ----------------------------------------------------------- */
 
 TEST(duplicates_under_a_whole_row_key_keep_their_multiplicity)
@@ -251,13 +344,6 @@ out:
 }
 
 /* ---- position mode: the key index ----------------------------------------------------------- */
-
-static uint64_t keys_in(wfix *f)
-{
-    floe__kx_stats st;
-    floe__kx_get_stats(f->kx, &st);
-    return st.keys;
-}
 
 TEST(position_mode_deletes_rows_of_earlier_batches_by_position)
 {
@@ -417,6 +503,8 @@ int main(void)
     RUN(a_key_updated_within_a_batch_writes_only_what_survives);
     RUN(two_insertions_of_a_key_at_one_time_warn_and_both_can_be_retracted);
     RUN(a_row_written_in_an_earlier_close_of_the_batch_is_deleted_by_position);
+    RUN(a_retraction_by_key_takes_the_live_row_without_a_warning);
+    RUN(a_retraction_by_key_in_equality_mode);
     RUN(duplicates_under_a_whole_row_key_keep_their_multiplicity);
     RUN(position_mode_deletes_rows_of_earlier_batches_by_position);
     RUN(position_mode_whole_row_duplicates_across_batches);

@@ -1,0 +1,414 @@
+/*
+ * pg.c - `floe pg`: tables of a Postgres database mirrored into Iceberg
+ * tables through logical replication, exactly once (docs/postgres.md).
+ *
+ *   floe pg --source postgres://user@host/db --tables public.orders,public.items
+ *           [--create-publication] [--slot NAME] [--namespace NS] ...
+ *
+ * The library does the work (floe_pg_*): this file turns options into
+ * floe_pg_options, prints notices, warnings, the status line and the
+ * summary, serves /metrics and /health, and maps the outcome to the exit
+ * status: 0 when --stop-at was reached, 1 when the mirror halted, 2 for bad
+ * options, 128 + N when stopped by signal N (after committing every whole
+ * transaction received).  The connection string is never printed.
+ */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli_internal.h"
+
+static const char USAGE[] =
+    "floe pg [--source CONNINFO] [--tables SCHEMA.TABLE,...] [--publication NAME] "
+    "[--create-publication] [--slot NAME] [--namespace NS] [--table-map SCHEMA.TABLE=NS.NAME,...] "
+    "[--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
+    "[--idle-commit-interval DURATION] [--stop-at LSN|now] [--txn-memory BYTES] "
+    "[--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
+    "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
+    "[--memory-limit BYTES] [--spill-dir DIR] [--sink-version N] [--metrics-addr HOST:PORT] "
+    "[--quiet]";
+
+static const char NOTES[] =
+    "source:\n"
+    "  A libpq connection string or URI (postgres://user@host:5432/db); without it the\n"
+    "  PG* environment variables (PGHOST, PGUSER, PGPASSWORD, ...) apply.  It is never\n"
+    "  printed.  The server needs wal_level = logical; the role needs REPLICATION and\n"
+    "  SELECT on the tables (and CREATE on the database for --create-publication).\n"
+    "\n"
+    "tables:\n"
+    "  Each table goes to its own Iceberg table, NAMESPACE.table (NAMESPACE: --namespace,\n"
+    "  else the Postgres schema), keyed by its primary key (or replica identity index).\n"
+    "  A table floe has not copied yet is copied first, inside the snapshot of the\n"
+    "  replication slot; then the change stream follows.  Tables whose values Postgres\n"
+    "  may store out of line (text, jsonb, numeric, arrays...) need REPLICA IDENTITY FULL.\n"
+    "  TRUNCATE and ALTER TABLE of a mirrored table stop the mirror with an error.\n"
+    "\n"
+    "exactly once:\n"
+    "  Snapshots are committed every --commit-interval (wall clock) for tables with\n"
+    "  changes, every --idle-commit-interval for the others; the slot's confirmed LSN\n"
+    "  only moves to what every table has committed.  Kill it at any moment and run the\n"
+    "  same command again: nothing is lost or doubled.\n"
+    "\n"
+    "exit status:\n"
+    "  0    --stop-at was reached: everything up to it is committed\n"
+    "  1    the mirror halted (the message says why); tables stay at their last commits\n"
+    "  2    bad options: nothing was created\n"
+    "  129, 130, 143   stopped by SIGHUP, SIGINT, SIGTERM (whole transactions received\n"
+    "       are committed first)\n";
+
+static const cli_command CMD = {"pg", USAGE, NOTES};
+
+#define MAX_WARNINGS 20
+#define TTY_INTERVAL_NS 1000000000u
+#define PLAIN_INTERVAL_NS 10000000000u
+
+typedef struct run {
+    floe_pg *pg;
+    floe_error *err;
+    metrics_server *metrics;
+    cli_status *status;
+    cli_status_mode mode;
+    uint64_t interval_ns, linger_ns, started_ns;
+    _Atomic uint64_t warnings;      /* the maintenance threads warn too */
+    uint64_t last_changes;
+    double last_secs;
+} run;
+
+static void on_warning(void *ctx, const char *msg)
+{
+    run *r = ctx;                      /* the tables' maintenance threads warn too */
+    uint64_t n = atomic_fetch_add(&r->warnings, 1) + 1;
+    if (n <= MAX_WARNINGS)
+        cli_say("floe: warning: %s\n", msg);
+    else if (n == MAX_WARNINGS + 1)
+        cli_say("floe: warning: further warnings are counted, not shown\n");
+}
+
+static void on_notice(void *ctx, const char *msg)
+{
+    run *r = ctx;
+    if (r->mode != CLI_STATUS_QUIET)
+        cli_say("floe: %s\n", msg);
+}
+
+/* ---- options ---------------------------------------------------------------------------------- */
+
+static int wall_ms(const cli_opt *opts, const char *name, uint64_t *ms)
+{
+    uint64_t ns = *ms * 1000000u;
+    if (cli_wall_duration_opt(opts, name, false, &ns) != 0)
+        return -1;
+    *ms = ns / 1000000u ? ns / 1000000u : 1;
+    return 0;
+}
+
+static int sink_numbers(const cli_opt *opts, floe_sink_options *o)
+{
+    size_t mem = 0, target = 0;
+    const char *codec = cli_get(opts, "compression"), *dm = cli_get(opts, "delete-mode");
+    if (codec) {
+        int c = floe_compression_from_name(codec);
+        if (c < 0) {
+            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
+            return -1;
+        }
+        o->compression = (floe_compression)c;
+    }
+    if (dm && strcmp(dm, "position") != 0 && strcmp(dm, "equality") != 0) {
+        cli_say("floe: --delete-mode must be position or equality, not '%s'\n", dm);
+        return -1;
+    }
+    o->delete_mode = dm && strcmp(dm, "equality") == 0 ? FLOE_DELETE_EQUALITY
+                                                        : FLOE_DELETE_POSITION;
+    uint64_t fv = 0;
+    if (cli_size_opt(opts, "target-file-size", &target) != 0 ||
+        cli_size_opt(opts, "memory-limit", &mem) != 0 ||
+        cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
+        cli_u64_opt(opts, "format-version", &fv) != 0 || cli_maintain_opts(opts, o) != 0)
+        return -1;
+    if (cli_has(opts, "format-version") && fv != 2 && fv != 3) {
+        cli_say("floe: --format-version must be 2 or 3, not %" PRIu64 "\n", fv);
+        return -1;
+    }
+    o->format_version = (int)fv;
+    o->target_file_size = target;
+    o->memory_limit = mem;
+    return 0;
+}
+
+static int stop_at(const cli_opt *opts, floe_pg_options *o)
+{
+    const char *v = cli_get(opts, "stop-at");
+    if (!v)
+        return 0;
+    if (strcmp(v, "now") == 0) {
+        o->stop_at_now = 1;
+        return 0;
+    }
+    if (floe_pg_lsn_parse(v, &o->stop_at_lsn) != 0 || !o->stop_at_lsn) {
+        cli_say("floe: --stop-at must be an LSN (16/B374D848) or 'now', not '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int options(const cli_opt *opts, floe_pg_options *o, run *r)
+{
+    floe_pg_options_init(o);
+    o->source = cli_get(opts, "source");
+    o->tables = cli_get(opts, "tables");
+    o->publication = cli_get(opts, "publication");
+    o->create_publication = cli_has(opts, "create-publication");
+    o->slot = cli_get(opts, "slot");
+    o->namespace_name = cli_get(opts, "namespace");
+    o->table_map = cli_get(opts, "table-map");
+    o->on_notice = on_notice;
+    o->notice_ctx = r;
+    cli_connect_options(opts, &o->sink.connect);
+    o->sink.index_dir = cli_get(opts, "index-dir");
+    o->sink.spill_dir = cli_get(opts, "spill-dir");
+    o->sink.on_warning = on_warning;
+    o->sink.warning_ctx = r;
+    o->stop_fd = cli_signals_fd();
+    size_t txn = 0;
+    if (sink_numbers(opts, &o->sink) != 0 || wall_ms(opts, "commit-interval", &o->commit_interval_ms) ||
+        wall_ms(opts, "idle-commit-interval", &o->idle_commit_interval_ms) || stop_at(opts, o) ||
+        cli_size_opt(opts, "txn-memory", &txn) != 0)
+        return -1;
+    o->txn_memory = txn;
+    if (!o->tables && !o->publication) {
+        cli_say("floe: name the tables (--tables) or a publication (--publication)\n");
+        return -1;
+    }
+    const char *term = getenv("TERM");
+    bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
+    r->mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
+    r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
+    if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0 ||
+        cli_wall_duration_opt(opts, "metrics-linger", true, &r->linger_ns) != 0)
+        return -1;
+    if (r->linger_ns && !cli_has(opts, "metrics-addr")) {
+        cli_say("floe: --metrics-linger needs --metrics-addr\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- what is shown -------------------------------------------------------------------------- */
+
+static void bytes_text(uint64_t b, char *out, size_t n)
+{
+    if (b < 10000)
+        snprintf(out, n, "%" PRIu64 " B", b);
+    else if (b < 10000000)
+        snprintf(out, n, "%.1f kB", (double)b / 1e3);
+    else
+        snprintf(out, n, "%.1f MB", (double)b / 1e6);
+}
+
+static void status_text(void *ctx, double secs, char *buf, size_t cap)
+{
+    run *r = ctx;
+    floe_pg_stats st;
+    floe_pg_stats_get(r->pg, &st);
+    char when[32], rcv[24], done[24] = "none", lag[24];
+    cli_elapsed_text((uint64_t)(secs * 1e9), when, sizeof when);
+    if (st.phase < 2) {
+        snprintf(buf, cap, "%s: copying: %" PRIu64 " of %" PRIu64 " tables, %" PRIu64 " rows",
+                 when, st.tables_copied, st.tables, st.copy_rows);
+        return;
+    }
+    uint64_t changes = st.inserts + st.updates + st.deletes;
+    double dt = secs - r->last_secs;
+    double rate = dt > 0 ? (double)(changes - r->last_changes) / dt : 0.0;
+    r->last_changes = changes;
+    r->last_secs = secs;
+    floe_pg_lsn_format(st.received_lsn, rcv, sizeof rcv);
+    if (st.committed_lsn)
+        floe_pg_lsn_format(st.committed_lsn, done, sizeof done);
+    bytes_text(st.lag_bytes, lag, sizeof lag);
+    snprintf(buf, cap, "%s: %" PRIu64 " changes (%.0f/s) in %" PRIu64 " transactions, %" PRIu64
+             " snapshots, received %s, committed %s, lag %s %.1fs", when, changes, rate,
+             st.transactions, st.snapshots_committed, rcv, done, lag, st.lag_seconds);
+}
+
+static int metrics_text(void *ctx, char **text, floe_error *err)
+{
+    return floe_pg_metrics(ctx, text, err);
+}
+
+static void table_notices(run *r)
+{
+    if (r->mode == CLI_STATUS_QUIET)
+        return;
+    for (size_t i = 0; i < floe_pg_table_count(r->pg); i++) {
+        floe_pg_table_info t;
+        if (floe_pg_table_info_get(r->pg, i, &t, NULL) != FLOE_OK)
+            continue;
+        const char *from = floe_sink_resume_frontier(t.sink);
+        uint64_t lsn = 0;
+        char text[24] = "";
+        if (from && from[0] == '[')
+            floe_pg_lsn_format(strtoull(from + 1, NULL, 10), text, sizeof text);
+        (void)lsn;
+        if (from)
+            cli_say("floe: %s -> %s: resuming at %s (changes below it are in the table)\n",
+                    t.source, t.table, text);
+        else
+            cli_say("floe: %s -> %s: new to this mirror, copied first\n", t.source, t.table);
+    }
+}
+
+static void report_done(run *r)
+{
+    metrics_server_health(r->metrics, 200, "finished");
+    if (r->mode == CLI_STATUS_QUIET)
+        return;
+    floe_pg_stats st;
+    floe_pg_stats_get(r->pg, &st);
+    char lsn[24];
+    floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
+    double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
+    cli_say("floe: done in %.1fs: %" PRIu64 " tables (%" PRIu64 " copied, %" PRIu64 " rows), %"
+            PRIu64 " transactions (%" PRIu64 " inserts, %" PRIu64 " updates, %" PRIu64
+            " deletes), %" PRIu64 " snapshots; every table committed up to %s, the slot's "
+            "confirmed LSN\n", secs, st.tables, st.tables_copied, st.copy_rows, st.transactions,
+            st.inserts, st.updates, st.deletes, st.snapshots_committed, lsn);
+}
+
+static int report_stop(run *r, int sig)
+{
+    char buf[32], lsn[24] = "none";
+    const char *name = cli_signal_name(sig, buf, sizeof buf);
+    metrics_server_health(r->metrics, 503, "stopping: %s", name);
+    floe_pg_stats st;
+    floe_pg_stats_get(r->pg, &st);
+    if (st.committed_lsn)
+        floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
+    if (st.phase == 1)
+        cli_say("floe: %s: stopped during the initial copy: %" PRIu64 " of %" PRIu64 " tables "
+                "committed their copy; the same command copies the others\n", name,
+                st.tables_copied, st.tables);
+    else
+        cli_say("floe: %s: stopped; every table is committed up to at least %s and the slot "
+                "confirmed there: the same command resumes\n", name, lsn);
+    return 128 + sig;
+}
+
+static void report_halt(run *r, const char *what)
+{
+    char chain[16384];
+    cli_chain(r->err, chain, sizeof chain);
+    metrics_server_health(r->metrics, 503, "halted: %s", chain);
+    cli_say("floe: %s: %s\n", what, chain);
+    if (floe_error_retryable(r->err))
+        cli_say("floe: this may be transient: run the same command again (each table resumes "
+                "at its last commit)\n");
+    else
+        cli_say("floe: fix the cause and run the same command again: each table stays at its "
+                "last commit (nothing after it is visible)\n");
+}
+
+static void linger(run *r)
+{
+    if (!r->metrics || !r->linger_ns || cli_signals_caught())
+        return;
+    uint64_t until = cli_now_ns() + r->linger_ns;
+    for (uint64_t now; (now = cli_now_ns()) < until && !cli_signals_caught();) {
+        struct pollfd p = {cli_signals_fd(), POLLIN, 0};
+        poll(&p, 1, (int)((until - now) / 1000000u) + 1);
+    }
+}
+
+static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)
+{
+    const char *addr = cli_get(opts, "metrics-addr");
+    bool usage = false;
+    if (addr && !(r->metrics = metrics_server_start(addr, &usage)))
+        return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+    r->started_ns = cli_now_ns();
+    if (floe_pg_open(o, &r->pg, r->err) != FLOE_OK) {
+        report_halt(r, "pg");
+        linger(r);
+        return floe_error_code(r->err) == FLOE_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+    }
+    metrics_server_attach_fn(r->metrics, metrics_text, r->pg);
+    table_notices(r);
+    r->status = cli_status_start_fn(r->mode, r->interval_ns, status_text, r);
+    int rc = floe_pg_run(r->pg, r->err);
+    cli_status_stop(r->status);
+    r->status = NULL;
+    if (rc == FLOE_EINTERRUPTED && cli_signals_caught())
+        return report_stop(r, cli_signals_caught());
+    if (rc != FLOE_OK) {
+        report_halt(r, "pg");
+        linger(r);
+        return CLI_EXIT_FAILED;
+    }
+    report_done(r);
+    linger(r);
+    return CLI_EXIT_OK;
+}
+
+int cmd_pg(int argc, char **argv)
+{
+    cli_opt opts[] = {
+        {"source", true, "Postgres connection string or URI (default: the PG* environment)",
+         NULL},
+        {"tables", true, "tables to mirror, SCHEMA.TABLE,... (default: the publication's)", NULL},
+        {"publication", true, "publication to stream (default: the slot's name)", NULL},
+        {"create-publication", false, "create the publication, or add missing tables to it",
+         NULL},
+        {"slot", true, "replication slot, created when missing (default floe)", NULL},
+        {"namespace", true, "Iceberg namespace of the tables (default: the Postgres schema)",
+         NULL},
+        {"table-map", true, "Iceberg names, SCHEMA.TABLE=NS.NAME,...", NULL},
+        CLI_CATALOG_OPTS,
+        {"commit-interval", true, "wall clock between snapshots of a table with changes "
+                                  "(default 10s)", NULL},
+        {"idle-commit-interval", true, "wall clock between progress records of a table "
+                                       "without changes (default 1m)", NULL},
+        {"stop-at", true, "stop once every table has committed up to this LSN, or 'now' "
+                          "(the server's position when streaming starts)", NULL},
+        {"txn-memory", true, "bytes one transaction may leave per key in tables without "
+                             "REPLICA IDENTITY FULL (default 1g)", NULL},
+        {"compression", true, "zstd (default), snappy, gzip or none", NULL},
+        {"target-file-size", true, "data file roll-over size (default 512m)", NULL},
+        {"delete-mode", true, "position (default) or equality", NULL},
+        CLI_MAINTAIN_OPTS,
+        {"format-version", true, "Iceberg format of tables floe creates: 2 (default) or 3",
+         NULL},
+        {"index-dir", true, "where the key indexes are kept between runs", NULL},
+        {"memory-limit", true, "memory for all tables' held updates and key indexes "
+                               "(default 1g)", NULL},
+        {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
+        {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL},
+        {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},
+        {"metrics-linger", true, "after the run, keep serving them this long", NULL},
+        {"progress-interval", true, "redraw the status line this often", NULL},
+        {"quiet", false, "no status line, notices or summary (errors and warnings shown)",
+         NULL},
+        {NULL, false, NULL, NULL},
+    };
+    int p = cli_parse(&CMD, argc, argv, opts);
+    if (p != 0)
+        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (cli_signals_start() != 0) {
+        cli_say("floe: cannot set up the stop signals\n");
+        return CLI_EXIT_FAILED;
+    }
+    run r = {0};
+    r.err = floe_error_new();
+    floe_pg_options o;
+    int status = CLI_EXIT_FAILED;
+    if (r.err)
+        status = options(opts, &o, &r) != 0 ? CLI_EXIT_USAGE : open_and_run(&r, opts, &o);
+    cli_status_stop(r.status);
+    metrics_server_stop(r.metrics);
+    floe_pg_free(r.pg);
+    floe_error_free(r.err);
+    return status;
+}

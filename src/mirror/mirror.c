@@ -1,0 +1,407 @@
+/*
+ * mirror.c - the public floe_pg object: options, open, run, stop, free,
+ * the tables, stats and metrics.  The work is in the other mirror_*.c
+ * files (mirror_internal.h says which does what).
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "mirror/mirror_internal.h"
+
+#define DEFAULT_MEMORY ((size_t)1 << 30)
+
+void floe_pg_options_init(floe_pg_options *o)
+{
+    memset(o, 0, sizeof *o);
+    floe_sink_options_init(&o->sink);
+    o->commit_interval_ms = 10000;
+    o->idle_commit_interval_ms = 60000;
+    o->stop_fd = -1;
+}
+
+void floe_pg_lsn_format(uint64_t lsn, char *out, size_t n) { floe__lsn_format(lsn, out, n); }
+int floe_pg_lsn_parse(const char *text, uint64_t *out) { return floe__lsn_parse(text, out); }
+
+/* ---- messages ----------------------------------------------------------------------------- */
+
+void floe__mirror_notice(floe_pg *pg, const char *fmt, ...)
+{
+    if (!pg->opts.on_notice)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pg->opts.on_notice(pg->opts.notice_ctx, msg);
+}
+
+void floe__mirror_warn(floe_pg *pg, const char *fmt, ...)
+{
+    if (!pg->opts.sink.on_warning)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pg->opts.sink.on_warning(pg->opts.sink.warning_ctx, msg);
+}
+
+/* ---- stop ---------------------------------------------------------------------------------- */
+
+void floe_pg_stop(floe_pg *pg)
+{
+    if (pg && pg->stop_pipe[1] >= 0) {
+        ssize_t w = write(pg->stop_pipe[1], "x", 1);
+        (void)w;                       /* full: a stop is pending already */
+    }
+}
+
+bool floe__mirror_stopping(floe_pg *pg)
+{
+    struct pollfd p[2] = {{pg->stop_pipe[0], POLLIN, 0}, {pg->opts.stop_fd, POLLIN, 0}};
+    return poll(p, pg->opts.stop_fd >= 0 ? 2 : 1, 0) > 0;
+}
+
+/* ---- stats --------------------------------------------------------------------------------- */
+
+/* The smallest committed frontier over the tables, 0 when one has none. */
+static uint64_t committed_min(const floe_pg *pg, uint64_t *snapshots)
+{
+    uint64_t min = UINT64_MAX;
+    *snapshots = 0;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        floe_sink_stats st;
+        if (!pg->tables[i].sink)
+            return 0;
+        floe_sink_stats_get(pg->tables[i].sink, &st);
+        *snapshots += st.snapshots_committed;
+        if (!st.has_committed_frontier || st.committed_frontier_empty)
+            return 0;
+        if (st.committed_frontier < min)
+            min = st.committed_frontier;
+    }
+    return min == UINT64_MAX ? 0 : min;
+}
+
+static double lag_seconds(const floe_pg *pg)
+{
+    int64_t oldest = 0;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        const floe__mtable *t = &pg->tables[i];
+        if (t->pending && (!oldest || t->pending_since < oldest))
+            oldest = t->pending_since;
+    }
+    if (!oldest)
+        return 0.0;
+    int64_t now = floe__pg_now_us();
+    return now > oldest ? (double)(now - oldest) / 1e6 : 0.0;
+}
+
+void floe__mirror_publish(floe_pg *pg)
+{
+    floe_pg_stats st = {0};
+    st.phase = pg->streaming ? 2 : 1;
+    st.tables = pg->ntables;
+    st.tables_copied = pg->tables_copied;
+    st.copy_rows = pg->copy_rows;
+    st.transactions = pg->transactions;
+    st.inserts = pg->inserts;
+    st.updates = pg->updates;
+    st.deletes = pg->deletes;
+    st.bytes_received = pg->bytes_in;
+    st.frontier = pg->frontier;
+    st.received_lsn = pg->received;
+    st.server_lsn = pg->server_lsn;
+    st.committed_lsn = committed_min(pg, &st.snapshots_committed);
+    st.confirmed_lsn = pg->reported;
+    uint64_t head = pg->server_lsn > pg->received ? pg->server_lsn : pg->received;
+    st.lag_bytes = st.committed_lsn && head > st.committed_lsn ? head - st.committed_lsn : 0;
+    st.lag_seconds = lag_seconds(pg);
+    pthread_mutex_lock(&pg->lock);
+    pg->published = st;
+    pthread_mutex_unlock(&pg->lock);
+}
+
+void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out)
+{
+    floe_pg *p = (floe_pg *)pg;               /* the lock is all that is touched */
+    pthread_mutex_lock(&p->lock);
+    *out = p->published;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static int pg_metric(floe__buf *b, const char *slot, const char *name, const char *type,
+                     const char *help, double v, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n%s{slot=\"", name, help,
+                                  name, type, name));
+    for (const char *p = slot; *p; p++)          /* slot names are [a-z0-9_] */
+        FLOE_FORWARD(floe__buf_putc(b, (uint8_t)*p, err));
+    return floe__buf_printf(b, err, isnan(v) ? "\"} NaN\n" : "\"} %.17g\n", v);
+}
+
+static int slot_metrics(const floe_pg *pg, floe__buf *b, floe_error *err)
+{
+    floe_pg_stats st;
+    floe_pg_stats_get(pg, &st);
+    struct { const char *name, *type, *help; double v; } m[] = {
+        {"floe_pg_lag_bytes", "gauge", "WAL bytes between the server's position and the smallest committed frontier of the tables.", (double)st.lag_bytes},
+        {"floe_pg_lag_seconds", "gauge", "Seconds since the oldest transaction received but not yet committed into its table committed in Postgres.", st.lag_seconds},
+        {"floe_pg_server_lsn", "gauge", "The server's WAL position, as last seen.", (double)st.server_lsn},
+        {"floe_pg_received_lsn", "gauge", "The end of the last replication message received.", (double)st.received_lsn},
+        {"floe_pg_committed_lsn", "gauge", "The smallest committed frontier of the tables (NaN: none yet).", st.committed_lsn ? (double)st.committed_lsn : NAN},
+        {"floe_pg_confirmed_flush_lsn", "gauge", "The flush LSN last reported to the slot (NaN: none yet).", st.confirmed_lsn ? (double)st.confirmed_lsn : NAN},
+        {"floe_pg_transactions_total", "counter", "Transactions received with changes of the tables.", (double)st.transactions},
+        {"floe_pg_inserts_total", "counter", "Inserted rows received.", (double)st.inserts},
+        {"floe_pg_updates_total", "counter", "Updated rows received.", (double)st.updates},
+        {"floe_pg_deletes_total", "counter", "Deleted rows received.", (double)st.deletes},
+        {"floe_pg_bytes_received_total", "counter", "pgoutput message bytes received.", (double)st.bytes_received},
+        {"floe_pg_copy_rows_total", "counter", "Rows of the initial copies.", (double)st.copy_rows},
+        {"floe_pg_tables", "gauge", "Tables mirrored.", (double)st.tables},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        FLOE_FORWARD(pg_metric(b, pg->slot_name, m[i].name, m[i].type, m[i].help, m[i].v, err));
+    return FLOE_OK;
+}
+
+int floe_pg_metrics(const floe_pg *pg, char **out, floe_error *err)
+{
+    floe__buf b;
+    floe__buf_init(&b, (size_t)1 << 26);
+    const floe_sink **sinks = floe__calloc(pg->ntables ? pg->ntables : 1, sizeof *sinks);
+    int rc = sinks ? FLOE_OK : FLOE_OOM(err);
+    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
+        sinks[i] = pg->tables[i].sink;
+    if (rc == FLOE_OK)
+        rc = slot_metrics(pg, &b, err);
+    if (rc == FLOE_OK)
+        rc = floe__sinks_metrics(sinks, pg->ntables, &b, err);
+    if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
+        rc = FLOE_OOM(err);
+    floe__free(sinks);
+    floe__buf_free(&b);
+    return rc;
+}
+
+/* ---- tables -------------------------------------------------------------------------------- */
+
+size_t floe_pg_table_count(const floe_pg *pg) { return pg->ntables; }
+const char *floe_pg_slot_name(const floe_pg *pg) { return pg->slot_name; }
+const char *floe_pg_publication_name(const floe_pg *pg) { return pg->pub_name; }
+
+int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out, floe_error *err)
+{
+    FLOE_RETURN_IF(i >= pg->ntables, err, FLOE_EINVAL, "no table %zu", i);
+    const floe__mtable *t = &pg->tables[i];
+    out->source = t->source;
+    out->table = t->ident;
+    out->sink_id = t->sink_id;
+    out->sink = t->sink;
+    out->copied = t->copied;
+    out->copied_rows = t->copied_rows;
+    return FLOE_OK;
+}
+
+/* ---- open, run, free ----------------------------------------------------------------------- */
+
+static int copy_options(floe_pg *pg, const floe_pg_options *o, floe_error *err)
+{
+    pg->opts = *o;
+    pg->slot_name = floe__strdup(o->slot ? o->slot : "floe");
+    pg->pub_name = floe__strdup(o->publication ? o->publication : pg->slot_name ? pg->slot_name
+                                                                                : "floe");
+    pg->source_text = o->source ? floe__strdup(o->source) : NULL;
+    if (!pg->slot_name || !pg->pub_name || (o->source && !pg->source_text))
+        return FLOE_OOM(err);
+    pg->opts.source = pg->source_text;
+    pg->opts.slot = pg->slot_name;
+    pg->opts.publication = pg->pub_name;
+    if (!pg->opts.sink.memory_limit)
+        pg->opts.sink.memory_limit = DEFAULT_MEMORY;
+    if (!pg->opts.commit_interval_ms)
+        pg->opts.commit_interval_ms = 10000;
+    if (!pg->opts.idle_commit_interval_ms)
+        pg->opts.idle_commit_interval_ms = 60000;
+    pg->stop_lsn = o->stop_at_lsn;
+    return FLOE_OK;
+}
+
+static int check_slot_name(const char *s, floe_error *err)
+{
+    size_t n = strlen(s);
+    bool ok = n > 0 && n <= 63;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+    FLOE_RETURN_IF(!ok, err, FLOE_EINVAL, "slot name '%.70s' must be 1 to 63 lower-case letters, "
+                   "digits and underscores (as Postgres requires)", s);
+    return FLOE_OK;
+}
+
+int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
+{
+    FLOE_RETURN_IF(!o || !out, err, FLOE_EINVAL, "floe_pg_open: NULL argument");
+    floe_pg *pg = floe__calloc(1, sizeof *pg);
+    if (!pg)
+        return FLOE_OOM(err);
+    pg->stop_pipe[0] = pg->stop_pipe[1] = -1;
+    pthread_mutex_init(&pg->lock, NULL);
+    floe__pgo_decoder_init(&pg->dec);
+    floe__buf_init(&pg->scratch, (size_t)1 << 30);
+    floe__buf_init(&pg->fields_buf, (size_t)1 << 30);
+    floe__buf_init(&pg->keybuf, (size_t)1 << 30);
+    floe__buf_init(&pg->fill, (size_t)1 << 30);
+    int rc = copy_options(pg, o, err);
+    if (rc == FLOE_OK)
+        rc = check_slot_name(pg->slot_name, err);
+    if (rc == FLOE_OK && pipe2(pg->stop_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+        rc = floe__err_set(err, FLOE_EIO, "cannot make a pipe");
+    if (rc == FLOE_OK)
+        rc = floe__txnmap_new(o->txn_memory ? o->txn_memory : DEFAULT_MEMORY, &pg->txn, err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_setup(pg, err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_slot_prepare(pg, err);
+    if (rc != FLOE_OK) {
+        floe_pg_free(pg);
+        return rc;
+    }
+    floe__mirror_publish(pg);
+    *out = pg;
+    return FLOE_OK;
+}
+
+static int copy_phase(floe_pg *pg, floe_error *err)
+{
+    bool any = false;
+    for (size_t i = 0; i < pg->ntables; i++)
+        any = any || pg->tables[i].copy;
+    if (!any)
+        return FLOE_OK;
+    uint64_t at = pg->slot.consistent;
+    char snap[96];
+    snprintf(snap, sizeof snap, "%s", pg->slot.snapshot);
+    if (!pg->slot.created) {             /* the exported snapshot is gone: a temporary slot */
+        char name[64];
+        snprintf(name, sizeof name, "floe_copy_%d_%" PRIx64, (int)getpid(),
+                 (uint64_t)floe__monotonic_ns() & 0xffffffffu);
+        FLOE_FORWARD(floe__pg_connect(pg->opts.source, true, &pg->tmp, err));
+        FLOE_FORWARD(floe__mirror_slot_create(pg, pg->tmp, name, true, &at, snap, sizeof snap,
+                                              err));
+        char lsn[24];
+        floe__lsn_format(at, lsn, sizeof lsn);
+        floe__mirror_notice(pg, "copying inside the snapshot of temporary slot %s, consistent "
+                            "at %s (slot %s exists, so its own snapshot is gone)", name, lsn,
+                            pg->slot_name);
+    }
+    int rc = floe__mirror_copy(pg, snap, at, err);
+    floe__pg_close(pg->tmp);             /* drops the temporary slot */
+    pg->tmp = NULL;
+    return rc;
+}
+
+int floe_pg_run(floe_pg *pg, floe_error *err)
+{
+    int rc = copy_phase(pg, err);
+    if (rc != FLOE_OK) {
+        floe__mirror_publish(pg);                  /* phase 1: stopped while copying */
+        return rc;
+    }
+    rc = floe__mirror_stream(pg, err);
+    pg->streaming = false;
+    floe__mirror_publish(pg);
+    pthread_mutex_lock(&pg->lock);
+    pg->published.phase = 3;
+    pthread_mutex_unlock(&pg->lock);
+    return rc;
+}
+
+static void table_free(floe__mtable *t)
+{
+    floe_row_free(t->row);
+    floe_row_free(t->keyrow);
+    floe_row_free(t->oldrow);
+    floe_sink_free(t->sink);
+    for (size_t c = 0; c < t->ncols; c++)
+        floe__free(t->cols[c].name);
+    floe__free(t->cols);
+    floe__free(t->keys);
+    floe__free(t->nsp);
+    floe__free(t->rel);
+    floe__free(t->source);
+    floe__free(t->ident);
+    floe__free(t->sink_id);
+    floe__free(t->schema_text);
+    floe__free(t->key_text);
+}
+
+void floe_pg_free(floe_pg *pg)
+{
+    if (!pg)
+        return;
+    for (size_t i = 0; i < pg->ntables; i++)
+        table_free(&pg->tables[i]);
+    floe__free(pg->tables);
+    floe__pg_close(pg->tmp);
+    floe__pg_close(pg->repl);
+    floe__pg_close(pg->conn);
+    floe__catalog_free(pg->catalog);
+    floe__fileio_free(pg->io);
+    floe__txnmap_free(pg->txn);
+    floe__pgo_decoder_free(&pg->dec);
+    floe__buf_free(&pg->scratch);
+    floe__buf_free(&pg->fields_buf);
+    floe__buf_free(&pg->keybuf);
+    floe__buf_free(&pg->fill);
+    floe__free(pg->fields);
+    for (int i = 0; i < 2; i++)
+        if (pg->stop_pipe[i] >= 0)
+            close(pg->stop_pipe[i]);
+    floe__free(pg->slot_name);
+    floe__free(pg->pub_name);
+    floe__free(pg->source_text);
+    floe__free(pg->database);
+    pthread_mutex_destroy(&pg->lock);
+    floe__free(pg);
+}
+
+/* ---- the slot, for inspect ------------------------------------------------------------------- */
+
+static int slot_row(floe__pg_conn *c, const char *slot, floe_pg_slot_info *out, floe_error *err)
+{
+    const char *sql = floe__pg_server_version(c) >= 130000
+        ? "SELECT active, confirmed_flush_lsn, restart_lsn, wal_status FROM pg_replication_slots "
+          "WHERE slot_name = $1"
+        : "SELECT active, confirmed_flush_lsn, restart_lsn, '' FROM pg_replication_slots "
+          "WHERE slot_name = $1";
+    const char *params[1] = {slot};
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(floe__pg_query(c, sql, params, 1, &r, err));
+    if (floe__pg_rows(r)) {
+        const char *a = floe__pg_get(r, 0, 0), *s = floe__pg_get(r, 0, 3);
+        out->exists = 1;
+        out->active = a && a[0] == 't';
+        floe__lsn_parse(floe__pg_get(r, 0, 1), &out->confirmed_flush_lsn);
+        floe__lsn_parse(floe__pg_get(r, 0, 2), &out->restart_lsn);
+        snprintf(out->wal_status, sizeof out->wal_status, "%s", s ? s : "");
+    }
+    floe__pg_result_free(r);
+    return FLOE_OK;
+}
+
+int floe_pg_slot_info_get(const char *source, const char *slot, floe_pg_slot_info *out,
+                          floe_error *err)
+{
+    memset(out, 0, sizeof *out);
+    floe__pg_conn *c = NULL;
+    FLOE_FORWARD(floe__pg_connect(source, false, &c, err));
+    int rc = slot_row(c, slot, out, err);
+    floe__pg_close(c);
+    return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * mirror_copy.c - the initial copy: each table that records no progress is
+ * read with COPY ... TO STDOUT inside a transaction that imports the
+ * snapshot a replication slot exported at consistent point C, and becomes
+ * its sink's snapshot batch [C-1, C): every row at time C-1, then one
+ * advance to C commits the whole table as one snapshot with frontier [C].
+ * The stream then brings every transaction that commits at C or later.
+ *
+ * Rows stream through: COPY hands out one line at a time and the sink
+ * spills what exceeds its memory, so a table of any size is copied in
+ * bounded memory.  A copy cut short (a crash, a stop, an error) commits
+ * nothing of the table, and the next run copies it again.
+ */
+#include <stdio.h>
+
+#include "mirror/mirror_internal.h"
+
+#define CHECK_EVERY 65536
+
+static int copy_sql(const floe__mtable *t, floe__buf *b, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, "COPY "));
+    FLOE_FORWARD(floe__pg_quote_ident(t->nsp, b, err));
+    FLOE_FORWARD(floe__buf_putc(b, '.', err));
+    FLOE_FORWARD(floe__pg_quote_ident(t->rel, b, err));
+    FLOE_FORWARD(floe__buf_printf(b, err, " ("));
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (c)
+            FLOE_FORWARD(floe__buf_append(b, ", ", 2, err));
+        FLOE_FORWARD(floe__pg_quote_ident(t->cols[c].name, b, err));
+    }
+    FLOE_FORWARD(floe__buf_printf(b, err, ") TO STDOUT"));
+    return floe__buf_putc(b, 0, err);
+}
+
+static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *err)
+{
+    for (uint64_t n = 1;; n++) {
+        const char *line;
+        size_t len;
+        int got;
+        FLOE_FORWARD(floe__pg_copy_next(pg->conn, &line, &len, &got, err));
+        if (!got) {
+            floe__mirror_publish(pg);
+            return FLOE_OK;
+        }
+        FLOE_FORWARD(floe__pg_copy_split(line, len, t->ncols, &pg->fields_buf, pg->fields, err));
+        FLOE_FORWARD(floe__mirror_copy_row(pg, t, pg->fields, err));
+        FLOE_FORWARD(floe_sink_push(t->sink, t->row, time, 1, err));
+        t->copied_rows++;
+        pg->copy_rows++;
+        if (n % CHECK_EVERY == 0) {
+            floe__mirror_publish(pg);
+            FLOE_RETURN_IF(floe__mirror_stopping(pg), err, FLOE_EINTERRUPTED,
+                           "stopped during the copy");
+        }
+    }
+}
+
+static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err)
+{
+    floe__buf sql;
+    floe__buf_init(&sql, 1 << 20);
+    uint64_t t0 = floe__monotonic_ns();
+    int rc = floe_sink_set_as_of(t->sink, at - 1, err);
+    if (rc == FLOE_OK)
+        rc = copy_sql(t, &sql, err);
+    if (rc == FLOE_OK)
+        rc = floe__pg_copy_begin(pg->conn, (const char *)sql.data, err);
+    if (rc == FLOE_OK)
+        rc = copy_rows(pg, t, at - 1, err);
+    if (rc == FLOE_OK)
+        rc = floe_sink_advance(t->sink, at, err);        /* the snapshot batch commits */
+    floe__buf_free(&sql);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "the initial copy of %s (nothing of it is committed; "
+                              "the next run copies it again)", t->source);
+    t->input = t->start = at;
+    t->copy = false;
+    t->copied = true;
+    t->last_commit_ns = floe__monotonic_ns();
+    pg->tables_copied++;
+    char lsn[24];
+    floe__lsn_format(at, lsn, sizeof lsn);
+    floe__mirror_notice(pg, "copied %s: %llu rows into %s in %.1fs, committed at %s", t->source,
+                        (unsigned long long)t->copied_rows, t->ident,
+                        (double)(floe__monotonic_ns() - t0) / 1e9, lsn);
+    floe__mirror_publish(pg);
+    return FLOE_OK;
+}
+
+int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err)
+{
+    floe__buf sql;
+    floe__buf_init(&sql, 4096);
+    FLOE_FORWARD(floe__buf_printf(&sql, err, "SET TRANSACTION SNAPSHOT "));
+    FLOE_FORWARD(floe__pg_quote_literal(snapshot, &sql, err));
+    FLOE_FORWARD(floe__buf_putc(&sql, 0, err));
+    int rc = floe__pg_exec(pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+    if (rc == FLOE_OK)
+        rc = floe__pg_exec(pg->conn, (const char *)sql.data, err);
+    floe__buf_free(&sql);
+    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
+        if (pg->tables[i].copy)
+            rc = copy_table(pg, &pg->tables[i], at, err);
+    if (rc == FLOE_OK)
+        return floe__pg_exec(pg->conn, "COMMIT", err);
+    floe__pg_exec(pg->conn, "ROLLBACK", NULL);
+    return rc;
+}

@@ -1,0 +1,190 @@
+/*
+ * mirror_internal.h - one Postgres replication slot into many floe sinks
+ * (the public floe_pg_* of floe.h; docs/postgres.md, docs/internals/mirror.md).
+ *
+ *   mirror.c         the public object: options, open, run, stop, stats, metrics
+ *   mirror_setup.c   the server's checks, the tables (columns, types, keys),
+ *                    the publication, a sink per table
+ *   mirror_slot.c    the replication slot: found, created with an exported
+ *                    snapshot, or a temporary one for copies after a restart
+ *   mirror_copy.c    the initial copy of a table inside an exported snapshot
+ *   mirror_stream.c  the change stream: transactions, frontiers, commits on a
+ *                    wall clock, the slot's confirmed flush LSN
+ *   mirror_row.c     tuples and COPY lines into rows of a table's sink
+ *   mirror_txn.c     the rows a transaction left per key (retractions of
+ *                    tables whose old rows Postgres does not send)
+ *
+ * Time is the LSN: every change of a transaction is pushed at the
+ * transaction's commit LSN, and the frontier moves to a commit's end LSN
+ * (or a keepalive's WAL position between transactions): every transaction
+ * still to come commits at or after it.  A table copied inside the
+ * snapshot exported at consistent point C holds the state before every
+ * transaction committing at C or later: its snapshot batch is
+ * [C-1, C) and its recorded frontier [C].  The slot's confirmed flush LSN
+ * is only ever reported as the minimum of the tables' committed frontiers
+ * (SPEC 7.5), and each table skips changes below its own frontier, so a
+ * rerun after a crash at any point loses and doubles nothing.
+ */
+#ifndef FLOE_MIRROR_INTERNAL_H
+#define FLOE_MIRROR_INTERNAL_H
+
+#include <pthread.h>
+
+#include "sink/sink_internal.h"
+#include "source/pg_internal.h"
+
+/* ---- the rows a transaction left per key (mirror_txn.c) ----------------------------------
+ * A change Postgres sends without the old row (REPLICA IDENTITY DEFAULT or
+ * USING INDEX) is a retraction by key, which the sink resolves against
+ * rows of earlier times only.  Within one transaction (one time) the
+ * mirror must therefore net a key's changes itself: it remembers the row
+ * it pushed last for each key the transaction touched, and retracts that
+ * exact row (which cancels it) when the key changes again.  Bytes are
+ * bounded by `max` (FLOE_ELIMIT past it); cleared at every commit. */
+typedef struct floe__txnmap floe__txnmap;
+
+int floe__txnmap_new(size_t max_bytes, floe__txnmap **out, floe_error *err);
+void floe__txnmap_free(floe__txnmap *m);
+void floe__txnmap_clear(floe__txnmap *m);
+/* The entry of (table, key): *found, and the row (NULL: the key was
+ * deleted in this transaction), valid until the next put or clear. */
+void floe__txnmap_get(const floe__txnmap *m, uint32_t table, const uint8_t *key, size_t klen,
+                      bool *found, const uint8_t **row, size_t *rlen);
+/* Set the entry (row NULL: deleted). */
+int floe__txnmap_put(floe__txnmap *m, uint32_t table, const uint8_t *key, size_t klen,
+                     const uint8_t *row, size_t rlen, floe_error *err);
+size_t floe__txnmap_bytes(const floe__txnmap *m);
+size_t floe__txnmap_count(const floe__txnmap *m);     /* keys remembered */
+
+/* ---- tables --------------------------------------------------------------------------------- */
+typedef struct floe__mcol {
+    char *name;
+    uint32_t type_oid;       /* pg_attribute.atttypid (a domain's own oid), as Relation says */
+    int32_t typmod;
+    bool not_null;
+    bool key;                /* one of the table's key columns */
+    bool toastable;          /* can be stored out of line (TOAST) */
+    floe__pg_type type;
+} floe__mcol;
+
+typedef struct floe__mtable {
+    struct floe_pg *pg;      /* the mirror it belongs to (for warnings) */
+    uint32_t index;          /* in the mirror's table array */
+    char *nsp, *rel;         /* the Postgres table */
+    char *source;            /* "nsp.rel", for messages */
+    char *ident;             /* the Iceberg table, NS.NAME */
+    char *sink_id;           /* "pg:<slot>:<nsp>.<rel>" */
+    uint32_t relid;          /* pg_class oid */
+    char replident;          /* pg_class.relreplident at setup */
+    char stream_replident;   /* as the last Relation message said ('f': full old rows) */
+    floe__mcol *cols;
+    size_t ncols;
+    size_t *keys;            /* key columns (primary key, or the replica identity index) */
+    size_t nkeys;            /* 0: keyed by the whole row (REPLICA IDENTITY FULL, no key) */
+    char *schema_text;       /* the column list the sink is opened with */
+    char *key_text;          /* "a,b" or NULL */
+    floe_sink *sink;
+    const floe__schema *schema;
+    floe_row *row, *keyrow, *oldrow;
+    uint64_t start;          /* changes committed below it are in the table already */
+    bool copy;               /* needs the initial copy */
+    uint64_t input;          /* the sink's input frontier */
+    uint64_t pending;        /* updates pushed since its last commit */
+    int64_t pending_since;   /* Postgres commit time (protocol time) of the oldest of them */
+    uint64_t last_commit_ns; /* monotonic */
+    uint64_t copied_rows;
+    bool copied;             /* this run committed its initial copy */
+    bool relation_seen;      /* a Relation message came in this session ... */
+    bool shape_ok;           /* ... with the columns the table was made from */
+    char shape_diff[400];    /* else what differs */
+} floe__mtable;
+
+/* ---- the mirror ------------------------------------------------------------------------------ */
+typedef struct floe__mslot {
+    bool exists;
+    bool created;            /* by this run (its snapshot is exported on `repl`) */
+    uint64_t confirmed;      /* confirmed_flush_lsn */
+    uint64_t consistent;     /* created: the consistent point */
+    char snapshot[96];       /* created: the exported snapshot's name */
+} floe__mslot;
+
+struct floe_pg {
+    floe_pg_options opts;
+    char *slot_name, *pub_name, *database, *source_text;
+    floe__pg_conn *conn;     /* queries, copies, lag */
+    floe__pg_conn *repl;     /* the slot's walsender */
+    floe__pg_conn *tmp;      /* a temporary slot's walsender, during copies */
+    int server_version;
+    floe__catalog *catalog;
+    floe__fileio *io;
+    floe__mtable *tables;
+    size_t ntables;
+    floe__mtable *last_table;  /* the table of the last change (a lookup cache) */
+    floe__mslot slot;
+    floe__txnmap *txn;
+    floe__pgo_decoder dec;
+    floe__buf scratch, fields_buf, keybuf, fill;
+    floe__pg_field *fields;  /* a COPY line's, sized to the widest table */
+    int stop_pipe[2];
+    /* the stream */
+    bool in_txn;
+    uint64_t txn_lsn;        /* the open transaction's commit LSN: its changes' time */
+    int64_t txn_time;        /* its commit time (protocol time) */
+    uint64_t txn_changes;    /* its changes of mirrored tables */
+    uint64_t frontier;       /* G: every transaction to come commits at or after it */
+    uint64_t received;       /* the end of the last message received */
+    uint64_t server_lsn;     /* the server's WAL position, as last seen */
+    uint64_t reported;       /* the flush LSN last reported to the slot */
+    uint64_t stop_lsn;
+    bool streaming;
+    /* counters (the stream's thread), published under lock */
+    uint64_t transactions, inserts, updates, deletes, bytes_in, copy_rows, tables_copied;
+    pthread_mutex_t lock;
+    floe_pg_stats published;
+};
+
+/* Messages through the options' callbacks. */
+void floe__mirror_notice(floe_pg *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void floe__mirror_warn(floe_pg *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Publish the figures floe_pg_stats_get reads. */
+void floe__mirror_publish(floe_pg *pg);
+/* Whether a stop was asked (floe_pg_stop or the stop descriptor). */
+bool floe__mirror_stopping(floe_pg *pg);
+
+/* mirror_setup.c: connect, check the server, resolve tables and the
+ * publication, open a sink per table (tables without progress are marked
+ * for copying). */
+int floe__mirror_setup(floe_pg *pg, floe_error *err);
+
+/* mirror_slot.c: find the slot (pg->slot) and check it against the
+ * tables' progress; create it when missing (exporting a snapshot on
+ * pg->repl); a temporary slot for copies when it exists (pg->tmp). */
+int floe__mirror_slot_prepare(floe_pg *pg, floe_error *err);
+/* Create a slot exporting a snapshot on `c` (temporary or not): its
+ * consistent point and snapshot name. */
+int floe__mirror_slot_create(floe_pg *pg, floe__pg_conn *c, const char *name, bool temporary,
+                             uint64_t *consistent, char *snapshot, size_t cap, floe_error *err);
+
+/* mirror_copy.c: copy every table marked for it inside `snapshot`, each as
+ * its snapshot batch at consistent point `at` (committed table by table). */
+int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err);
+
+/* mirror_stream.c: stream from the slot until stopped, done or failed. */
+int floe__mirror_stream(floe_pg *pg, floe_error *err);
+
+/* mirror_row.c: rows of table t. */
+/* From a TupleData into `row`.  fill: row bytes whose slots stand in for
+ * values Postgres left out as unchanged TOAST ('u'); NULL when none.
+ * key_only: only the key columns are read (a key tuple). */
+int floe__mirror_tuple_row(floe_pg *pg, floe__mtable *t, const floe__pgo_tuple *tup,
+                           const floe__buf *fill, bool key_only, floe_row *row,
+                           floe_error *err);
+/* From the fields of a COPY line into t->row. */
+int floe__mirror_copy_row(floe_pg *pg, floe__mtable *t, const floe__pg_field *fields,
+                          floe_error *err);
+/* The key bytes of a row of t (its key columns' slots in key order; the
+ * whole row when keyed by it) into out. */
+int floe__mirror_row_key(const floe__mtable *t, const floe_row *row, floe__buf *out,
+                         floe_error *err);
+
+#endif /* FLOE_MIRROR_INTERNAL_H */

@@ -1,0 +1,608 @@
+/*
+ * mirror_setup.c - what floe_pg_open checks and decides before anything
+ * is copied or streamed: the server (wal_level, encoding), the tables
+ * (from --tables or the publication), the publication (created or
+ * completed when asked), each table's columns, types and key, and a sink
+ * per table on one catalog.
+ *
+ * Refused up front, with the statement that fixes it: a table that is
+ * missing, not a plain table, not readable (SELECT), without a primary
+ * key or replica identity (REPLICA IDENTITY NOTHING, or DEFAULT without a
+ * primary key), keyed by the whole row (FULL without a primary key) with
+ * columns that cannot be compared, or whose values Postgres may store out
+ * of line (TOAST) while its old rows are not sent whole (not FULL): an
+ * update that leaves such a value unchanged does not carry it
+ * (docs/postgres.md says why floe asks for FULL rather than reading the
+ * live row back).  A publication with a row filter or a column list for a
+ * table is refused too (the copy would not match the stream).
+ */
+#include <stdio.h>
+
+#include "mirror/mirror_internal.h"
+
+#define MIN_TABLE_MEMORY ((size_t)32 << 20)
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+static int query1(floe_pg *pg, const char *sql, const char *a, const char *b,
+                  floe__pg_result **r, floe_error *err)
+{
+    const char *params[2] = {a, b};
+    int n = b ? 2 : a ? 1 : 0;
+    return floe__pg_query(pg->conn, sql, params, n, r, err);
+}
+
+static bool yes(const char *v) { return v && v[0] == 't'; }
+
+/* ---- the server ------------------------------------------------------------------------------ */
+
+static int check_server(floe_pg *pg, floe_error *err)
+{
+    pg->server_version = floe__pg_server_version(pg->conn);
+    FLOE_RETURN_IF(pg->server_version < 120000, err, FLOE_EUNSUPPORTED,
+                   "Postgres %d.%d at %s: floe needs Postgres 12 or later",
+                   pg->server_version / 10000, pg->server_version % 10000 / 100,
+                   floe__pg_where(pg->conn));
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT current_setting('wal_level'), current_database(), "
+                            "pg_encoding_to_char(d.encoding), current_user FROM pg_database d "
+                            "WHERE d.datname = current_database()", NULL, NULL, &r, err));
+    const char *wal = floe__pg_get(r, 0, 0), *db = floe__pg_get(r, 0, 1);
+    const char *enc = floe__pg_get(r, 0, 2);
+    int rc = FLOE_OK;
+    if (!wal || strcmp(wal, "logical") != 0)
+        rc = floe__err_set(err, FLOE_ESTATE, "wal_level is '%s' on %s: logical replication "
+                           "needs wal_level = logical (ALTER SYSTEM SET wal_level = logical, "
+                           "then restart Postgres)", wal ? wal : "?", floe__pg_where(pg->conn));
+    else if (!enc || strcmp(enc, "UTF8") != 0)
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "database %s is encoded %s: floe mirrors "
+                           "UTF8 databases only", db ? db : "?", enc ? enc : "?");
+    else if (!(pg->database = floe__strdup(db ? db : "")))
+        rc = FLOE_OOM(err);
+    floe__pg_result_free(r);
+    return rc;
+}
+
+/* ---- the tables named ------------------------------------------------------------------------ */
+
+static int add_table(floe_pg *pg, const char *nsp, size_t nn, const char *rel, size_t rn,
+                     floe_error *err)
+{
+    for (size_t i = 0; i < pg->ntables; i++)
+        if (strlen(pg->tables[i].nsp) == nn && memcmp(pg->tables[i].nsp, nsp, nn) == 0 &&
+            strlen(pg->tables[i].rel) == rn && memcmp(pg->tables[i].rel, rel, rn) == 0)
+            return floe__err_set(err, FLOE_EINVAL, "table %.*s.%.*s is named twice", (int)nn,
+                                 nsp, (int)rn, rel);
+    floe__mtable *a = floe__realloc(pg->tables, (pg->ntables + 1) * sizeof *a);
+    if (!a)
+        return FLOE_OOM(err);
+    pg->tables = a;
+    floe__mtable *t = &a[pg->ntables];
+    memset(t, 0, sizeof *t);
+    t->index = (uint32_t)pg->ntables++;
+    t->nsp = floe__strndup(nsp, nn);
+    t->rel = floe__strndup(rel, rn);
+    t->source = floe__sprintf("%.*s.%.*s", (int)nn, nsp, (int)rn, rel);
+    return t->nsp && t->rel && t->source ? FLOE_OK : FLOE_OOM(err);
+}
+
+/* --tables "a.b, c": a name without a schema is in public. */
+static int parse_tables(floe_pg *pg, const char *list, floe_error *err)
+{
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ','), *e = comma ? comma : p + strlen(p);
+        while (p < e && *p == ' ')
+            p++;
+        const char *q = e;
+        while (q > p && q[-1] == ' ')
+            q--;
+        FLOE_RETURN_IF(q == p, err, FLOE_EINVAL, "--tables has an empty name");
+        const char *dot = memchr(p, '.', (size_t)(q - p));
+        if (dot)
+            FLOE_FORWARD(add_table(pg, p, (size_t)(dot - p), dot + 1, (size_t)(q - dot - 1), err));
+        else
+            FLOE_FORWARD(add_table(pg, "public", 6, p, (size_t)(q - p), err));
+        p = comma ? comma + 1 : e;
+    }
+    FLOE_RETURN_IF(!pg->ntables, err, FLOE_EINVAL, "--tables names no table");
+    return FLOE_OK;
+}
+
+/* ---- the publication ---------------------------------------------------------------------------- */
+
+/* "a"."b", "c"."d" of the tables for which want(t) holds. */
+static int table_list(floe_pg *pg, const bool *want, floe__buf *b, floe_error *err)
+{
+    bool first = true;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        if (!want[i])
+            continue;
+        if (!first)
+            FLOE_FORWARD(floe__buf_append(b, ", ", 2, err));
+        FLOE_FORWARD(floe__pg_quote_ident(pg->tables[i].nsp, b, err));
+        FLOE_FORWARD(floe__buf_putc(b, '.', err));
+        FLOE_FORWARD(floe__pg_quote_ident(pg->tables[i].rel, b, err));
+        first = false;
+    }
+    return floe__buf_putc(b, 0, err);
+}
+
+/* CREATE PUBLICATION or ALTER PUBLICATION ... ADD TABLE for the tables in want. */
+static int publication_statement(floe_pg *pg, bool create, const bool *want, floe__buf *sql,
+                                 floe_error *err)
+{
+    floe__buf list;
+    floe__buf_init(&list, 1 << 20);
+    int rc = table_list(pg, want, &list, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_printf(sql, err, create ? "CREATE PUBLICATION " : "ALTER PUBLICATION ");
+    if (rc == FLOE_OK)
+        rc = floe__pg_quote_ident(pg->pub_name, sql, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_printf(sql, err, "%s %s", create ? " FOR TABLE" : " ADD TABLE",
+                              (const char *)list.data);
+    if (rc == FLOE_OK)
+        rc = floe__buf_putc(sql, 0, err);
+    floe__buf_free(&list);
+    return rc;
+}
+
+static int fix_publication(floe_pg *pg, bool create, const bool *want, floe_error *err)
+{
+    floe__buf sql;
+    floe__buf_init(&sql, 1 << 20);
+    int rc = publication_statement(pg, create, want, &sql, err);
+    if (rc == FLOE_OK && !pg->opts.create_publication)
+        rc = floe__err_set(err, FLOE_ESTATE, create ? "publication \"%s\" does not exist: "
+                           "create it (%s) or pass --create-publication"
+                           : "publication \"%s\" does not publish every table: add them (%s) "
+                             "or pass --create-publication", pg->pub_name,
+                           (const char *)sql.data);
+    if (rc == FLOE_OK) {
+        rc = floe__pg_exec(pg->conn, (const char *)sql.data, err);
+        if (rc == FLOE_OK)
+            floe__mirror_notice(pg, "%s", (const char *)sql.data);
+        else
+            floe__err_wrap(err, rc, "%s", (const char *)sql.data);
+    }
+    floe__buf_free(&sql);
+    return rc;
+}
+
+/* The publication's tables, added to pg->tables (no --tables). */
+static int tables_of_publication(floe_pg *pg, floe_error *err)
+{
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT schemaname, tablename FROM pg_publication_tables WHERE "
+                            "pubname = $1 ORDER BY 1, 2", pg->pub_name, NULL, &r, err));
+    int rc = FLOE_OK;
+    for (size_t i = 0; rc == FLOE_OK && i < floe__pg_rows(r); i++) {
+        const char *n = floe__pg_get(r, i, 0), *t = floe__pg_get(r, i, 1);
+        rc = add_table(pg, n, strlen(n), t, strlen(t), err);
+    }
+    floe__pg_result_free(r);
+    FLOE_RETURN_IF(rc == FLOE_OK && !pg->ntables, err, FLOE_ESTATE, "publication \"%s\" has no "
+                   "tables", pg->pub_name);
+    return rc;
+}
+
+/* Which of the tables the publication lacks (want[i]); *n of them. */
+static int missing_tables(floe_pg *pg, bool *want, size_t *n, floe_error *err)
+{
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT schemaname, tablename FROM pg_publication_tables WHERE "
+                            "pubname = $1", pg->pub_name, NULL, &r, err));
+    *n = 0;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        want[i] = true;
+        for (size_t j = 0; j < floe__pg_rows(r) && want[i]; j++)
+            want[i] = !(strcmp(floe__pg_get(r, j, 0), pg->tables[i].nsp) == 0 &&
+                        strcmp(floe__pg_get(r, j, 1), pg->tables[i].rel) == 0);
+        *n += want[i];
+    }
+    floe__pg_result_free(r);
+    return FLOE_OK;
+}
+
+static int check_actions(floe_pg *pg, floe__pg_result *r, floe_error *err)
+{
+    if (!yes(floe__pg_get(r, 0, 0)) || !yes(floe__pg_get(r, 0, 1)) ||
+        !yes(floe__pg_get(r, 0, 2)))
+        return floe__err_set(err, FLOE_ESTATE, "publication \"%s\" does not publish every "
+                             "insert, update and delete: ALTER PUBLICATION \"%s\" SET (publish "
+                             "= 'insert, update, delete, truncate')", pg->pub_name,
+                             pg->pub_name);
+    if (!yes(floe__pg_get(r, 0, 3)))
+        floe__mirror_warn(pg, "publication \"%s\" does not publish TRUNCATE: a TRUNCATE of its "
+                          "tables would not reach floe, and the Iceberg tables would keep the "
+                          "rows", pg->pub_name);
+    return FLOE_OK;
+}
+
+/* Whether the publication exists (its actions checked when it does). */
+static int publication_exists(floe_pg *pg, bool *exists, floe_error *err)
+{
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT pubinsert, pubupdate, pubdelete, pubtruncate, puballtables "
+                            "FROM pg_publication WHERE pubname = $1", pg->pub_name, NULL, &r,
+                        err));
+    *exists = floe__pg_rows(r) > 0;
+    int rc = *exists ? check_actions(pg, r, err) : FLOE_OK;
+    floe__pg_result_free(r);
+    return rc;
+}
+
+/* The tables: --tables, else the publication's. */
+static int resolve_tables(floe_pg *pg, floe_error *err)
+{
+    bool exists;
+    FLOE_FORWARD(publication_exists(pg, &exists, err));
+    if (pg->opts.tables)
+        return parse_tables(pg, pg->opts.tables, err);
+    FLOE_RETURN_IF(!exists, err, FLOE_ESTATE, "publication \"%s\" does not exist: name the "
+                   "tables (--tables) to have it created, or create it", pg->pub_name);
+    return tables_of_publication(pg, err);
+}
+
+/* After every table passed its checks: the publication publishes them all
+ * (created or completed when asked). */
+static int setup_publication(floe_pg *pg, floe_error *err)
+{
+    bool exists;
+    FLOE_FORWARD(publication_exists(pg, &exists, err));
+    if (!pg->opts.tables)
+        return FLOE_OK;
+    bool *want = floe__calloc(pg->ntables, sizeof *want);
+    if (!want)
+        return FLOE_OOM(err);
+    size_t n = pg->ntables;
+    for (size_t i = 0; i < pg->ntables; i++)
+        want[i] = true;
+    int rc = exists ? missing_tables(pg, want, &n, err) : FLOE_OK;
+    if (rc == FLOE_OK && n)
+        rc = fix_publication(pg, !exists, want, err);
+    floe__free(want);
+    return rc;
+}
+
+/* Postgres 15: row filters and column lists change what the stream sends. */
+static int check_filters(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    if (pg->server_version < 150000)
+        return FLOE_OK;
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT rowfilter IS NOT NULL, array_length(attnames, 1) FROM "
+                            "pg_publication_tables WHERE pubname = $1 AND schemaname || '.' || "
+                            "tablename = $2", pg->pub_name, t->source, &r, err));
+    int rc = FLOE_OK;
+    const char *cols = floe__pg_rows(r) ? floe__pg_get(r, 0, 1) : NULL;
+    if (floe__pg_rows(r) && yes(floe__pg_get(r, 0, 0)))
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "publication \"%s\" filters the rows of %s "
+                           "(a WHERE clause): floe mirrors whole tables", pg->pub_name,
+                           t->source);
+    else if (cols && strtoul(cols, NULL, 10) < t->ncols)
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "publication \"%s\" publishes only some "
+                           "columns of %s: floe mirrors whole tables", pg->pub_name, t->source);
+    floe__pg_result_free(r);
+    return rc;
+}
+
+/* ---- one table ---------------------------------------------------------------------------------- */
+
+static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT c.oid, c.relkind, c.relreplident, "
+                            "has_table_privilege(c.oid, 'SELECT') FROM pg_class c JOIN "
+                            "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND "
+                            "c.relname = $2", t->nsp, t->rel, &r, err));
+    int rc = FLOE_OK;
+    const char *kind = floe__pg_get(r, 0, 1);
+    if (!floe__pg_rows(r))
+        rc = floe__err_set(err, FLOE_ENOTFOUND, "table %s does not exist in database %s (names "
+                           "are matched exactly)", t->source, pg->database);
+    else if (kind[0] != 'r')
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s is not a plain table (relkind '%s'%s): "
+                           "floe mirrors tables", t->source, kind,
+                           kind[0] == 'p' ? ", partitioned" : "");
+    else if (!yes(floe__pg_get(r, 0, 3)))
+        rc = floe__err_set(err, FLOE_EPERM, "no SELECT privilege on %s: GRANT SELECT ON %s TO "
+                           "the role floe connects as", t->source, t->source);
+    if (rc == FLOE_OK) {
+        t->relid = (uint32_t)strtoul(floe__pg_get(r, 0, 0), NULL, 10);
+        t->replident = floe__pg_get(r, 0, 2)[0];
+        t->stream_replident = t->replident;
+    }
+    floe__pg_result_free(r);
+    return rc;
+}
+
+/* The converter of type oid with typmod: domains to their base, arrays
+ * and ranges of scalars, enums and the rest as text. */
+static int resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, int depth, floe__pg_type *out,
+                        floe_error *err)
+{
+    char o[16];
+    snprintf(o, sizeof o, "%u", oid);
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT t.typtype, t.typbasetype, t.typtypmod, t.typelem, "
+                            "t.typcategory, t.typlen, (SELECT rngsubtype FROM pg_range WHERE "
+                            "rngtypid = t.oid), t.typname FROM pg_type t WHERE t.oid = $1", o,
+                        NULL, &r, err));
+    int rc = FLOE_OK;
+    const char *tt = floe__pg_get(r, 0, 0), *cat = floe__pg_get(r, 0, 4);
+    uint32_t base = floe__pg_rows(r) ? (uint32_t)strtoul(floe__pg_get(r, 0, 1), NULL, 10) : 0;
+    uint32_t elem = floe__pg_rows(r) ? (uint32_t)strtoul(floe__pg_get(r, 0, 3), NULL, 10) : 0;
+    const char *sub = floe__pg_get(r, 0, 6), *len = floe__pg_get(r, 0, 5);
+    if (!tt || depth > 8) {
+        floe__pg_scalar_type(0, -1, out);                  /* unknown: text */
+    } else if (tt[0] == 'd') {
+        int32_t m = typmod >= 0 ? typmod : (int32_t)strtol(floe__pg_get(r, 0, 2), NULL, 10);
+        rc = resolve_type(pg, base, m, depth + 1, out, err);
+    } else if (tt[0] == 'r' && sub) {
+        rc = resolve_type(pg, (uint32_t)strtoul(sub, NULL, 10), -1, depth + 1, out, err);
+        if (rc == FLOE_OK)
+            floe__pg_range_of(out);
+    } else if (tt[0] == 'b' && cat && cat[0] == 'A' && elem && len && strcmp(len, "-1") == 0) {
+        rc = resolve_type(pg, elem, typmod, depth + 1, out, err);
+        if (rc == FLOE_OK)
+            floe__pg_array_of(out);
+    } else {
+        floe__pg_scalar_type(tt[0] == 'b' ? oid : 0, typmod, out);
+        if (out->conv == FLOE__PGC_TEXT)
+            snprintf(out->name, sizeof out->name, "%s", floe__pg_get(r, 0, 7));
+    }
+    floe__pg_result_free(r);
+    return rc;
+}
+
+static int describe_columns(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    char relid[16];
+    snprintf(relid, sizeof relid, "%u", t->relid);
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, "
+                            "a.attstorage, t.typlen FROM pg_attribute a JOIN pg_type t ON t.oid "
+                            "= a.atttypid WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT "
+                            "a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum", relid,
+                        NULL, &r, err));
+    size_t n = floe__pg_rows(r);
+    int rc = n ? FLOE_OK : floe__err_set(err, FLOE_EUNSUPPORTED, "%s has no columns", t->source);
+    t->cols = rc == FLOE_OK ? floe__calloc(n, sizeof *t->cols) : NULL;
+    if (rc == FLOE_OK && !t->cols)
+        rc = FLOE_OOM(err);
+    for (size_t i = 0; rc == FLOE_OK && i < n; i++, t->ncols++) {
+        floe__mcol *c = &t->cols[i];
+        c->name = floe__strdup(floe__pg_get(r, i, 0));
+        c->type_oid = (uint32_t)strtoul(floe__pg_get(r, i, 1), NULL, 10);
+        c->typmod = (int32_t)strtol(floe__pg_get(r, i, 2), NULL, 10);
+        c->not_null = yes(floe__pg_get(r, i, 3));
+        c->toastable = floe__pg_toastable(floe__pg_get(r, i, 4)[0],
+                                          (int)strtol(floe__pg_get(r, i, 5), NULL, 10));
+        rc = c->name ? resolve_type(pg, c->type_oid, c->typmod, 0, &c->type, err)
+                     : FLOE_OOM(err);
+    }
+    floe__pg_result_free(r);
+    return rc;
+}
+
+static int column_index(const floe__mtable *t, const char *name, size_t *out)
+{
+    for (size_t i = 0; i < t->ncols; i++)
+        if (strcmp(t->cols[i].name, name) == 0) {
+            *out = i;
+            return FLOE_OK;
+        }
+    return FLOE_ENOTFOUND;
+}
+
+/* The key: the replica identity index (USING INDEX), else the primary key. */
+static int describe_key(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    char relid[16];
+    snprintf(relid, sizeof relid, "%u", t->relid);
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT i.indisprimary, i.indisreplident, a.attname FROM pg_index i "
+                            "CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS "
+                            "k(attnum, ord) JOIN pg_attribute a ON a.attrelid = i.indrelid AND "
+                            "a.attnum = k.attnum WHERE i.indrelid = $1 AND (i.indisprimary OR "
+                            "i.indisreplident) ORDER BY k.ord", relid, NULL, &r, err));
+    int col = t->replident == 'i' ? 1 : 0;
+    t->keys = floe__calloc(t->ncols, sizeof *t->keys);
+    int rc = t->keys ? FLOE_OK : FLOE_OOM(err);
+    for (size_t i = 0; rc == FLOE_OK && i < floe__pg_rows(r); i++) {
+        size_t c;
+        if (!yes(floe__pg_get(r, i, col)))
+            continue;
+        if (column_index(t, floe__pg_get(r, i, 2), &c) != FLOE_OK || t->nkeys == t->ncols)
+            rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s: key column \"%s\" is not a plain "
+                               "column", t->source, floe__pg_get(r, i, 2));
+        else if (!t->cols[c].key)
+            t->cols[c].key = true, t->keys[t->nkeys++] = c;
+    }
+    floe__pg_result_free(r);
+    return rc;
+}
+
+/* What floe cannot mirror about the table's key and identity. */
+static int check_identity(floe__mtable *t, floe_error *err)
+{
+    const char *s = t->source;
+    if (t->replident == 'n')
+        return floe__err_set(err, FLOE_EUNSUPPORTED, "%s has REPLICA IDENTITY NOTHING: Postgres "
+                             "sends no key with its updates and deletes (ALTER TABLE %s REPLICA "
+                             "IDENTITY FULL, or DEFAULT with a primary key)", s, s);
+    if (!t->nkeys && t->replident != 'f')
+        return floe__err_set(err, FLOE_EUNSUPPORTED, "%s has no primary key and no replica "
+                             "identity: add a primary key, or ALTER TABLE %s REPLICA IDENTITY "
+                             "FULL", s, s);
+    for (size_t c = 0; !t->nkeys && c < t->ncols; c++) {
+        floe__pg_conv v = t->cols[c].type.conv;
+        if (v == FLOE__PGC_FLOAT4 || v == FLOE__PGC_FLOAT8 || v == FLOE__PGC_ARRAY ||
+            v == FLOE__PGC_RANGE)
+            return floe__err_set(err, FLOE_EUNSUPPORTED, "%s has no primary key, so floe keys "
+                                 "it by the whole row, which cannot hold column \"%s\" (%s): "
+                                 "add a primary key", s, t->cols[c].name, t->cols[c].type.name);
+    }
+    if (t->replident == 'f')
+        return FLOE_OK;
+    floe__buf names;
+    floe__buf_init(&names, 1 << 16);
+    for (size_t c = 0; c < t->ncols; c++)
+        if (t->cols[c].toastable)
+            floe__buf_printf(&names, NULL, "%s\"%s\"", names.len ? ", " : "", t->cols[c].name);
+    int rc = FLOE_OK;
+    if (names.len && floe__buf_putc(&names, 0, err) == FLOE_OK)
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s: Postgres may store values of %s out of "
+                           "line (TOAST) and then leaves them out of updates that do not "
+                           "change them, unless the table has REPLICA IDENTITY FULL: run ALTER "
+                           "TABLE %s REPLICA IDENTITY FULL", s, (const char *)names.data, s);
+    floe__buf_free(&names);
+    return rc;
+}
+
+/* The column list and key the sink is opened with. */
+static int sink_declaration(floe__mtable *t, floe_error *err)
+{
+    floe__buf b, k;
+    floe__buf_init(&b, 1 << 24);
+    floe__buf_init(&k, 1 << 20);
+    int rc = FLOE_OK;
+    for (size_t c = 0; rc == FLOE_OK && c < t->ncols; c++) {
+        char decl[96];
+        floe__pg_type_decl(&t->cols[c].type, decl, sizeof decl);
+        rc = c ? floe__buf_append(&b, ", ", 2, err) : FLOE_OK;
+        if (rc == FLOE_OK)
+            rc = floe__pg_quote_ident(t->cols[c].name, &b, err);
+        if (rc == FLOE_OK)
+            rc = floe__buf_printf(&b, err, " %s%s", decl, t->cols[c].not_null ? " not null" : "");
+    }
+    for (size_t i = 0; rc == FLOE_OK && i < t->nkeys; i++) {
+        const char *n = t->cols[t->keys[i]].name;
+        if (strchr(n, ',') || n[0] == ' ' || (n[0] && n[strlen(n) - 1] == ' '))
+            rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s: key column \"%s\" has a comma or "
+                               "blanks at its ends in its name", t->source, n);
+        else
+            rc = floe__buf_printf(&k, err, "%s%s", i ? "," : "", n);
+    }
+    if (rc == FLOE_OK && !(t->schema_text = floe__buf_strdup(&b)))
+        rc = FLOE_OOM(err);
+    if (rc == FLOE_OK && t->nkeys && !(t->key_text = floe__buf_strdup(&k)))
+        rc = FLOE_OOM(err);
+    floe__buf_free(&b);
+    floe__buf_free(&k);
+    return rc;
+}
+
+/* The Iceberg table: --table-map's, else NAMESPACE.rel. */
+static int iceberg_ident(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    size_t n = strlen(t->source);
+    for (const char *p = pg->opts.table_map; p && *p;) {
+        const char *comma = strchr(p, ','), *e = comma ? comma : p + strlen(p);
+        const char *eq = memchr(p, '=', (size_t)(e - p));
+        FLOE_RETURN_IF(!eq, err, FLOE_EINVAL, "--table-map entry '%.*s' is not schema.table="
+                       "ns.name", (int)(e - p), p);
+        if ((size_t)(eq - p) == n && memcmp(p, t->source, n) == 0) {
+            t->ident = floe__strndup(eq + 1, (size_t)(e - eq - 1));
+            return t->ident ? FLOE_OK : FLOE_OOM(err);
+        }
+        p = comma ? comma + 1 : e;
+    }
+    const char *ns = pg->opts.namespace_name ? pg->opts.namespace_name : t->nsp;
+    t->ident = floe__sprintf("%s.%s", ns, t->rel);
+    return t->ident ? FLOE_OK : FLOE_OOM(err);
+}
+
+static int describe_table(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    t->pg = pg;
+    FLOE_FORWARD(describe_class(pg, t, err));
+    FLOE_FORWARD(describe_columns(pg, t, err));
+    FLOE_FORWARD(check_filters(pg, t, err));
+    FLOE_FORWARD(describe_key(pg, t, err));
+    FLOE_FORWARD(check_identity(t, err));
+    FLOE_FORWARD(sink_declaration(t, err));
+    FLOE_FORWARD(iceberg_ident(pg, t, err));
+    t->sink_id = floe__sprintf("pg:%s:%s", pg->slot_name, t->source);
+    return t->sink_id ? FLOE_OK : FLOE_OOM(err);
+}
+
+/* ---- the sinks ---------------------------------------------------------------------------------- */
+
+static void table_warning(void *ctx, const char *msg)
+{
+    floe__mtable *t = ctx;
+    floe__mirror_warn(t->pg, "%s: %s", t->ident, msg);
+}
+
+static int open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    floe_sink_options o = pg->opts.sink;
+    o.table = t->ident;
+    o.schema = t->schema_text;
+    o.key = t->key_text;
+    o.mode = FLOE_SINK_MODE_UPSERT;
+    o.sink_id = t->sink_id;
+    o.as_of = 0;
+    o.commit_on_advance = 1;
+    o.commit_interval = 1;
+    o.resume_from = NULL;
+    o.new_sink = 0;
+    o.on_commit = NULL;
+    o.on_warning = table_warning;
+    o.warning_ctx = t;
+    o.memory_limit = pg->opts.sink.memory_limit / pg->ntables;
+    if (o.memory_limit < MIN_TABLE_MEMORY)
+        o.memory_limit = MIN_TABLE_MEMORY;
+    int rc = floe__sink_open_with(&o, pg->catalog, pg->io, &t->sink, err);
+    if (rc == FLOE_EINCOMPATIBLE)
+        return floe__err_wrap(err, rc, "%s no longer has the columns Iceberg table %s was made "
+                              "from (ALTER TABLE?), and floe does not change an Iceberg table's "
+                              "schema yet: drop %s to have it copied afresh, or undo the change",
+                              t->source, t->ident, t->ident);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
+    t->schema = floe_sink_row_schema(t->sink);
+    FLOE_FORWARD(floe_row_new(t->schema, &t->row, err));
+    FLOE_FORWARD(floe_row_new(t->schema, &t->keyrow, err));
+    FLOE_FORWARD(floe_row_new(t->schema, &t->oldrow, err));
+    const char *from = floe_sink_resume_frontier(t->sink);
+    floe__frontier f;
+    if (from && (floe__frontier_parse(from, &f, err) != FLOE_OK || f.empty))
+        return floe__err_set(err, FLOE_ESTATE, "%s records frontier %s for sink %s: floe cannot "
+                             "go on from it", t->ident, from, t->sink_id);
+    t->copy = !from;
+    t->start = from ? f.t : 0;
+    FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.source", "postgres", err));
+    FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.slot", pg->slot_name, err));
+    FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.publication", pg->pub_name, err));
+    FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.database", pg->database, err));
+    return floe_sink_set_property(t->sink, "floe.pg.table", t->source, err);
+}
+
+static int open_sinks(floe_pg *pg, floe_error *err)
+{
+    floe_connect_options co = pg->opts.sink.connect;
+    co.must_exist = 0;
+    FLOE_FORWARD(floe__catalog_open(&co, &pg->io, &pg->catalog, err));
+    size_t widest = 0;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        FLOE_FORWARD(open_sink(pg, &pg->tables[i], err));
+        if (pg->tables[i].ncols > widest)
+            widest = pg->tables[i].ncols;
+    }
+    pg->fields = floe__calloc(widest + 1, sizeof *pg->fields);
+    return pg->fields ? FLOE_OK : FLOE_OOM(err);
+}
+
+int floe__mirror_setup(floe_pg *pg, floe_error *err)
+{
+    FLOE_FORWARD(floe__pg_connect(pg->opts.source, false, &pg->conn, err));
+    FLOE_FORWARD(check_server(pg, err));
+    FLOE_FORWARD(resolve_tables(pg, err));
+    for (size_t i = 0; i < pg->ntables; i++)
+        FLOE_FORWARD(describe_table(pg, &pg->tables[i], err));
+    FLOE_FORWARD(setup_publication(pg, err));
+    return open_sinks(pg, err);
+}

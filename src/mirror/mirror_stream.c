@@ -1,0 +1,578 @@
+/*
+ * mirror_stream.c - the change stream of the slot into the tables' sinks.
+ *
+ * START_REPLICATION at the smallest frontier of the tables (the server
+ * starts at its confirmed flush LSN when that is later; every table skips
+ * changes below its own frontier).  Then, message by message:
+ *
+ *   Begin          the transaction's changes get its commit LSN as time
+ *   Relation       a table's shape in the stream, compared with the shape
+ *                  its Iceberg table was made from: a difference (ALTER
+ *                  TABLE) stops the mirror before any change of the new
+ *                  shape is pushed
+ *   Insert         +new row
+ *   Update         -old row (the old tuple of REPLICA IDENTITY FULL; else a
+ *                  retraction by key), +new row
+ *   Delete         -old row, or a retraction by key
+ *   Truncate       an error (floe does not mirror TRUNCATE yet)
+ *   Commit         the frontier moves to the commit's end LSN
+ *   keepalive      between transactions, the frontier moves to its WAL
+ *                  position (everything before it was sent)
+ *
+ * Within one transaction (one time) the sink cannot order a retraction by
+ * key against rows inserted at the same time, so a table whose old rows
+ * are not sent has its keys netted here (mirror_txn.c): a key touched again
+ * retracts the exact row this transaction pushed for it.
+ *
+ * Snapshots are made on the wall clock: every commit interval each table
+ * with changes advances to the frontier (one commit, floe_sink_options
+ * commit_on_advance), and a table without changes does so every idle
+ * interval, so that it records progress too.  Only after that does the
+ * standby status update report, as flush position, the smallest committed
+ * frontier of all tables: the slot never moves ahead of any table (SPEC
+ * 7.5).
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "mirror/mirror_internal.h"
+
+#define NS 1000000000ull
+#define STATUS_EVERY (10 * NS)
+#define LAG_EVERY (5 * NS)
+#define PUBLISH_EVERY (NS / 5)
+#define PROBE_EVERY (NS / 5)          /* stop-at: ask the server for keepalives */
+#define DRAIN_MAX 20000
+
+typedef enum commit_what { COMMIT_DUE, COMMIT_PENDING, COMMIT_ALL } commit_what;
+
+static floe__mtable *table_of(floe_pg *pg, uint32_t relid)
+{
+    if (pg->last_table && pg->last_table->relid == relid)
+        return pg->last_table;
+    for (size_t i = 0; i < pg->ntables; i++)
+        if (pg->tables[i].relid == relid)
+            return pg->last_table = &pg->tables[i];
+    return NULL;
+}
+
+/* A table whose old rows come whole, with no key touched twice yet in this
+ * transaction: its changes need no netting (mirror_txn.c). */
+static bool plain(const floe_pg *pg, const floe__mtable *t)
+{
+    return t->stream_replident == 'f' && floe__txnmap_count(pg->txn) == 0;
+}
+
+/* ---- the slot: status updates ------------------------------------------------------------ */
+
+static uint64_t committed_min(const floe_pg *pg)
+{
+    uint64_t min = UINT64_MAX;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        floe_sink_stats st;
+        floe_sink_stats_get(pg->tables[i].sink, &st);
+        if (!st.has_committed_frontier || st.committed_frontier_empty)
+            return 0;
+        if (st.committed_frontier < min)
+            min = st.committed_frontier;
+    }
+    return min == UINT64_MAX ? 0 : min;
+}
+
+/* Report the smallest committed frontier as the slot's flush position. */
+static int send_status(floe_pg *pg, bool reply, floe_error *err)
+{
+    uint64_t flush = committed_min(pg);
+    if (flush < pg->reported)
+        flush = pg->reported;
+    uint64_t write = pg->received > flush ? pg->received : flush;
+    uint8_t msg[FLOE__PG_STATUS_LEN];
+    floe__pg_status_encode(write, flush, flush, floe__pg_now_us(), reply, msg);
+    FLOE_FORWARD(floe__pg_stream_send(pg->repl, msg, sizeof msg, err));
+    pg->reported = flush;
+    return FLOE_OK;
+}
+
+/* ---- commits ------------------------------------------------------------------------------- */
+
+static int commit_table(floe_pg *pg, floe__mtable *t, uint64_t now, floe_error *err)
+{
+    char lsn[24] = "none";
+    if (pg->reported)
+        floe__lsn_format(pg->reported, lsn, sizeof lsn);
+    FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.slot-confirmed-lsn", lsn, err));
+    floe__lsn_format(pg->frontier, lsn, sizeof lsn);
+    FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.lsn", lsn, err));
+    int rc = floe_sink_advance(t->sink, pg->frontier, err);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "committing %s into %s", t->source, t->ident);
+    t->input = pg->frontier;
+    t->pending = 0;
+    t->pending_since = 0;
+    t->last_commit_ns = now;
+    return FLOE_OK;
+}
+
+static bool commit_due(const floe_pg *pg, const floe__mtable *t, commit_what what, uint64_t now)
+{
+    uint64_t idle = pg->opts.idle_commit_interval_ms * 1000000ull;
+    if (pg->frontier <= t->input)
+        return false;
+    return t->pending || what == COMMIT_ALL ||
+           (what == COMMIT_DUE && now - t->last_commit_ns >= idle);
+}
+
+static int commit_tables(floe_pg *pg, commit_what what, floe_error *err)
+{
+    uint64_t now = floe__monotonic_ns();
+    bool any = false;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        floe__mtable *t = &pg->tables[i];
+        if (!commit_due(pg, t, what, now))
+            continue;
+        if (!any)           /* the server hears from us before commits that may take long */
+            FLOE_FORWARD(send_status(pg, false, err));
+        FLOE_FORWARD(commit_table(pg, t, now, err));
+        any = true;
+    }
+    if (any && committed_min(pg) > pg->reported)
+        FLOE_FORWARD(send_status(pg, false, err));
+    floe__mirror_publish(pg);
+    return FLOE_OK;
+}
+
+/* ---- changes --------------------------------------------------------------------------------- */
+
+static void note_pending(floe_pg *pg, floe__mtable *t)
+{
+    if (!t->pending++)
+        t->pending_since = pg->txn_time;
+}
+
+/* Push row bytes (a row the transaction pushed before) with diff -1. */
+static int retract_bytes(floe_pg *pg, floe__mtable *t, const uint8_t *row, size_t len,
+                         floe_error *err)
+{
+    floe__buf *b = &t->keyrow->data;
+    floe__buf_reset(b);
+    FLOE_FORWARD(floe__buf_append(b, row, len, err));
+    note_pending(pg, t);
+    return floe_sink_push(t->sink, t->keyrow, pg->txn_lsn, -1, err);
+}
+
+/* The old version of a key goes: `old` is its whole row (REPLICA IDENTITY
+ * FULL), or NULL and `key` holds its key columns. */
+static int retract_old(floe_pg *pg, floe__mtable *t, floe_row *old, floe_row *key,
+                       floe_error *err)
+{
+    if (old && plain(pg, t)) {
+        note_pending(pg, t);
+        return floe_sink_push(t->sink, old, pg->txn_lsn, -1, err);
+    }
+    FLOE_FORWARD(floe__mirror_row_key(t, old ? old : key, &pg->keybuf, err));
+    bool found;
+    const uint8_t *row;
+    size_t len;
+    floe__txnmap_get(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, &found, &row, &len);
+    if (found && row)
+        FLOE_FORWARD(retract_bytes(pg, t, row, len, err));   /* cancels this transaction's */
+    else if (!found && old)
+        FLOE_FORWARD(floe_sink_push(t->sink, old, pg->txn_lsn, -1, err));
+    else if (!found)
+        FLOE_FORWARD(floe_sink_retract_key(t->sink, key, pg->txn_lsn, err));
+    note_pending(pg, t);
+    if (found || t->stream_replident != 'f')
+        return floe__txnmap_put(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, NULL, 0,
+                                err);
+    return FLOE_OK;
+}
+
+static int insert_new(floe_pg *pg, floe__mtable *t, floe_row *row, floe_error *err)
+{
+    if (plain(pg, t)) {
+        note_pending(pg, t);
+        return floe_sink_push(t->sink, row, pg->txn_lsn, 1, err);
+    }
+    FLOE_FORWARD(floe__mirror_row_key(t, row, &pg->keybuf, err));
+    bool found;
+    const uint8_t *prev;
+    size_t len;
+    floe__txnmap_get(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, &found, &prev, &len);
+    if (found && prev)                   /* a key inserted twice: the sink warns */
+        FLOE_FORWARD(retract_bytes(pg, t, prev, len, err));
+    FLOE_FORWARD(floe_sink_push(t->sink, row, pg->txn_lsn, 1, err));
+    note_pending(pg, t);
+    if (found || t->stream_replident != 'f')
+        return floe__txnmap_put(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len,
+                                row->data.data, row->data.len, err);
+    return FLOE_OK;
+}
+
+/* The old tuple of an update or delete: the whole row ('O') into
+ * t->oldrow, or the key ('K', or the new row's key when there is none). */
+static int old_version(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, floe_row **old,
+                       floe_error *err)
+{
+    *old = NULL;
+    if (m->old_kind == 'O') {
+        FLOE_FORWARD(floe__mirror_tuple_row(pg, t, &m->old_tuple, NULL, false, t->oldrow, err));
+        *old = t->oldrow;
+        return FLOE_OK;
+    }
+    const floe__pgo_tuple *k = m->old_kind == 'K' ? &m->old_tuple : &m->new_tuple;
+    return floe__mirror_tuple_row(pg, t, k, NULL, true, t->keyrow, err);
+}
+
+static int change(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, floe_error *err)
+{
+    floe_row *old = NULL;
+    if (m->kind == 'I') {
+        pg->inserts++;
+        FLOE_FORWARD(floe__mirror_tuple_row(pg, t, &m->new_tuple, NULL, false, t->row, err));
+        return insert_new(pg, t, t->row, err);
+    }
+    FLOE_FORWARD(old_version(pg, t, m, &old, err));
+    if (m->kind == 'D') {
+        pg->deletes++;
+        return retract_old(pg, t, old, t->keyrow, err);
+    }
+    pg->updates++;
+    floe__buf_reset(&pg->fill);
+    if (old)
+        FLOE_FORWARD(floe__buf_append(&pg->fill, old->data.data, old->data.len, err));
+    FLOE_FORWARD(floe__mirror_tuple_row(pg, t, &m->new_tuple, &pg->fill, false, t->row, err));
+    FLOE_FORWARD(retract_old(pg, t, old, t->keyrow, err));
+    return insert_new(pg, t, t->row, err);
+}
+
+/* ---- relations and truncates ------------------------------------------------------------------ */
+
+static bool same_shape(const floe__mtable *t, const floe__pgo_msg *m, size_t *at)
+{
+    *at = 0;
+    if (m->ncols != t->ncols) {
+        *at = m->ncols < t->ncols ? m->ncols : t->ncols;
+        return false;
+    }
+    for (size_t c = 0; c < t->ncols; c++) {
+        *at = c;
+        if (strcmp(m->cols[c].name, t->cols[c].name) != 0 || m->cols[c].type != t->cols[c].type_oid ||
+            m->cols[c].typmod != t->cols[c].typmod)
+            return false;
+    }
+    return true;
+}
+
+/* A Relation message: remembered, judged at the table's next change that
+ * is not in it already (historic shapes below its frontier do not count). */
+static void relation(floe_pg *pg, const floe__pgo_msg *m)
+{
+    floe__mtable *t = table_of(pg, m->relid);
+    if (!t)
+        return;
+    size_t at;
+    t->relation_seen = true;
+    t->stream_replident = (char)m->replident;
+    t->shape_ok = same_shape(t, m, &at);
+    if (!t->shape_ok) {
+        const char *was = at < t->ncols ? t->cols[at].name : "(none)";
+        const char *now = at < m->ncols ? m->cols[at].name : "(none)";
+        snprintf(t->shape_diff, sizeof t->shape_diff, "%u columns where floe started with %zu; "
+                 "column %zu is \"%.60s\" (type %u(%d)), was \"%.60s\" (type %u(%d))",
+                 (unsigned)m->ncols, t->ncols, at + 1, now,
+                 at < m->ncols ? m->cols[at].type : 0, at < m->ncols ? m->cols[at].typmod : 0,
+                 was, at < t->ncols ? t->cols[at].type_oid : 0,
+                 at < t->ncols ? t->cols[at].typmod : 0);
+    }
+}
+
+static int committed_text(const floe__mtable *t, char *out, size_t n)
+{
+    floe_sink_stats st;
+    floe_sink_stats_get(t->sink, &st);
+    if (st.has_committed_frontier)
+        floe__lsn_format(st.committed_frontier, out, n);
+    else
+        snprintf(out, n, "none");
+    return FLOE_OK;
+}
+
+static int shape_error(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    char lsn[24], at[24];
+    committed_text(t, at, sizeof at);
+    floe__lsn_format(pg->txn_lsn, lsn, sizeof lsn);
+    return floe__err_set(err, FLOE_EINCOMPATIBLE, "%s changed shape in the transaction "
+                         "committed at %s (ALTER TABLE): %s.  floe does not change an Iceberg "
+                         "table's schema yet; nothing of that transaction is committed and %s "
+                         "stays at %s.  To go on, drop the Iceberg table %s (the next run copies "
+                         "%s afresh, in its new shape)", t->source, lsn, t->shape_diff,
+                         t->ident, at, t->ident, t->source);
+}
+
+static int truncate_tables(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
+{
+    for (uint32_t i = 0; i < m->nrels; i++) {
+        floe__mtable *t = table_of(pg, floe__pgo_relid(m, i));
+        if (!t || pg->txn_lsn < t->start)
+            continue;
+        char lsn[24], at[24];
+        committed_text(t, at, sizeof at);
+        floe__lsn_format(pg->txn_lsn, lsn, sizeof lsn);
+        return floe__err_set(err, FLOE_EUNSUPPORTED, "TRUNCATE of %s in the transaction "
+                             "committed at %s: floe does not mirror TRUNCATE; nothing of that "
+                             "transaction is committed and %s stays at %s.  To go on, drop the "
+                             "Iceberg table %s (the next run copies %s afresh, after the "
+                             "TRUNCATE)", t->source, lsn, t->ident, at, t->ident, t->source);
+    }
+    return FLOE_OK;
+}
+
+/* ---- messages ------------------------------------------------------------------------------------- */
+
+static int on_change(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
+{
+    FLOE_RETURN_IF(!pg->in_txn, err, FLOE_EINPUT, "a change outside a transaction");
+    floe__mtable *t = table_of(pg, m->relid);
+    if (!t || pg->txn_lsn < t->start)
+        return FLOE_OK;                    /* not mirrored, or in the table already */
+    FLOE_RETURN_IF(!t->relation_seen, err, FLOE_EINPUT, "a change of %s before its Relation "
+                   "message", t->source);
+    if (!t->shape_ok)
+        return shape_error(pg, t, err);
+    pg->txn_changes++;
+    int rc = change(pg, t, m, err);
+    if (rc != FLOE_OK) {
+        char lsn[24];
+        floe__lsn_format(pg->txn_lsn, lsn, sizeof lsn);
+        return floe__err_wrap(err, rc, "a change of %s in the transaction committed at %s "
+                              "(nothing of it is committed)", t->source, lsn);
+    }
+    return FLOE_OK;
+}
+
+static int on_commit(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
+{
+    FLOE_RETURN_IF(!pg->in_txn || m->lsn != pg->txn_lsn, err, FLOE_EINPUT,
+                   "a Commit that does not match its Begin");
+    pg->in_txn = false;
+    if (m->end_lsn > pg->frontier)
+        pg->frontier = m->end_lsn;
+    if (pg->txn_changes)
+        pg->transactions++;
+    floe__txnmap_clear(pg->txn);
+    return FLOE_OK;
+}
+
+static int on_message(floe_pg *pg, const uint8_t *p, size_t n, floe_error *err)
+{
+    floe__pgo_msg m;
+    FLOE_FORWARD(floe__pgo_decode(&pg->dec, p, n, &m, err));
+    switch (m.kind) {
+    case 'B':
+        FLOE_RETURN_IF(pg->in_txn, err, FLOE_EINPUT, "a Begin inside a transaction");
+        pg->in_txn = true;
+        pg->txn_lsn = m.lsn;
+        pg->txn_time = m.time;
+        pg->txn_changes = 0;
+        floe__txnmap_clear(pg->txn);
+        return FLOE_OK;
+    case 'C':
+        return on_commit(pg, &m, err);
+    case 'R':
+        relation(pg, &m);
+        return FLOE_OK;
+    case 'I': case 'U': case 'D':
+        return on_change(pg, &m, err);
+    case 'T':
+        return pg->in_txn ? truncate_tables(pg, &m, err) : FLOE_OK;
+    default:
+        return FLOE_OK;                    /* Origin, Type, logical messages */
+    }
+}
+
+static int on_copydata(floe_pg *pg, const uint8_t *p, size_t n, bool *reply, floe_error *err)
+{
+    floe__pg_copymsg c;
+    FLOE_FORWARD(floe__pg_copymsg_decode(p, n, &c, err));
+    if (c.wal_end > pg->server_lsn)
+        pg->server_lsn = c.wal_end;
+    if (c.kind == 'k') {
+        if (!pg->in_txn && c.wal_end > pg->frontier)
+            pg->frontier = c.wal_end;
+        if (c.wal_end > pg->received)
+            pg->received = c.wal_end;
+        *reply = *reply || c.reply_requested;
+        return FLOE_OK;
+    }
+    if (c.wal_start > pg->received)
+        pg->received = c.wal_start;
+    pg->bytes_in += c.len;
+    return on_message(pg, c.data, c.len, err);
+}
+
+/* ---- the loop -------------------------------------------------------------------------------------- */
+
+static int start(floe_pg *pg, floe_error *err)
+{
+    uint64_t from = UINT64_MAX;
+    for (size_t i = 0; i < pg->ntables; i++)
+        if (pg->tables[i].start < from)
+            from = pg->tables[i].start;
+    floe__buf sql, pub;
+    floe__buf_init(&sql, 1 << 16);
+    floe__buf_init(&pub, 1 << 16);
+    char lsn[24];
+    floe__lsn_format(from, lsn, sizeof lsn);
+    int rc = floe__pg_quote_ident(pg->pub_name, &pub, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_putc(&pub, 0, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_printf(&sql, err, "START_REPLICATION SLOT \"%s\" LOGICAL %s "
+                              "(proto_version '1', publication_names ", pg->slot_name, lsn);
+    if (rc == FLOE_OK)
+        rc = floe__pg_quote_literal((const char *)pub.data, &sql, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_printf(&sql, err, ")%c", 0);
+    /* A slot still held by the walsender of a run that just died frees up
+     * once the server notices: try for a while. */
+    for (int tries = 0; rc == FLOE_OK; tries++) {
+        rc = floe__pg_stream_begin(pg->repl, (const char *)sql.data, err);
+        if (rc == FLOE_OK || strcmp(floe__pg_sqlstate(pg->repl), "55006") != 0 || tries >= 60 ||
+            floe__mirror_stopping(pg))
+            break;
+        floe_error_clear(err);
+        rc = FLOE_OK;
+        usleep(250000);
+    }
+    floe__buf_free(&sql);
+    floe__buf_free(&pub);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "streaming from slot %s", pg->slot_name);
+    pg->frontier = pg->received = from;
+    pg->streaming = true;
+    floe__mirror_notice(pg, "streaming from slot %s at %s (publication %s)", pg->slot_name, lsn,
+                        pg->pub_name);
+    return FLOE_OK;
+}
+
+static void query_lag(floe_pg *pg)
+{
+    floe__pg_result *r = NULL;
+    uint64_t lsn;
+    if (floe__pg_query(pg->conn, "SELECT pg_current_wal_lsn()", NULL, 0, &r, NULL) == FLOE_OK &&
+        floe__lsn_parse(floe__pg_get(r, 0, 0), &lsn) == 0 && lsn > pg->server_lsn)
+        pg->server_lsn = lsn;
+    floe__pg_result_free(r);
+}
+
+static int stop_at_now(floe_pg *pg, floe_error *err)
+{
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(floe__pg_query(pg->conn, "SELECT pg_current_wal_insert_lsn()", NULL, 0, &r,
+                                err));
+    int bad = floe__lsn_parse(floe__pg_get(r, 0, 0), &pg->stop_lsn);
+    floe__pg_result_free(r);
+    FLOE_RETURN_IF(bad, err, FLOE_EFORMAT, "pg_current_wal_insert_lsn() answered no LSN");
+    char lsn[24];
+    floe__lsn_format(pg->stop_lsn, lsn, sizeof lsn);
+    floe__mirror_notice(pg, "stopping once every table has committed up to %s", lsn);
+    return FLOE_OK;
+}
+
+/* Read what the server sent without waiting: *idle when nothing was left. */
+static int drain(floe_pg *pg, bool *reply, bool *idle, floe_error *err)
+{
+    *idle = false;
+    for (int k = 0; k < DRAIN_MAX; k++) {
+        const uint8_t *msg;
+        size_t len;
+        int got;
+        FLOE_FORWARD(floe__pg_stream_next(pg->repl, &msg, &len, &got, err));
+        if (!got) {
+            *idle = true;
+            return FLOE_OK;
+        }
+        FLOE_FORWARD(on_copydata(pg, msg, len, reply, err));
+    }
+    return FLOE_OK;
+}
+
+typedef struct clock_s {
+    uint64_t commit, status, lag, publish, probe;
+} clock_s;
+
+static void wait_for(floe_pg *pg, const clock_s *ck, uint64_t now)
+{
+    uint64_t next = ck->commit;
+    const uint64_t others[] = {ck->status, ck->lag, ck->publish, pg->stop_lsn ? ck->probe : next};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (others[i] < next)
+            next = others[i];
+    int ms = next > now ? (int)((next - now) / 1000000u) + 1 : 0;
+    struct pollfd p[3] = {{floe__pg_socket(pg->repl), POLLIN, 0},
+                          {pg->stop_pipe[0], POLLIN, 0}, {pg->opts.stop_fd, POLLIN, 0}};
+    poll(p, pg->opts.stop_fd >= 0 ? 3 : 2, ms);
+}
+
+/* One turn of the clock: commits, status, lag; 1 in *done once stop-at is reached. */
+static int tick(floe_pg *pg, clock_s *ck, bool reply, bool *done, floe_error *err)
+{
+    uint64_t now = floe__monotonic_ns();
+    if (now >= ck->commit) {
+        FLOE_FORWARD(commit_tables(pg, COMMIT_DUE, err));
+        ck->commit = now + pg->opts.commit_interval_ms * 1000000ull;
+    }
+    if (pg->stop_lsn && !pg->in_txn && pg->frontier >= pg->stop_lsn) {
+        FLOE_FORWARD(commit_tables(pg, COMMIT_ALL, err));
+        *done = committed_min(pg) >= pg->stop_lsn;
+    }
+    bool probe = pg->stop_lsn && now >= ck->probe;
+    if (reply || probe || now >= ck->status || *done) {
+        FLOE_FORWARD(send_status(pg, probe, err));
+        ck->status = now + STATUS_EVERY;
+        ck->probe = now + PROBE_EVERY;
+    }
+    if (now >= ck->lag) {
+        query_lag(pg);
+        ck->lag = now + LAG_EVERY;
+    }
+    if (now >= ck->publish) {
+        floe__mirror_publish(pg);
+        ck->publish = now + PUBLISH_EVERY;
+    }
+    return FLOE_OK;
+}
+
+static int stopped(floe_pg *pg, floe_error *err)
+{
+    FLOE_FORWARD(commit_tables(pg, COMMIT_PENDING, err));
+    FLOE_FORWARD(send_status(pg, false, err));
+    return floe__err_set(err, FLOE_EINTERRUPTED, "stopped");
+}
+
+int floe__mirror_stream(floe_pg *pg, floe_error *err)
+{
+    FLOE_FORWARD(start(pg, err));
+    if (pg->opts.stop_at_now)
+        FLOE_FORWARD(stop_at_now(pg, err));
+    uint64_t now = floe__monotonic_ns();
+    clock_s ck = {now + pg->opts.commit_interval_ms * 1000000ull, now, now, now, now};
+    for (size_t i = 0; i < pg->ntables; i++)
+        pg->tables[i].last_commit_ns = now;
+    for (;;) {
+        bool reply = false, idle = false, done = false;
+        FLOE_FORWARD(drain(pg, &reply, &idle, err));
+        if (floe__mirror_stopping(pg))
+            return stopped(pg, err);
+        FLOE_FORWARD(tick(pg, &ck, reply, &done, err));
+        if (done) {
+            floe__mirror_publish(pg);
+            return FLOE_OK;
+        }
+        if (idle)
+            wait_for(pg, &ck, floe__monotonic_ns());
+    }
+}

@@ -1,0 +1,307 @@
+"""A real PostgreSQL for floe's Postgres tests: Debian's postgresql package
+(initdb, pg_ctl), a cluster in a temporary data directory on a loopback port
+with wal_level = logical, started once per test process and stopped at its
+end.  initdb refuses root, so as root the cluster runs as the `postgres`
+OS user (runuser).  Each test gets a database of its own (`pgdb`).
+
+Also here: running `floe pg` against it, reading a table back with psycopg
+in rowgen's canonical form (readers.py gives the Iceberg readers' side),
+and reading the Iceberg tables with DuckDB, pyiceberg and Java.
+"""
+import atexit
+import datetime as dt
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+import psycopg
+import pytest
+
+import readers
+from conftest import run_floe
+from rowgen import Col
+
+PG_BIN = None
+for _v in ("15", "16", "17", "14", "13"):
+    if os.path.exists(f"/usr/lib/postgresql/{_v}/bin/initdb"):
+        PG_BIN = f"/usr/lib/postgresql/{_v}/bin"
+        break
+
+CONF = """
+wal_level = logical
+max_replication_slots = 64
+max_wal_senders = 64
+listen_addresses = '127.0.0.1'
+port = {port}
+unix_socket_directories = '{dir}'
+fsync = off
+full_page_writes = off
+synchronous_commit = on
+max_connections = 200
+shared_buffers = 64MB
+wal_sender_timeout = 60s
+log_min_messages = warning
+"""
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class PgServer:
+    def __init__(self, extra_conf=""):
+        if not PG_BIN:
+            pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+        self.root = tempfile.mkdtemp(prefix="floe-pg-")
+        self.data = os.path.join(self.root, "data")
+        self.port = _free_port()
+        self.as_postgres = os.geteuid() == 0
+        if self.as_postgres:
+            shutil.chown(self.root, "postgres")
+            os.chmod(self.root, 0o755)
+        self._run("initdb", "-D", self.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                  "--no-sync", "--locale=C.UTF-8")
+        conf = os.path.join(self.data, "postgresql.conf")
+        with open(conf, "a") as f:
+            f.write(CONF.format(port=self.port, dir=self.root) + extra_conf)
+        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w", "start")
+        self.dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+        atexit.register(self.stop)
+
+    def _run(self, prog, *args):
+        cmd = [os.path.join(PG_BIN, prog), *args]
+        if self.as_postgres:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+
+    def stop(self):
+        if self.data and os.path.exists(self.data):
+            try:
+                self._run("pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
+            except subprocess.CalledProcessError:
+                pass
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.data = None
+
+    def restart(self, mode="immediate"):
+        """Stop (immediate: as a crash) and start again."""
+        self._run("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
+        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w", "start")
+
+    def log(self):
+        with open(os.path.join(self.root, "log")) as f:
+            return f.read()
+
+
+_server = None
+
+
+def server():
+    global _server
+    if _server is None:
+        _server = PgServer()
+    return _server
+
+
+class Db:
+    """A database of its own on the test server, with its slot name."""
+
+    def __init__(self, srv, name):
+        self.srv, self.name = srv, name
+        self.dsn = f"host=127.0.0.1 port={srv.port} user=postgres dbname={name}"
+        self.url = f"postgresql://postgres@127.0.0.1:{srv.port}/{name}"
+        self.slot = "s_" + name
+
+    def conn(self, **kw):
+        return psycopg.connect(self.dsn, autocommit=True, **kw)
+
+    def sql(self, stmt, params=None):
+        with self.conn() as c:
+            cur = c.execute(stmt, params)
+            return cur.fetchall() if cur.description else None
+
+    def lsn(self):
+        return self.sql("SELECT pg_current_wal_insert_lsn()::text")[0][0]
+
+    def slot_lsn(self):
+        rows = self.sql("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE "
+                        "slot_name = %s", (self.slot,))
+        return rows[0][0] if rows else None
+
+    def drop(self):
+        with psycopg.connect(self.srv.dsn, autocommit=True) as c:
+            for _ in range(50):
+                c.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                          "WHERE database = %s AND active_pid IS NOT NULL", (self.name,))
+                left = 0
+                for (slot,) in c.execute("SELECT slot_name FROM pg_replication_slots WHERE "
+                                         "database = %s", (self.name,)).fetchall():
+                    try:
+                        c.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+                    except psycopg.Error:
+                        left += 1
+                if not left:
+                    break
+                time.sleep(0.1)
+            c.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pgdb():
+    srv = server()
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(srv.dsn, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    db = Db(srv, name)
+    yield db
+    db.drop()
+
+
+# ---- floe pg --------------------------------------------------------------------------------
+
+class Mirror:
+    """`floe pg` from a database into a catalog and warehouse of a test."""
+
+    def __init__(self, db, tmp_path, tables, *extra):
+        self.db, self.dir = db, tmp_path
+        self.catalog, self.wh = f"{tmp_path}/catalog.db", f"{tmp_path}/wh"
+        self.tables, self.extra = tables, list(extra)
+        self.index = f"{tmp_path}/index"
+
+    def args(self, *more):
+        a = ["pg", "--source", self.db.url, "--slot", self.db.slot, "--catalog",
+             f"sqlite:{self.catalog}", "--warehouse", self.wh, "--index-dir", self.index]
+        if self.tables:
+            a += ["--tables", ",".join(self.tables)]
+        return a + self.extra + list(more)
+
+    def run(self, *more, check=True, timeout=300):
+        return run_floe(*self.args(*more), check=check, timeout=timeout)
+
+    def catch_up(self, *more, check=True):
+        """Run until every table has committed everything up to now."""
+        return self.run("--stop-at", self.db.lsn(), "--commit-interval", "200ms", *more,
+                        check=check)
+
+    def popen(self, *more, **kw):
+        import conftest
+        return subprocess.Popen([conftest.floe_bin(), *self.args(*more)], **kw)
+
+    def pyiceberg_table(self, ident):
+        from iceberg_readers import pyiceberg_catalog
+        return pyiceberg_catalog(self.catalog, f"file://{self.wh}").load_table(ident)
+
+    def metadata(self, ident):
+        return self.pyiceberg_table(ident).metadata_location
+
+
+# ---- values as psycopg returns them, in rowgen's canonical form -------------------------------
+
+class _Range:
+    """A psycopg Range in the shape readers.canon reads ranges in."""
+
+    @staticmethod
+    def as_dict(r):
+        if r is None:
+            return None
+        if r.isempty:
+            return {"lower": None, "upper": None, "lower_inclusive": False,
+                    "upper_inclusive": False, "empty": True}
+        return {"lower": r.lower, "upper": r.upper, "lower_inclusive": r.lower_inc,
+                "upper_inclusive": r.upper_inc, "empty": False}
+
+
+def pg_canon(col, v):
+    if v is None:
+        return None
+    if col.kind in readers.RANGES:
+        return readers.canon(col, _Range.as_dict(v))
+    if col.kind == "list":
+        return [pg_canon(col.elem, x) for x in v]
+    if col.kind == "uuid":
+        return str(v)
+    return readers.canon(col, v)
+
+
+def pg_rows(db, table, cols, order="1", at_lsn=None):
+    """The table's rows, read with psycopg, canonical.  Columns whose kind is
+    text but whose Postgres type is not (interval, unconstrained numeric,
+    enums, inet...) are read as their text output (format('%s', ...))."""
+    select = []
+    for c in cols:
+        if c.kind == "jsonb":
+            select.append(f'"{c.name}"::text')
+        elif c.kind == "list" and c.elem.kind == "jsonb":
+            select.append(f'"{c.name}"::text[]')
+        elif c.kind in ("interval", "text"):
+            select.append(f"CASE WHEN \"{c.name}\" IS NOT NULL THEN format('%s', \"{c.name}\") END")
+        else:
+            select.append(f'"{c.name}"')
+    with db.conn() as conn:
+        conn.execute("SET intervalstyle = iso_8601")
+        conn.execute("SET timezone = 'UTC'")
+        rows = conn.execute(f"SELECT {', '.join(select)} FROM {table} ORDER BY {order}").fetchall()
+    return sorted((tuple(pg_canon(c, v) for c, v in zip(cols, r)) for r in rows), key=repr)
+
+
+def iceberg_rows(mirror, ident, cols, snapshot_id=None, readers_=("duckdb", "pyiceberg")):
+    """{reader: sorted canonical rows} of the Iceberg table (at a snapshot)."""
+    from iceberg_readers import duckdb_rows
+    out = {}
+    if "duckdb" in readers_:
+        out["duckdb"] = sorted(duckdb_rows(mirror.metadata(ident), cols, snapshot_id), key=repr)
+    if "pyiceberg" in readers_:
+        t = mirror.pyiceberg_table(ident)
+        rows = t.scan(snapshot_id=snapshot_id).to_arrow().to_pylist()
+        out["pyiceberg"] = sorted(readers.canon_rows(cols, rows), key=repr)
+    if "java" in readers_:
+        import java_reader
+        rows = java_reader.read_rows(mirror.catalog, f"file://{mirror.wh}", ident, snapshot_id)
+        out["java"] = sorted((tuple(java_fix(c, v) for c, v in zip(cols, r)) for r in rows),
+                             key=repr)
+    return out
+
+
+def java_fix(col, v):
+    """The Java reader's canonical values are typed by Iceberg alone: a jsonb
+    column is a plain string there."""
+    if v is None:
+        return None
+    if col.kind == "jsonb":
+        return ("json", json.dumps(json.loads(v), sort_keys=True))
+    if col.kind == "list":
+        return [java_fix(col.elem, x) for x in v]
+    return v
+
+
+def snapshots(mirror, ident):
+    """[(snapshot id, summary dict)] of main's history, oldest first."""
+    t = mirror.pyiceberg_table(ident)
+    out = []
+    sid = t.metadata.current_snapshot_id
+    by_id = {s.snapshot_id: s for s in t.snapshots()}
+    while sid is not None and sid in by_id:
+        s = by_id[sid]
+        out.append((sid, dict(s.summary.additional_properties)))
+        sid = s.parent_snapshot_id
+    return out[::-1]
+
+
+def lsn_int(text):
+    hi, lo = text.split("/")
+    return int(hi, 16) << 32 | int(lo, 16)
+
+
+def frontier_of(summary):
+    f = json.loads(summary["floe.frontier"])
+    return f[0] if f else None

@@ -1,0 +1,247 @@
+"""Exactly once under SIGKILL: a writer makes random transactions on three
+tables (REPLICA IDENTITY FULL, DEFAULT and USING INDEX) while `floe pg` is
+killed at random moments and started again, FLOE_PG_KILLS times (at least
+200 by default).  At the end:
+
+  - every Iceberg table equals its Postgres table (DuckDB and pyiceberg);
+  - every snapshot of every table equals the source as of the LSN it
+    records (its floe.frontier), by replaying the writer's log of committed
+    transactions (each logged with the WAL position before and after its
+    COMMIT, which brackets its commit record);
+  - the slot's confirmed_flush_lsn, sampled all along, was never ahead of a
+    frontier every table had committed by then (each sample is checked
+    against the snapshots committed before it was read).
+"""
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+
+import psycopg
+
+from iceberg_readers import duckdb_snapshot_rows
+from pgserver import Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snapshots, frontier_of  # noqa
+from rowgen import Col
+
+KILLS = int(os.environ.get("FLOE_PG_KILLS", "200"))
+KEYS = 60
+
+TABLES = {
+    "kfull": [Col("id", "integer", True), Col("v", "integer"), Col("s", "text")],
+    "kdef": [Col("id", "integer", True), Col("v", "bigint"), Col("n", "integer")],
+    "kidx": [Col("a", "integer", True), Col("b", "integer", True), Col("v", "integer")],
+}
+DDL = """
+CREATE TABLE kfull (id int PRIMARY KEY, v int, s text);
+ALTER TABLE kfull REPLICA IDENTITY FULL;
+CREATE TABLE kdef (id int PRIMARY KEY, v bigint, n int);
+CREATE TABLE kidx (a int NOT NULL, b int NOT NULL, v int);
+CREATE UNIQUE INDEX kidx_ab ON kidx (a, b);
+ALTER TABLE kidx REPLICA IDENTITY USING INDEX kidx_ab;
+INSERT INTO kfull SELECT g, g, 'row ' || g FROM generate_series(1, 20) g;
+INSERT INTO kdef SELECT g, g, 0 FROM generate_series(1, 20) g;
+INSERT INTO kidx SELECT g, g % 3, g FROM generate_series(1, 20) g;
+"""
+
+
+def key_of(table, row):
+    return (row[0], row[1]) if table == "kidx" else row[0]
+
+
+class Writer(threading.Thread):
+    """Random transactions; `log` holds (before, after, [(table, key, row|None)])
+    for each committed one, in commit order."""
+
+    def __init__(self, dsn, seed):
+        super().__init__(daemon=True)
+        self.dsn, self.r = dsn, random.Random(seed)
+        self.stop = threading.Event()
+        self.log = []
+        self.state = {}                                   # (table, key) -> row
+        self.error = None
+
+    def load(self, conn):
+        for t in TABLES:
+            for row in conn.execute(f"SELECT * FROM {t}").fetchall():
+                self.state[(t, key_of(t, row))] = tuple(row)
+
+    def op(self, c, mine, effects):
+        r = self.r
+        t = r.choice(list(TABLES))
+        keys = [k for (tt, k) in mine if tt == t]
+        kind = r.random()
+        if kind < 0.35 or not keys:                       # insert a new key
+            k = (r.randrange(KEYS), r.randrange(3)) if t == "kidx" else r.randrange(KEYS)
+            if (t, k) in mine:
+                return
+            row = (k[0], k[1], r.randrange(1000)) if t == "kidx" else \
+                  (k, r.randrange(1000), f"s{r.randrange(99)}" if t == "kfull" else r.randrange(9))
+            c.execute(f"INSERT INTO {t} VALUES (%s, %s, %s)", row)
+        elif kind < 0.75:                                 # update (sometimes the key)
+            k = r.choice(keys)
+            old = mine[(t, k)]
+            new = (old[0], old[1], r.randrange(1000)) if t == "kidx" else \
+                  (old[0], r.randrange(10**6), old[2])
+            if r.random() < 0.15:
+                nk = (r.randrange(KEYS), r.randrange(3)) if t == "kidx" else r.randrange(KEYS)
+                if (t, nk) not in mine:
+                    new = (nk[0], nk[1], new[2]) if t == "kidx" else (nk,) + new[1:]
+            if t == "kidx":
+                c.execute("UPDATE kidx SET a = %s, b = %s, v = %s WHERE a = %s AND b = %s",
+                          (*new, k[0], k[1]))
+            else:
+                cols = "id = %s, v = %s, " + ("s = %s" if t == "kfull" else "n = %s")
+                c.execute(f"UPDATE {t} SET {cols} WHERE id = %s", (*new, k))
+            del mine[(t, k)]
+            mine[(t, key_of(t, new))] = new
+            effects += [(t, k, None), (t, key_of(t, new), new)]
+            return
+        else:                                             # delete
+            k = r.choice(keys)
+            if t == "kidx":
+                c.execute("DELETE FROM kidx WHERE a = %s AND b = %s", k)
+            else:
+                c.execute(f"DELETE FROM {t} WHERE id = %s", (k,))
+            del mine[(t, k)]
+            effects.append((t, k, None))
+            return
+        mine[(t, key_of(t, row))] = row
+        effects.append((t, key_of(t, row), row))
+
+    def txn(self, c):
+        mine = dict(self.state)
+        effects = []
+        c.execute("BEGIN")
+        for _ in range(self.r.randint(1, 8)):
+            self.op(c, mine, effects)
+        if self.r.random() < 0.1:
+            c.execute("ROLLBACK")                         # never visible
+            return
+        before = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        c.execute("COMMIT")
+        after = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        self.state = mine
+        self.log.append((lsn_int(before), lsn_int(after), effects))
+
+    def run(self):
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as c:
+                self.load(c)
+                while not self.stop.is_set():
+                    self.txn(c)
+                    time.sleep(self.r.random() * 0.01)
+        except Exception as e:                            # reported by the test
+            self.error = e
+
+
+class SlotSampler(threading.Thread):
+    """(confirmed_flush_lsn, unix ms once read) every few ms."""
+
+    def __init__(self, dsn, slot):
+        super().__init__(daemon=True)
+        self.dsn, self.slot = dsn, slot
+        self.stop = threading.Event()
+        self.samples = []
+
+    def run(self):
+        with psycopg.connect(self.dsn, autocommit=True) as c:
+            while not self.stop.is_set():
+                row = c.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
+                                "WHERE slot_name = %s", (self.slot,)).fetchone()
+                if row and row[0]:
+                    self.samples.append((lsn_int(row[0]), int(time.time() * 1000)))
+                time.sleep(0.02)
+
+
+def state_at(base, log, frontier, ambiguous_in):
+    """The source as of `frontier`: the transactions surely before it, and
+    (a second answer) also the one whose commit window holds it, if any."""
+    state = dict(base)
+    maybe = None
+    for before, after, effects in log:
+        if after <= frontier:
+            for t, k, row in effects:
+                if row is None:
+                    state.pop((t, k), None)
+                else:
+                    state[(t, k)] = row
+        elif before < frontier < after and ambiguous_in:
+            maybe = dict(state)
+            for t, k, row in effects:
+                if row is None:
+                    maybe.pop((t, k), None)
+                else:
+                    maybe[(t, k)] = row
+    return state, maybe
+
+
+def rows_of(state, table):
+    return sorted((row for (t, _), row in state.items() if t == table), key=repr)
+
+
+def test_kill_floe_at_random_moments(pgdb, tmp_path):
+    pgdb.sql(DDL)
+    m = Mirror(pgdb, tmp_path, list(f"public.{t}" for t in TABLES), "--create-publication",
+               "--commit-interval", "100ms", "--idle-commit-interval", "300ms", "--quiet")
+    m.run("--stop-at", "now")                             # the copies, the slot
+    writer = Writer(pgdb.dsn, seed=1234)
+    with psycopg.connect(pgdb.dsn) as c:
+        writer.load(c)
+    base = dict(writer.state)
+    writer.start()
+    sampler = SlotSampler(pgdb.dsn, pgdb.slot)
+    sampler.start()
+    r = random.Random(99)
+    exits = {}
+    try:
+        for _ in range(KILLS):
+            p = m.popen(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(r.random() * 0.6)
+            p.send_signal(signal.SIGKILL)
+            _, err = p.communicate()
+            exits[p.returncode] = exits.get(p.returncode, 0) + 1
+            assert b"AddressSanitizer" not in err and b"runtime error" not in err, err
+            assert p.returncode == -signal.SIGKILL, err[-3000:]
+    finally:
+        writer.stop.set()
+        writer.join()
+        assert writer.error is None, writer.error
+    m.catch_up("--quiet")
+    time.sleep(0.2)
+    sampler.stop.set()
+    sampler.join()
+    assert len(writer.log) > 100
+
+    # Every table equals its source now.
+    for table, cols in TABLES.items():
+        want = pg_rows(pgdb, table, cols)
+        assert want == rows_of(writer.state, table)
+        for reader, rows in iceberg_rows(m, f"public.{table}", cols).items():
+            assert rows == want, (table, reader)
+
+    # Every snapshot equals the source as of its frontier.
+    history = {}
+    for table, cols in TABLES.items():
+        snaps = snapshots(m, f"public.{table}")
+        history[table] = snaps
+        got = duckdb_snapshot_rows(m.metadata(f"public.{table}"), cols, [s for s, _ in snaps])
+        for (sid, summary), rows in zip(snaps, got):
+            f = frontier_of(summary)
+            want, maybe = state_at(base, writer.log, f, True)
+            rows = sorted(rows, key=repr)
+            assert rows == rows_of(want, table) or (maybe and rows == rows_of(maybe, table)), \
+                (table, sid, f)
+
+    # The slot was never ahead of what every table had committed.
+    t = {tb: m.pyiceberg_table(f"public.{tb}") for tb in TABLES}
+    commits = {tb: sorted((s.timestamp_ms, frontier_of(s.summary.additional_properties))
+                          for s in t[tb].snapshots()) for tb in TABLES}
+    for confirmed, read_ms in sampler.samples:
+        for tb in TABLES:
+            done = max((f for ts, f in commits[tb] if ts <= read_ms + 1), default=0)
+            assert confirmed <= done, (tb, confirmed, done)
+    assert len(sampler.samples) > 100
+    print(f"kills {KILLS}, exits {exits}, transactions {len(writer.log)}, samples "
+          f"{len(sampler.samples)}, snapshots {[len(h) for h in history.values()]}")
