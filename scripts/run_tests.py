@@ -3,7 +3,8 @@
 
 Stages (each counts its tests as passed or failed):
   checksrc  scripts/check-src.sh: no raw allocation, exit or unbounded strings
-  unit      every C unit-test program, release build and ASan+UBSan build
+  unit      every C unit-test program, ASan+UBSan build (and the release
+            build under valgrind, below)
   fuzz      every fuzz target replaying its corpus, ASan+UBSan build
   valgrind  the unit tests and fuzz replays of the release build under memcheck
   pytest    the Python suite (real readers: pyarrow, DuckDB, polars, ...)
@@ -19,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUMMARY_RE = re.compile(r"(\d+) passed, (\d+) failed")
@@ -110,20 +112,30 @@ def pytest_stage(build, extra):
         failures.append(f"pytest ({build})")
 
 
+def timed(name, fn, *args):
+    t0 = time.monotonic()
+    fn(*args)
+    took.append((name, time.monotonic() - t0))
+
+
+took = []
+
+
 def main():
     args = sys.argv[1:]
     quick = "--quick" in args
     extra = [a for a in args if a != "--quick"]
     rc, _ = run(["scripts/check-src.sh"])
     record("check-src", rc == 0)
-    unit_stage("build")
     if not quick:
-        unit_stage("build-asan")
-        fuzz_stage("build-asan")
-        valgrind_stage("build")
+        timed("unit (asan)", unit_stage, "build-asan")
+        timed("fuzz (asan)", fuzz_stage, "build-asan")
+        timed("unit and fuzz (valgrind, release)", valgrind_stage, "build")
     else:
-        fuzz_stage("build")
-    pytest_stage("build" if quick else "build-asan", extra)
+        timed("unit", unit_stage, "build")
+        timed("fuzz", fuzz_stage, "build")
+    timed("pytest", pytest_stage, "build" if quick else "build-asan", extra)
+    print("stages: " + ", ".join(f"{n} {s:.0f}s" for n, s in took))
     if failures:
         print("failed:", ", ".join(failures))
     print(f"{totals['passed']} passed, {totals['failed']} failed")

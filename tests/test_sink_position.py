@@ -327,13 +327,18 @@ def test_a_compaction_between_write_and_commit_moves_the_deletes(tmp_path):
 
 class JavaCompactor:
     """Java's RewriteFiles on the sink's table in a loop on a thread, while
-    the `with` block runs; ok/conflict count how its commits went."""
+    the `with` block runs, a short random pause between compactions (a
+    compactor committing back to back, for ever, would leave the sink's own
+    commits no window: SPEC 7.4 gives a commit five tries); ok/conflict
+    count how its commits went."""
 
     def __init__(self, sink):
+        import random
         import threading
         self.sink, self.ok, self.conflict = sink, 0, 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop)
+        self.r = random.Random(1)
 
     def _loop(self):
         while not self.stop.is_set():
@@ -342,6 +347,7 @@ class JavaCompactor:
                 self.ok += 1
             except engines.Conflict:
                 self.conflict += 1
+            self.stop.wait(self.r.uniform(0.1, 0.4))
 
     def __enter__(self):
         self.thread.start()
