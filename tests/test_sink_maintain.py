@@ -98,7 +98,7 @@ def test_orphans_of_a_killed_run_go_once_past_the_window(tmp_path):
     """A killed run leaves files no metadata reaches; the next run's
     maintenance deletes them once they are past --orphan-age, and Java's
     orphan finder agrees nothing unreached is left."""
-    stream = Stream(33, steps=200, keys=40, burst=0.4)
+    stream = Stream(33, steps=120, keys=40, burst=0.4)
     sink = AutoSink(tmp_path, stream, interval=10)
     run = Running(sink, "--close", "--quiet")
     pv = progress_points(stream)
@@ -113,7 +113,7 @@ def test_orphans_of_a_killed_run_go_once_past_the_window(tmp_path):
         os.utime(data / name, (old, old))
     o = engines.remove_orphans(sink.db, sink.wh, TABLE, dry_run=True)
     assert str(planted) in {p.removeprefix("file:").removeprefix("//") for p in o["removed"]}
-    run = Running(sink, "--close", "--quiet", "--orphan-age", "1d")
+    run = Running(sink, "--close", "--quiet", "--orphan-age", "1d", "--maintain-budget", "1")
     run.send(stream.lines)
     run.wait_for(lambda: metric(run.port, "floe_maintenance_orphans_removed_total") >= 1)
     run.finish()
