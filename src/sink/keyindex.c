@@ -258,6 +258,18 @@ static size_t memory_bytes(const floe__kx *kx)
     return kx->cap * sizeof(slot) + kx->block_bytes + kx->n_blocks * sizeof(uint8_t *);
 }
 
+static int merge_into_run(floe__kx *kx, floe_error *err);
+
+/* What a spill needs besides the tier: one sort entry per used slot. */
+#define SORT_ENTRY_BYTES 16
+
+/* The most the memory tier may take before it must spill: its own bytes
+ * plus what spilling them takes, so that the peak stays within the budget. */
+static size_t peak_bytes(const floe__kx *kx)
+{
+    return memory_bytes(kx) + kx->used * SORT_ENTRY_BYTES;
+}
+
 static int grow(floe__kx *kx, floe_error *err)
 {
     slot *old = kx->slots;
@@ -357,8 +369,14 @@ static void walk(floe__kx *kx, uint64_t h, const uint8_t *key, size_t len, const
 static int put_slot(floe__kx *kx, const uint8_t *key, size_t len, uint64_t h, uint32_t file,
                     uint64_t pos, uint64_t rowhash, bool *was_live, floe_error *err)
 {
-    if ((kx->used + 1) * 4 > kx->cap * 3)
-        FLOE_FORWARD(grow(kx, err));
+    if ((kx->used + 1) * 4 > kx->cap * 3) {
+        /* growing holds the old and the new slot arrays at once: spill
+         * instead when that would pass the budget */
+        if (peak_bytes(kx) + 2 * kx->cap * sizeof(slot) > kx->limit)
+            FLOE_FORWARD(merge_into_run(kx, err));
+        else
+            FLOE_FORWARD(grow(kx, err));
+    }
     probe p;
     walk(kx, h, key, len, NULL, false, &p);
     if (was_live)
@@ -723,7 +741,8 @@ static int merge_into_run(floe__kx *kx, floe_error *err)
 
 static int maybe_spill(floe__kx *kx, floe_error *err)
 {
-    return memory_bytes(kx) > kx->limit ? merge_into_run(kx, err) : FLOE_OK;
+    _Static_assert(sizeof(mem_entry) == SORT_ENTRY_BYTES, "the sort entry's size");
+    return peak_bytes(kx) > kx->limit ? merge_into_run(kx, err) : FLOE_OK;
 }
 
 /* ---- walking and stats ------------------------------------------------------------------------ */
