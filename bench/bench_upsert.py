@@ -6,7 +6,9 @@
 
 read     A table of N keys (default 1,000,000) after C commits (default 100)
          that each update F of the keys (default 1%), written by floe sink
-         in position mode on format 2 and on format 3 (and, unless
+         (maintenance off: the tables as the deletes alone leave them; see
+         bench_aging.py for maintenance) in position mode on format 2 and
+         on format 3 (and, unless
          --skip-equality, in equality mode), against the same final rows
          compacted into one data file (floe's snapshot batch).  Each is read
          by DuckDB (iceberg_scan, count(*) + sum(key), threads = 1, the best
@@ -73,7 +75,7 @@ def sink(d, src, *extra, index_dir=None):
     os.makedirs(d, exist_ok=True)
     cmd = [FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input", src,
            "--commit-interval", "1", "--catalog", f"sqlite:{d}/catalog.db", "--warehouse",
-           f"{d}/wh", "--index-dir", index_dir or f"{d}/index", *extra]
+           f"{d}/wh", "--index-dir", index_dir or f"{d}/index", "--maintain", "off", *extra]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:

@@ -12,12 +12,14 @@
  *   - every data file req->deletes names must be live and not removed in
  *     the same commit, else FLOE_ECONFLICT.
  *   - v2 tables get one file-scoped position delete file per data file
- *     (rows sorted by position, referenced_data_file set).
+ *     (rows sorted by position, referenced_data_file set); the data file's
+ *     earlier file-scoped delete files are folded into it and removed in
+ *     the same commit, so each data file keeps one.
  *   - v3 tables get one Puffin file with a deletion vector per data file;
  *     a data file that already has a DV gets the union, and the old DV's
- *     entry is removed in this commit (at most one DV per data file).  A v3
- *     data file with Parquet position deletes (a table upgraded from v2)
- *     would need them merged into its DV: FLOE_EUNSUPPORTED for now.
+ *     entry is removed in this commit (at most one DV per data file); its
+ *     file-scoped Parquet position deletes (a table upgraded from v2) are
+ *     folded in too; unscoped ones are FLOE_EUNSUPPORTED.
  * Removed entries are recorded as (manifest, entry) of the plan; the
  * manifests holding them are rewritten with those entries DELETED and the
  * other live ones EXISTING (sequence numbers and first_row_id kept), as
@@ -186,6 +188,44 @@ static int push_written(floe__attempt *a, floe__content_file *f, floe_error *err
     return rc;
 }
 
+/* The positions data file d's own position delete files (file-scoped to
+ * it) delete, ORed into `out`, and those files marked removed: the new
+ * file written for d replaces them, so a data file keeps one file-scoped
+ * delete file (or DV) however many commits delete from it.  Unscoped ones
+ * (Spark's, which may apply to other files too) stay. */
+static int fold_scoped(floe__attempt *a, const floe__plan_data *d, const char *path,
+                       floe__posbitmap *out, floe_error *err)
+{
+    for (size_t k = 0; d && k < d->n_pos; k++) {
+        const floe__plan_file *f = &a->plan->deletes[d->pos[k]];
+        const char *ref = f->file.referenced_data_file;
+        if (!ref || strcmp(ref, path) != 0)
+            continue;
+        floe__posdel_set *old = NULL;
+        int rc = floe__posdel_set_new(&old, err);
+        if (rc == FLOE_OK)
+            rc = floe__posdel_file_read(a->t->io, f->file.path, old, err);
+        const floe__posbitmap *b = rc == FLOE_OK ? floe__posdel_set_find(old, path) : NULL;
+        if (b)
+            rc = floe__posbitmap_or(out, b, err);
+        floe__posdel_set_free(old);
+        FLOE_FORWARD(rc);
+        FLOE_FORWARD(mark(a, f, err));
+    }
+    return FLOE_OK;
+}
+
+/* Whether position delete files that are not scoped to data file d apply to it. */
+static bool unscoped_deletes(const floe__attempt *a, const floe__plan_data *d, const char *path)
+{
+    for (size_t k = 0; k < d->n_pos; k++) {
+        const char *ref = a->plan->deletes[d->pos[k]].file.referenced_data_file;
+        if (!ref || strcmp(ref, path) != 0)
+            return true;
+    }
+    return false;
+}
+
 /* v2: one file-scoped position delete file (or more, past the target size) per data file. */
 static int write_v2_one(floe__attempt *a, const char *path, const floe__posbitmap *b,
                         floe_error *err)
@@ -280,11 +320,19 @@ static int merge_dvs(floe__attempt *a, const floe__pathmap *gone, const size_t *
         const char *path = floe__posdel_set_path(s, order[k]);
         const floe__plan_data *d;
         FLOE_FORWARD(target(a, gone, path, &d, err));
-        FLOE_RETURN_IF(d && d->n_pos, err, FLOE_EUNSUPPORTED, "data file %s has Parquet position "
-                       "deletes (from before an upgrade to v3): merging them into a deletion "
-                       "vector is not supported yet", path);
+        FLOE_RETURN_IF(d && unscoped_deletes(a, d, path), err, FLOE_EUNSUPPORTED, "data file %s "
+                       "has position delete files that apply to other data files too (from "
+                       "before an upgrade to v3): compact the table first", path);
         FLOE_FORWARD(floe__posdel_set_add_all(merged, path, floe__posdel_set_positions(s, order[k]),
                                               err));
+        if (d && d->n_pos) {                   /* Parquet ones from before an upgrade: folded in */
+            floe__posbitmap old = {0};
+            int rc = fold_scoped(a, d, path, &old, err);
+            if (rc == FLOE_OK)
+                rc = floe__posdel_set_add_all(merged, path, &old, err);
+            floe__posbitmap_clear(&old);
+            FLOE_FORWARD(rc);
+        }
         if (!d || d->dv == SIZE_MAX)
             continue;
         floe__posbitmap old = {0};
@@ -322,9 +370,15 @@ static int write_deletes(floe__attempt *a, const floe__pathmap *gone, floe_error
         const floe__plan_data *d;
         for (size_t k = 0; rc == FLOE_OK && k < floe__posdel_set_files(s); k++) {
             const char *path = floe__posdel_set_path(s, order[k]);
+            floe__posbitmap all = {0};
             rc = target(a, gone, path, &d, err);
             if (rc == FLOE_OK)
-                rc = write_v2_one(a, path, floe__posdel_set_positions(s, order[k]), err);
+                rc = floe__posbitmap_or(&all, floe__posdel_set_positions(s, order[k]), err);
+            if (rc == FLOE_OK)
+                rc = fold_scoped(a, d, path, &all, err);
+            if (rc == FLOE_OK)
+                rc = write_v2_one(a, path, &all, err);
+            floe__posbitmap_clear(&all);
         }
     }
     floe__free(order);
