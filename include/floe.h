@@ -595,8 +595,9 @@ typedef enum floe_delete_mode {
     FLOE_DELETE_EQUALITY = 1,
 } floe_delete_mode;
 
-/* Options; start from floe_sink_options_init().  Strings are copied by
- * floe_sink_open. */
+/* Options; start from floe_sink_options_init().  Every string (those of
+ * connect and the properties array too) is copied by floe_sink_open: the
+ * caller's may be freed once it returns. */
 typedef struct floe_sink_options {
     const char *table;              /* "NS.NAME" (required) */
     const char *schema;             /* column list (SPEC 3); NULL: the existing table's */
@@ -808,8 +809,9 @@ int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err);
  * ---------------------------------------------------------------------- */
 typedef struct floe_pg floe_pg;
 
-/* Options; start from floe_pg_options_init().  Strings are copied by
- * floe_pg_open. */
+/* Options; start from floe_pg_options_init().  Every string (those of
+ * sink too) is copied by floe_pg_open: the caller's may be freed once it
+ * returns. */
 typedef struct floe_pg_options {
     /* A libpq connection string or URI ("postgres://user@host/db",
      * "host=... dbname=..."); NULL: the PG* environment variables.  Never

@@ -214,15 +214,22 @@ int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out,
 static int copy_options(floe_pg *pg, const floe_pg_options *o, floe_error *err)
 {
     pg->opts = *o;
-    pg->slot_name = floe__strdup(o->slot ? o->slot : "floe");
-    pg->pub_name = floe__strdup(o->publication ? o->publication : pg->slot_name ? pg->slot_name
-                                                                                : "floe");
-    pg->source_text = o->source ? floe__strdup(o->source) : NULL;
-    if (!pg->slot_name || !pg->pub_name || (o->source && !pg->source_text))
+    floe_pg_options *c = &pg->opts;
+    if (!c->slot)
+        c->slot = "floe";
+    if (!c->publication)
+        c->publication = c->slot;
+    const char **fields[] = {&c->source, &c->tables, &c->publication, &c->slot,
+                             &c->namespace_name, &c->table_map};
+    pg->strings = floe__arena_new(1024);
+    if (!pg->strings)
         return FLOE_OOM(err);
-    pg->opts.source = pg->source_text;
-    pg->opts.slot = pg->slot_name;
-    pg->opts.publication = pg->pub_name;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (floe__arena_own_str(pg->strings, fields[i]) != 0)
+            return FLOE_OOM(err);
+    FLOE_FORWARD(floe__sink_options_own(&c->sink, pg->strings, err));
+    pg->slot_name = c->slot;
+    pg->pub_name = c->publication;
     if (!pg->opts.sink.memory_limit)
         pg->opts.sink.memory_limit = DEFAULT_MEMORY;
     if (!pg->opts.commit_interval_ms)
@@ -363,9 +370,7 @@ void floe_pg_free(floe_pg *pg)
     for (int i = 0; i < 2; i++)
         if (pg->stop_pipe[i] >= 0)
             close(pg->stop_pipe[i]);
-    floe__free(pg->slot_name);
-    floe__free(pg->pub_name);
-    floe__free(pg->source_text);
+    floe__arena_free(pg->strings);
     floe__free(pg->database);
     pthread_mutex_destroy(&pg->lock);
     floe__free(pg);

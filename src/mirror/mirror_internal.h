@@ -110,7 +110,9 @@ typedef struct floe__mslot {
 
 struct floe_pg {
     floe_pg_options opts;
-    char *slot_name, *pub_name, *database, *source_text;
+    const char *slot_name, *pub_name;  /* in `strings`, as opts' strings are */
+    char *database;
+    floe__arena *strings;
     floe__pg_conn *conn;     /* queries, copies, lag */
     floe__pg_conn *repl;     /* the slot's walsender */
     floe__pg_conn *tmp;      /* a temporary slot's walsender, during copies */

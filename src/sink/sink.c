@@ -63,7 +63,8 @@ struct floe_sink {
     floe__frontier input_frontier;
     floe__buf row, key;
     const uint8_t **spans;           /* scratch: start of each top-level slot */
-    floe_sink_options opts;
+    floe_sink_options opts;          /* its strings point into `strings` */
+    floe__arena *strings;
     json_t *props;                   /* floe_sink_set_property's, for every commit */
     bool touched;                    /* something was pushed or advanced */
     uint64_t since_publish;
@@ -676,6 +677,38 @@ int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *e
     return floe__sink_open_with(opts, NULL, NULL, out, err);
 }
 
+/* Point every string of o (its connect options and properties too) at a
+ * copy in `a`, so the caller may free its own after open. */
+int floe__sink_options_own(floe_sink_options *o, floe__arena *a, floe_error *err)
+{
+    floe_connect_options *c = &o->connect;
+    const char **fields[] = {
+        &o->table, &o->schema, &o->key, &o->sink_id, &o->spill_dir, &o->index_dir,
+        &o->resume_from, &c->catalog, &c->catalog_name, &c->warehouse, &c->token,
+        &c->credential, &c->oauth2_uri, &c->scope, &c->sigv4_region, &c->sigv4_service,
+        &c->s3_endpoint, &c->s3_region, &c->s3_access_key_id, &c->s3_secret_access_key,
+        &c->s3_session_token, &c->ca_file,
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (floe__arena_own_str(a, fields[i]) != 0)
+            return FLOE_OOM(err);
+    if (!o->properties)
+        return FLOE_OK;
+    size_t n = 0;
+    while (o->properties[n])
+        n++;
+    const char **props = floe__arena_alloc(a, (n + 1) * sizeof *props);
+    if (!props)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i <= n; i++) {
+        props[i] = o->properties[i];
+        if (floe__arena_own_str(a, &props[i]) != 0)
+            return FLOE_OOM(err);
+    }
+    o->properties = props;
+    return FLOE_OK;
+}
+
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err)
 {
@@ -701,7 +734,10 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
     }
     floe__buf_init(&s->row, 0);
     floe__buf_init(&s->key, 0);
-    int rc = sink_setup(s, err);
+    s->strings = floe__arena_new(1024);
+    int rc = s->strings ? floe__sink_options_own(&s->opts, s->strings, err) : FLOE_OOM(err);
+    if (rc == FLOE_OK)
+        rc = sink_setup(s, err);
     if (rc != FLOE_OK) {
         floe_sink_free(s);
         return rc;
@@ -738,6 +774,7 @@ void floe_sink_free(floe_sink *s)
     floe__free(s->ns);
     floe__free(s->name);
     floe__free(s->sink_id);
+    floe__arena_free(s->strings);
     pthread_mutex_destroy(&s->lock);
     floe__free(s);
 }

@@ -437,6 +437,7 @@ void floe__maintainer_stop(floe__maintainer *m);
  * floe_sink_open with a catalog and FileIO of the caller's (borrowed; they
  * must outlive the sink): how tests put a fault-injecting catalog under a
  * real sink. */
+int floe__sink_options_own(floe_sink_options *o, floe__arena *a, floe_error *err);
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err);
 /* The Prometheus text exposition of several sinks' metrics, appended to

@@ -96,3 +96,14 @@ char *floe__arena_strndup(floe__arena *a, const char *s, size_t n)
 }
 
 size_t floe__arena_used(const floe__arena *a) { return a ? a->total : 0; }
+
+int floe__arena_own_str(floe__arena *a, const char **s)
+{
+    if (!*s)
+        return 0;
+    char *copy = floe__arena_strndup(a, *s, strlen(*s));
+    if (!copy)
+        return -1;
+    *s = copy;
+    return 0;
+}

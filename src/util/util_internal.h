@@ -117,6 +117,8 @@ void floe__arena_reset(floe__arena *a);         /* keeps the first block */
 void *floe__arena_alloc(floe__arena *a, size_t n);  /* 16-byte aligned; NULL on OOM */
 char *floe__arena_strndup(floe__arena *a, const char *s, size_t n);
 size_t floe__arena_used(const floe__arena *a);
+/* Replace *s (unless NULL) by a copy in the arena; -1 on OOM. */
+int floe__arena_own_str(floe__arena *a, const char **s);
 
 /* ---- byte-string sets (byteset.c) --------------------------------------------
  * Copies of the strings added; membership by content. */

@@ -7,6 +7,8 @@
  * in a temporary directory; what landed is read back through floe_table.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "floe.h"
 #include "unit.h"
@@ -27,19 +29,31 @@ static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as
     snprintf(f->warehouse, sizeof f->warehouse, "%s/%s-wh", tmp_root, name);
     snprintf(f->index, sizeof f->index, "%s/%s-index", tmp_root, name);
     f->err = floe_error_new();
+    /* every string the caller's own, scribbled over and freed after open:
+     * the sink must have copied what it uses later (the committer, the
+     * maintenance thread's catalog connection) */
+    char *str[] = {strdup("ns.t"), strdup("id bigint not null, v text not null"), strdup("id"),
+                   strdup(f->catalog), strdup(f->warehouse), strdup(f->index),
+                   strdup("commit.manifest.min-count-to-merge"), strdup("3")};
+    const char *props[] = {str[6], str[7], NULL};
     floe_sink_options o;
     floe_sink_options_init(&o);
-    o.table = "ns.t";
-    o.schema = "id bigint not null, v text not null";
-    o.key = "id";
-    o.connect.catalog = f->catalog;
-    o.connect.warehouse = f->warehouse;
-    o.index_dir = f->index;
+    o.table = str[0];
+    o.schema = str[1];
+    o.key = str[2];
+    o.connect.catalog = str[3];
+    o.connect.warehouse = str[4];
+    o.index_dir = str[5];
+    o.properties = props;
     o.delete_mode = mode;
     o.commit_on_advance = 1;
     o.commit_interval = 0;             /* not used */
     o.as_of = as_of;
     int rc = floe_sink_open(&o, &f->sink, f->err);
+    for (size_t i = 0; i < sizeof str / sizeof *str; i++) {
+        memset(str[i], 'x', strlen(str[i]));
+        free(str[i]);
+    }
     if (rc != FLOE_OK) {
         fprintf(stderr, "open: %s\n", floe_error_message(f->err));
         return rc;
