@@ -135,6 +135,8 @@ int cli_signals_start(void);
 int cli_signals_caught(void);
 /* Readable once a stop signal came (for poll); -1 before cli_signals_start. */
 int cli_signals_fd(void);
+/* Sleep `ns`, or less if a stop signal comes (or came already). */
+void cli_signals_wait(uint64_t ns);
 /* "SIGTERM", "SIGINT", "SIGHUP", or "signal N". */
 const char *cli_signal_name(int sig, char *buf, size_t cap);
 

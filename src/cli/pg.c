@@ -14,7 +14,6 @@
  */
 #include <inttypes.h>
 #include <stdatomic.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -314,13 +313,8 @@ static void report_halt(run *r, const char *what)
 
 static void linger(run *r)
 {
-    if (!r->metrics || !r->linger_ns || cli_signals_caught())
-        return;
-    uint64_t until = cli_now_ns() + r->linger_ns;
-    for (uint64_t now; (now = cli_now_ns()) < until && !cli_signals_caught();) {
-        struct pollfd p = {cli_signals_fd(), POLLIN, 0};
-        poll(&p, 1, (int)((until - now) / 1000000u) + 1);
-    }
+    if (r->metrics && r->linger_ns)
+        cli_signals_wait(r->linger_ns);
 }
 
 static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)

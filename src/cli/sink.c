@@ -17,7 +17,6 @@
  * options, 128 + N stopped by signal N (stop_signals.c).
  */
 #include <inttypes.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,13 +400,8 @@ static void notices(run *r)
 /* Keep serving /metrics and /health for --metrics-linger (a signal ends it). */
 static void linger(run *r)
 {
-    if (!r->metrics || !r->linger_ns || cli_signals_caught())
-        return;
-    uint64_t until = cli_now_ns() + r->linger_ns;
-    for (uint64_t now; (now = cli_now_ns()) < until && !cli_signals_caught();) {
-        struct pollfd p = {cli_signals_fd(), POLLIN, 0};
-        poll(&p, 1, (int)((until - now) / 1000000u) + 1);
-    }
+    if (r->metrics && r->linger_ns)
+        cli_signals_wait(r->linger_ns);
 }
 
 static int open_and_run(run *r, const cli_opt *opts, const floe_sink_options *o)

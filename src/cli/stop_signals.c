@@ -10,6 +10,7 @@
  * raises it again: the process ends at once, as if floe had not caught it.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -132,3 +133,12 @@ int cli_signals_caught(void)
 }
 
 int cli_signals_fd(void) { return wake[0]; }
+
+void cli_signals_wait(uint64_t ns)
+{
+    uint64_t until = cli_now_ns() + ns;
+    for (uint64_t now; (now = cli_now_ns()) < until && !cli_signals_caught();) {
+        struct pollfd p = {cli_signals_fd(), POLLIN, 0};
+        poll(&p, 1, (int)((until - now) / 1000000u) + 1);
+    }
+}
