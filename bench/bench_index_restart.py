@@ -75,7 +75,7 @@ class Model:
 def sink(d, src, kill_after=None):
     cmd = [FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input", src,
            "--commit-interval", "1", "--catalog", f"sqlite:{d}/catalog.db", "--warehouse",
-           f"{d}/wh", "--index-dir", f"{d}/index", "--maintain", "off", "--quiet"]
+           f"{d}/wh", "--index-dir", f"{d}/index", "--maintain", "off"]   # not --quiet: it hides "loaded"
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     if kill_after is not None:
