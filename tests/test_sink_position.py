@@ -19,7 +19,7 @@ import pytest
 
 import engines
 from conftest import floe_bin, run_floe
-from iceberg_readers import pyiceberg_catalog, pyiceberg_snapshot_rows
+from iceberg_readers import duck, pyiceberg_catalog, pyiceberg_snapshot_rows
 from sinkmodel import COLS, Stream, metadata_location
 from test_sink_engines import (FOREIGN_ID, TABLE, Sink, canon_foreign, check, foreign_row,
                                lines_until, main_history, progress_points)
@@ -443,3 +443,43 @@ def test_many_files_with_merged_deletion_vectors_read_by_every_reader(tmp_path):
     t = pyiceberg_catalog(db, wh).load_table(TABLE)
     dvs = [task for task in t.scan().plan_files() if task.delete_files]
     assert len(dvs) >= 8, "the commits should leave most data files with a DV"
+
+
+def test_an_index_most_of_whose_table_others_rewrote_is_rebuilt(tmp_path):
+    """Java compacts the whole table (120,000 rows) between runs: re-pointing
+    every key of the stored index would cost more than building a new one,
+    so the next run rebuilds (and says why) and ends exact; a run after a
+    small foreign change still loads its index."""
+    db, wh, index = f"{tmp_path}/catalog.db", f"{tmp_path}/wh", tmp_path / "index"
+    n = 120_000
+    value = {k: 0 for k in range(n)}
+
+    def run(lines):
+        src = tmp_path / "in.ndjson"
+        src.write_text("".join(lines))
+        return run_floe("sink", "--table", TABLE, "--schema", "id bigint not null, v bigint",
+                        "--key", "id", "--catalog", f"sqlite:{db}", "--warehouse", wh,
+                        "--index-dir", index, "--maintain", "off", "--input", src)
+
+    def updates(t, keys):
+        out = []
+        for k in keys:
+            out.append('{"time":%d,"diff":-1,"row":{"id":%d,"v":%d}}\n' % (t, k, value[k]))
+            out.append('{"time":%d,"diff":1,"row":{"id":%d,"v":%d}}\n' % (t, k, t))
+            value[k] = t
+        return out + ['{"progress":%d}\n' % (t + 1)]
+
+    run(['{"time":0,"diff":1,"row":{"id":%d,"v":0}}\n' % k for k in range(n)] +
+        ['{"progress":1}\n'] + updates(1, range(0, n, 7)))
+    engines.compact(db, f"file://{wh}", TABLE)
+    res = run(updates(2, range(3, n, 11)))
+    assert re.search(r"key index rebuilt from the table \(other writers added 1\d{5} rows since "
+                     r"the stored index, most of the table: a rebuild is cheaper\)", res.stderr), \
+        res.stderr
+    engines.delete_mor(db, f"file://{wh}", TABLE, "id", [5, 6])
+    del value[5], value[6]
+    res = run(updates(3, range(1, n, 13)))
+    assert "key index loaded" in res.stderr and "rebuilt" not in res.stderr, res.stderr
+    got = duck().execute("SELECT count(*), count(DISTINCT id), sum(id), sum(v) FROM iceberg_scan(?)",
+                      [metadata_location(db, TABLE)]).fetchone()
+    assert tuple(got) == (len(value), len(value), sum(value), sum(value.values()))
