@@ -5,7 +5,7 @@ of 1 s commits, with the sink's own maintenance (--maintain auto) and without
 
     python3 bench/bench_aging.py [--keys N] [--commits C] [--update-share F]
                                  [--every E] [--rounds R] [--max-age-ms MS]
-                                 [--modes auto,off] [--off-commits K]
+                                 [--modes auto,off] [--off-commits K] [--pace S]
 
 N keys (default 1,000,000) inserted at time 0, then C commits (default
 3,600) of input time each updating a share F of the keys (default 1%); the
@@ -25,6 +25,10 @@ The input runs at wall-clock speed, far faster than one commit a second, so
 snapshots would never reach the default hour of age in the run: the auto
 run's table keeps --max-age-ms of snapshots (default 10 s, a couple of
 hundred commits; the proportion of an hour at one commit a second).
+--pace S feeds one commit of input every S seconds of wall time after the
+first 100 (--pace 1: real time, as a sink at a 1 s interval sees it; the
+budget of wall time is then what it would be in production), results in
+bench/out/aging-paced.json.
 The off run stops after K commits (default 1,800): without maintenance
 every commit writes a delete file for each data file it deletes from, and
 with 1% of the keys updated at random that is every data file, so its
@@ -154,6 +158,26 @@ def feed(proc, path, start=0, end=None):
     proc.stdin.flush()
 
 
+def feed_paced(proc, path, pace, start=0):
+    """Copy the file from `start`, one commit of input every `pace` seconds
+    of wall time (each progress record ends one); the seconds spent
+    waiting for the clock are returned (they are not the sink's)."""
+    waited, due = 0.0, time.perf_counter()
+    with open(path, "rb") as f:
+        f.seek(start)
+        for line in f:
+            proc.stdin.write(line)
+            if line.startswith(b'{"progress"'):
+                proc.stdin.flush()
+                due += pace
+                left = due - time.perf_counter()
+                if left > 0:
+                    time.sleep(left)
+                    waited += left
+    proc.stdin.flush()
+    return waited
+
+
 def offset_after(path, line):
     """The byte offset just past `line` in the file."""
     with open(path, "rb") as f:
@@ -252,10 +276,13 @@ def run_mode(mode, a, inputs, values):
     commits = a.off_commits if mode == "off" and a.off_commits else a.commits
     per_commit = int(a.keys * a.update_share) * 2
     for i, seg in enumerate(segs[1:commits // a.every + 1], 1):
-        t0 = time.perf_counter()
-        feed(proc, os.path.join(inputs, seg), cut if i == 1 else 0)
+        t0, waited = time.perf_counter(), 0.0
+        if a.pace:
+            waited = feed_paced(proc, os.path.join(inputs, seg), a.pace, cut if i == 1 else 0)
+        else:
+            feed(proc, os.path.join(inputs, seg), cut if i == 1 else 0)
         wait_committed(port, i * a.every + 1, proc)
-        feeding += time.perf_counter() - t0
+        feeding += time.perf_counter() - t0 - waited
         row = checkpoint(mode, d, a, i * a.every, port, first_p50, values[i - 1])
         row["updates_per_s"] = (a.keys + i * a.every * per_commit) / feeding
         rows.append(row)
@@ -275,6 +302,8 @@ def main():
     ap.add_argument("--every", type=int, default=600)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-age-ms", type=int, default=10_000)
+    ap.add_argument("--pace", type=float, default=0.0,
+                    help="wall seconds per commit of input after the first 100 (0: no pacing)")
     ap.add_argument("--modes", default="auto,off")
     ap.add_argument("--off-commits", type=int, default=1800,
                     help="the off run stops here (its commits slow down as the table ages)")
@@ -282,12 +311,12 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     inputs, values = generate(a)
     result = {"keys": a.keys, "commits": a.commits, "update_share": a.update_share,
-              "every": a.every, "max_age_ms": a.max_age_ms}
-    path = os.path.join(HERE, "out", "aging.json")
+              "every": a.every, "max_age_ms": a.max_age_ms, "pace": a.pace}
+    path = os.path.join(HERE, "out", "aging-paced.json" if a.pace else "aging.json")
     if os.path.exists(path):            # a mode run earlier with the same parameters is kept
         with open(path) as f:
             old = json.load(f)
-        if all(old.get(k) == v for k, v in result.items()):
+        if all(old.get(k, 0.0 if k == "pace" else None) == v for k, v in result.items()):
             result.update({m: old[m] for m in ("auto", "off") if m in old})
     for mode in a.modes.split(","):
         result[mode] = run_mode(mode, a, inputs, values)

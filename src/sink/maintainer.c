@@ -56,9 +56,17 @@ static int open_table(floe__maintainer *m, floe_error *err)
                             err);
 }
 
+/* The share of a file's rows deleted past which the sink's own maintenance
+ * rewrites it (floe maintain's default is 0.3, as Java's): deleted rows are
+ * what readers pay for most (DuckDB spends more on 20% of rows deleted by
+ * position than on scanning them), and the budget, not this, bounds the
+ * work.  The table property floe.compact.delete-ratio wins over it. */
+#define SINK_DELETE_RATIO 0.05
+
 static bool compaction_due(const floe_table_debt *d)
 {
-    return d->small_data_files >= 2 || d->deleted_ratio >= 0.1 || d->equality_delete_files > 0;
+    return d->small_data_files >= 2 || d->deleted_ratio >= SINK_DELETE_RATIO ||
+           d->equality_delete_files > 0;
 }
 
 /* Past the age limit by a tenth (so that a sink committing every second
@@ -81,6 +89,8 @@ static void add_removal(floe__maintainer_stats *st, const floe__removal *r)
 static int compact(floe__maintainer *m, double seconds, floe_error *err)
 {
     floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true};
+    if (!floe__metadata_property(m->table->loaded->metadata, "floe.compact.delete-ratio"))
+        o.delete_ratio = SINK_DELETE_RATIO;
     floe__compact_result r;
     uint64_t t0 = floe__monotonic_ns();
     int rc = floe__compact(m->table, &o, &r, err);
