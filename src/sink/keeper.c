@@ -595,7 +595,6 @@ static int replay(floe__keeper *k, const int64_t *ids, size_t n, floe_error *err
     return rc;
 }
 
-/* The stored index: *loaded false (k->stats.why says why) when unusable. */
 /* Whether other writers added most of the table's rows since the stored
  * index (their snapshots' added-records against the keys it holds): a
  * compaction of the whole table, say.  Re-pointing every key of the
@@ -617,6 +616,7 @@ static bool others_rewrote_most(const floe__keeper *k, const int64_t *ids, size_
     return *rows > st.keys / 2 && *rows >= 100000;
 }
 
+/* The stored index: *loaded false (k->stats.why says why) when unusable. */
 static int load_stored(floe__keeper *k, bool *loaded, floe_error *err)
 {
     *loaded = false;
