@@ -56,7 +56,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from icebench import duckdb_read, java_read, metadata_location  # noqa: E402
+from icebench import (duckdb_read, inserts, java_read, metadata_location,  # noqa: E402
+                      update_commit)
 FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
 OUT = os.path.join(HERE, "out", "aging")
 SCHEMA = "id bigint not null, v bigint not null, name text"
@@ -78,21 +79,12 @@ def generate(a):
     r = random.Random(1)
     value = [0] * a.keys
     with open(os.path.join(d, "seg-0000.ndjson"), "w") as f:
-        f.writelines('{"time":0,"diff":1,"row":{"id":%d,"v":0,"name":"n%d"}}\n' % (k, k)
-                     for k in range(a.keys))
-        f.write('{"progress":1}\n')
+        f.write(inserts(value))
     values, n = [], int(a.keys * a.update_share)
     for seg in range(1, a.commits // a.every + 1):
         with open(os.path.join(d, f"seg-{seg:04d}.ndjson"), "w") as f:
             for t in range((seg - 1) * a.every + 1, seg * a.every + 1):
-                out = []
-                for k in r.sample(range(a.keys), n):
-                    out.append('{"time":%d,"diff":-1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
-                               '{"time":%d,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
-                               % (t, k, value[k], k, t, k, t, k))
-                    value[k] = t
-                out.append('{"progress":%d}\n' % (t + 1))
-                f.write("".join(out))
+                f.write(update_commit(r, value, t, n))
         values.append(sum(value))
         print(f"input: segment {seg} written", flush=True)
     with open(done, "w") as f:
@@ -207,10 +199,9 @@ def compacted(d, keys, commit):
                        [metadata_location(os.path.dirname(d) + "/table")]).fetchall()
     con.close()
     assert len(rows) == keys, (len(rows), keys)
+    assert [k for k, _ in rows] == list(range(keys))
     with open(src, "w") as f:
-        f.writelines('{"time":0,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n' % (k, v, k)
-                     for k, v in rows)
-        f.write('{"progress":1}\n')
+        f.write(inserts([v for _, v in rows]))
     subprocess.run([FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input",
                     src, "--catalog", f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh",
                     "--index-dir", "", "--maintain", "off", "--quiet"], check=True)

@@ -59,7 +59,6 @@ import argparse
 import glob
 import json
 import os
-import random
 import shutil
 import sqlite3
 import subprocess
@@ -70,7 +69,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from icebench import metadata_location  # noqa: E402
+from icebench import metadata_location, stream  # noqa: E402
 from procstat import PeakWatcher, peak_rss_mib, run_measured  # noqa: E402
 FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
 OUT = os.path.join(HERE, "out", "compact_spark")
@@ -81,28 +80,6 @@ TABLE = "bench.t"
 
 
 # ---- the table ---------------------------------------------------------------------------------
-
-def stream(path, keys, commits, share, seed=1):
-    """Inserts of every key at time 0, then `commits` steps of updates (as
-    bench_upsert.py); returns each key's final v."""
-    r = random.Random(seed)
-    value = [0] * keys
-    n = int(keys * share)
-    with open(path, "w") as f:
-        f.writelines('{"time":0,"diff":1,"row":{"id":%d,"v":0,"name":"n%d"}}\n' % (k, k)
-                     for k in range(keys))
-        f.write('{"progress":1}\n')
-        for t in range(1, commits + 1):
-            out = []
-            for k in r.sample(range(keys), n):
-                out.append('{"time":%d,"diff":-1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
-                           '{"time":%d,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
-                           % (t, k, value[k], k, t, k, t, k))
-                value[k] = t
-            out.append('{"progress":%d}\n' % (t + 1))
-            f.write("".join(out))
-    return value
-
 
 def catalog_args(d):
     return ["--catalog", f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh"]

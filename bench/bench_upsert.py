@@ -28,7 +28,6 @@ spilling are bench/bench_keyindex.c's (docs/benchmarks.md).
 import argparse
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -38,37 +37,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from icebench import duckdb_read, java_read  # noqa: E402
+from icebench import duckdb_read, inserts, java_read, stream  # noqa: E402
 FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
 OUT = os.path.join(HERE, "out", "upsert")
 SCHEMA = "id bigint not null, v bigint not null, name text"
 TABLE = "bench.t"
-
-
-def stream(path, keys, commits, share, seed=1):
-    """Inserts of every key at time 0, then `commits` steps of updates."""
-    r = random.Random(seed)
-    value = [0] * keys
-    with open(path, "w") as f:
-        w = f.write
-        for k in range(keys):
-            w('{"time":0,"diff":1,"row":{"id":%d,"v":0,"name":"n%d"}}\n' % (k, k))
-        w('{"progress":1}\n')
-        for t in range(1, commits + 1):
-            for k in r.sample(range(keys), int(keys * share)):
-                w('{"time":%d,"diff":-1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
-                  % (t, k, value[k], k))
-                value[k] = t
-                w('{"time":%d,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n' % (t, k, t, k))
-            w('{"progress":%d}\n' % (t + 1))
-    return value
-
-
-def compacted_stream(path, value):
-    with open(path, "w") as f:
-        for k, v in enumerate(value):
-            f.write('{"time":0,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n' % (k, v, k))
-        f.write('{"progress":1}\n')
 
 
 def sink(d, src, *extra, index_dir=None):
@@ -116,7 +89,8 @@ def main():
     os.makedirs(OUT)
     src, flat = f"{OUT}/changes.ndjson", f"{OUT}/compacted.ndjson"
     value = stream(src, a.keys, a.commits, a.update_share)
-    compacted_stream(flat, value)
+    with open(flat, "w") as f:
+        f.write(inserts(value))
     tables = {"compacted": ("compacted", [flat]), "position-v2": ("v2", [src]),
               "position-v3": ("v3", [src, "--format-version", "3"])}
     if not a.skip_equality:

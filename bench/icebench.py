@@ -1,9 +1,12 @@
-"""Reading a benchmark's Iceberg table back, timed: DuckDB's iceberg_scan on
-one thread and Java's IcebergGenerics (tests/java Reader "count", timed
-inside the JVM), each the best of a few rounds.  Shared by bench_upsert.py
-and bench_aging.py; `d` is a directory holding catalog.db and wh/."""
+"""The keyed upsert benchmarks' common parts (bench_upsert.py,
+bench_aging.py, bench_compact_spark.py): their input, rows (id, v, name)
+updated at random, and reading their Iceberg table back, timed: DuckDB's
+iceberg_scan on one thread and Java's IcebergGenerics (tests/java Reader
+"count", timed inside the JVM), each the best of a few rounds.  `d` is a
+directory holding catalog.db and wh/."""
 import json
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +14,37 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+
+def inserts(values, t=0):
+    """Every key k inserted at time t with v = values[k], then progress t + 1."""
+    return "".join('{"time":%d,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n' % (t, k, v, k)
+                   for k, v in enumerate(values)) + '{"progress":%d}\n' % (t + 1)
+
+
+def update_commit(r, value, t, n):
+    """One commit at time t: n keys drawn by r retracted and inserted with
+    v = t (value[] follows), then progress t + 1."""
+    out = []
+    for k in r.sample(range(len(value)), n):
+        out.append('{"time":%d,"diff":-1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
+                   '{"time":%d,"diff":1,"row":{"id":%d,"v":%d,"name":"n%d"}}\n'
+                   % (t, k, value[k], k, t, k, t, k))
+        value[k] = t
+    out.append('{"progress":%d}\n' % (t + 1))
+    return "".join(out)
+
+
+def stream(path, keys, commits, share, seed=1):
+    """Inserts of every key at time 0, then `commits` commits updating a
+    share of the keys each; returns each key's final v."""
+    r = random.Random(seed)
+    value = [0] * keys
+    with open(path, "w") as f:
+        f.write(inserts(value))
+        for t in range(1, commits + 1):
+            f.write(update_commit(r, value, t, int(keys * share)))
+    return value
 
 
 def metadata_location(d):
