@@ -61,7 +61,8 @@ def _free_port():
 class PgServer:
     def __init__(self, extra_conf=""):
         if not PG_BIN:
-            pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+            pytest.fail("PostgreSQL is not installed: scripts/install-deps.sh installs it "
+                        "(apt-get install postgresql)")
         self.root = tempfile.mkdtemp(prefix="floe-pg-")
         self.data = os.path.join(self.root, "data")
         self.port = _free_port()

@@ -518,7 +518,7 @@ def pqjava_cmd():
     lib = os.path.join(PQJAVA, "lib")
     classes = os.path.join(PQJAVA, "classes")
     if not os.path.isdir(lib) or not os.path.isdir(classes):
-        pytest.skip("tests/pqjava is not built (scripts/install-deps.sh builds it)")
+        pytest.fail("tests/pqjava is not built: scripts/install-deps.sh builds it")
     return ["java", "-cp", f"{classes}:{lib}/*", "floe.pqjava.WriteFile"]
 
 
