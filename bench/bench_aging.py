@@ -17,7 +17,9 @@ and then:
     thread, best of R, default 3) and by Java IcebergGenerics (rows counted
     and keys summed in the JVM, best of R), and so are the same rows
     written as one data file (a fresh table from floe's snapshot batch):
-    read cost = table / compacted;
+    read cost = table / compacted; and so is the compacted table after one
+    more commit (every data file then has deletes: the least a
+    merge-on-read table costs between two compactions);
   - the debt (data files, delete files, manifests, snapshots, metadata
     bytes) from `floe inspect --json`;
   - commit latency: p50 of the last 100 commits (the sink's metrics).
@@ -25,8 +27,8 @@ The input runs at wall-clock speed, far faster than one commit a second, so
 snapshots would never reach the default hour of age in the run: the auto
 run's table keeps --max-age-ms of snapshots (default 10 s, a couple of
 hundred commits; the proportion of an hour at one commit a second).
---pace S feeds one commit of input every S seconds of wall time after the
-first 100 (--pace 1: real time, as a sink at a 1 s interval sees it; the
+--pace S feeds one commit of input every S seconds of wall time, the
+first 100 included (--pace 1: real time, as a sink at a 1 s interval sees it; the
 budget of wall time is then what it would be in production), results in
 bench/out/aging-paced.json.
 The off run stops after K commits (default 1,800): without maintenance
@@ -150,14 +152,17 @@ def feed(proc, path, start=0, end=None):
     proc.stdin.flush()
 
 
-def feed_paced(proc, path, pace, start=0):
-    """Copy the file from `start`, one commit of input every `pace` seconds
-    of wall time (each progress record ends one); the seconds spent
+def feed_paced(proc, path, pace, start=0, end=None):
+    """Copy bytes [start, end) of the file, one commit of input every `pace`
+    seconds of wall time (each progress record ends one); the seconds spent
     waiting for the clock are returned (they are not the sink's)."""
-    waited, due = 0.0, time.perf_counter()
+    waited, due, at = 0.0, time.perf_counter(), start
     with open(path, "rb") as f:
         f.seek(start)
         for line in f:
+            at += len(line)
+            if end is not None and at > end:
+                break
             proc.stdin.write(line)
             if line.startswith(b'{"progress"'):
                 proc.stdin.flush()
@@ -186,26 +191,39 @@ def offset_after(path, line):
 
 
 
-def compacted(d, keys, commit):
-    """The same rows as one data file: the values at `commit` (each key's v
-    is the last commit that updated it), as floe's snapshot batch."""
+def table_of(d, text):
+    """A fresh table in d from the input text (no maintenance, no stored index)."""
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    import duckdb
     src = os.path.join(d, "rows.ndjson")
+    with open(src, "w") as f:
+        f.write(text)
+    subprocess.run([FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input",
+                    src, "--catalog", f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh",
+                    "--commit-interval", "1", "--index-dir", "", "--maintain", "off", "--quiet"],
+                   check=True)
+
+
+def compacted(d, keys, commit, share):
+    """The same rows as one data file: the values at `commit` (each key's v
+    is the last commit that updated it), as floe's snapshot batch; and the
+    same table after one more commit updating a share of the keys (the
+    least any merge-on-read table holds between compactions: every data
+    file has deletes).  Returns the sum of the values."""
+    import duckdb
     con = duckdb.connect()
     con.execute("LOAD iceberg")
     rows = con.execute("SELECT id, v FROM iceberg_scan(?) ORDER BY id",
-                       [metadata_location(os.path.dirname(d) + "/table")]).fetchall()
+                       [metadata_location(os.path.join(d, "table"))]).fetchall()
     con.close()
     assert len(rows) == keys, (len(rows), keys)
     assert [k for k, _ in rows] == list(range(keys))
-    with open(src, "w") as f:
-        f.write(inserts([v for _, v in rows]))
-    subprocess.run([FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input",
-                    src, "--catalog", f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh",
-                    "--index-dir", "", "--maintain", "off", "--quiet"], check=True)
-    return sum(v for _, v in rows)
+    value = [v for _, v in rows]
+    base = inserts(value)
+    table_of(os.path.join(d, "compacted"), base)
+    one = update_commit(random.Random(commit), list(value), 1, int(keys * share))
+    table_of(os.path.join(d, "one-commit"), base + one)
+    return sum(value)
 
 
 def debt(d):
@@ -222,16 +240,20 @@ def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
     m = metrics(port)                         # the last 100 commits' p50, before reading
     dd, dres = duckdb_read(table, a.rounds)
     jj, jres = java_read(table, TABLE, a.rounds)
-    base = os.path.join(d, "compacted")
-    csum = compacted(base, a.keys, commit)
+    csum = compacted(d, a.keys, commit, a.update_share)
+    base, one = os.path.join(d, "compacted"), os.path.join(d, "one-commit")
     bd, bdres = duckdb_read(base, a.rounds)
     bj, _ = java_read(base, TABLE, a.rounds)
+    od, odres = duckdb_read(one, a.rounds)
+    oj, _ = java_read(one, TABLE, a.rounds)
     assert dres == bdres and jres[:2] == tuple(bdres), (dres, jres, bdres)
+    assert odres[0] == a.keys, odres
     assert csum == value_sum, "the table must hold the model's values"
     b = debt(table)
     p50 = m.get("floe_commit_duration_seconds@0.5", 0.0)
     row = {"commit": commit, "duckdb_s": dd, "java_s": jj, "duckdb_compacted_s": bd,
            "java_compacted_s": bj, "duckdb_ratio": dd / bd, "java_ratio": jj / bj,
+           "duckdb_one_commit_ratio": od / bd, "java_one_commit_ratio": oj / bj,
            "commit_p50_s": p50, "commit_p50_ratio": p50 / first_p50,
            "metadata_bytes": b["metadata_bytes"],
            "manifests": b["data_manifests"] + b["delete_manifests"],
@@ -240,7 +262,8 @@ def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
            "maintenance_s": m.get("floe_maintenance_seconds_total", 0.0),
            "compactions": m.get("floe_maintenance_compactions_total", 0.0)}
     print(f"{mode:4} @{commit:5}: read/compacted DuckDB {row['duckdb_ratio']:.2f}x Java "
-          f"{row['java_ratio']:.2f}x | commit p50 {p50 * 1e3:.1f} ms "
+          f"{row['java_ratio']:.2f}x (one commit on the compacted table: DuckDB "
+          f"{od / bd:.2f}x Java {oj / bj:.2f}x) | commit p50 {p50 * 1e3:.1f} ms "
           f"({row['commit_p50_ratio']:.2f}x the first 100) | metadata {b['metadata_bytes']:,} B,"
           f" {row['manifests']} manifests, {b['data_files']} data / {b['delete_files']} delete "
           f"files, {b['snapshots']} snapshots", flush=True)
@@ -260,10 +283,14 @@ def run_mode(mode, a, inputs, values):
     wait_committed(port, 1, proc)
     first = os.path.join(inputs, segs[1])                # then 100 commits, for their p50
     cut = offset_after(first, '{"progress":101}\n')
-    feed(proc, first, 0, cut)
+    waited = 0.0
+    if a.pace:
+        waited = feed_paced(proc, first, a.pace, 0, cut)
+    else:
+        feed(proc, first, 0, cut)
     wait_committed(port, 101, proc)
     first_p50 = metrics(port)["floe_commit_duration_seconds@0.5"]
-    feeding += time.perf_counter() - t0
+    feeding += time.perf_counter() - t0 - waited
     commits = a.off_commits if mode == "off" and a.off_commits else a.commits
     per_commit = int(a.keys * a.update_share) * 2
     for i, seg in enumerate(segs[1:commits // a.every + 1], 1):
