@@ -216,6 +216,11 @@ const char *floe__kx_store_path(const floe__kx_store *s);
  * it does not verify: *why says so).  *at: where it stands. */
 int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_mark *at,
                         char *why, size_t why_len, floe_error *err);
+/* The checkpoint's mark and entry count, read from its head and tail
+ * without loading (or verifying) it: whether a load is worth its time.
+ * *have false when there is none or its head is not one. */
+int floe__kx_store_peek(floe__kx_store *s, bool *have, floe__kx_mark *at, uint64_t *entries,
+                        floe_error *err);
 /* Log one commit attempt's index changes, named by the attempt's token
  * (the snapshot it commits carries it), and make them durable. */
 int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, uint64_t token,

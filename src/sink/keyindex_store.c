@@ -539,7 +539,8 @@ static int read_entries(loading *l, bool *ok, floe_error *err)
         floe__buf_reset(&l->key);
         if (!(*ok = len <= FLOE_KX_MAX_KEY && floe__buf_reserve(&l->key, len, NULL) == FLOE_OK &&
                     in_take(&l->r, l->key.data, len, true) && in_u32(&l->r, &file) &&
-                    in_u64(&l->r, &pos) && in_u64(&l->r, &rowhash) && file < l->n_ids))
+                    in_u64(&l->r, &pos) && in_u64(&l->r, &rowhash) && file < l->n_ids &&
+                    pos <= FLOE_KX_MAX_POS))
             return bad(l, "entry"), FLOE_OK;
         if (l->ids[file] == UINT32_MAX)
             continue;
@@ -557,21 +558,62 @@ static int read_entries(loading *l, bool *ok, floe_error *err)
     return FLOE_OK;
 }
 
-static int load_from(loading *l, floe__kx_mark *at, bool *ok, floe_error *err)
+/* The header: magic, version and the mark. */
+static bool read_head(in *r, floe__kx_mark *at)
 {
     char magic[8];
     uint32_t version;
     uint8_t empty;
     uint64_t snap;
-    if (!(*ok = in_take(&l->r, magic, 8, true) && memcmp(magic, CHECKPOINT_MAGIC, 8) == 0 &&
-                in_u32(&l->r, &version) && version == VERSION &&
-                in_take(&l->r, &empty, 1, true) && in_u64(&l->r, &at->frontier) &&
-                in_u64(&l->r, &snap)))
-        return bad(l, "header"), FLOE_OK;
+    if (!(in_take(r, magic, 8, true) && memcmp(magic, CHECKPOINT_MAGIC, 8) == 0 &&
+          in_u32(r, &version) && version == VERSION && in_take(r, &empty, 1, true) &&
+          in_u64(r, &at->frontier) && in_u64(r, &snap)))
+        return false;
     at->empty_frontier = empty != 0;
     at->snapshot_id = (int64_t)snap;
+    return true;
+}
+
+static int load_from(loading *l, floe__kx_mark *at, bool *ok, floe_error *err)
+{
+    if (!(*ok = read_head(&l->r, at)))
+        return bad(l, "header"), FLOE_OK;
     FLOE_FORWARD(read_files(l, ok, err));
     return *ok ? read_entries(l, ok, err) : FLOE_OK;
+}
+
+/* The checkpoint, opened for reading: -1 when there is none. */
+static int open_checkpoint(const floe__kx_store *s, int *fd, floe_error *err)
+{
+    char *path = in_dir(s, "checkpoint");
+    if (!path)
+        return FLOE_OOM(err);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    floe__free(path);
+    return FLOE_OK;
+}
+
+int floe__kx_store_peek(floe__kx_store *s, bool *have, floe__kx_mark *at, uint64_t *entries,
+                        floe_error *err)
+{
+    *have = false;
+    int fd;
+    FLOE_FORWARD(open_checkpoint(s, &fd, err));
+    if (fd < 0)
+        return FLOE_OK;
+    uint8_t head[64], tail[12];
+    in r = {.fd = fd, .buf = head};
+    ssize_t got = read(fd, head, sizeof head);
+    struct stat st;
+    if (got > 0 && fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof tail &&
+        pread(fd, tail, sizeof tail, st.st_size - (off_t)sizeof tail) == (ssize_t)sizeof tail) {
+        r.len = (size_t)got;
+        r.eof = true;                   /* in_fill must not read past the head */
+        *have = read_head(&r, at);
+        *entries = floe__get_le64(tail);
+    }
+    close(fd);
+    return FLOE_OK;
 }
 
 int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_mark *at,
@@ -579,11 +621,8 @@ int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_ma
 {
     *have = false;
     snprintf(why, why_len, "there is no checkpoint");
-    char *path = in_dir(s, "checkpoint");
-    if (!path)
-        return FLOE_OOM(err);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    floe__free(path);
+    int fd;
+    FLOE_FORWARD(open_checkpoint(s, &fd, err));
     if (fd < 0)
         return FLOE_OK;
     loading l = {.r = {.fd = fd, .crc = crc32(0, Z_NULL, 0)}, .kx = kx, .why = why,
