@@ -58,12 +58,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from icebench import (duckdb_read, inserts, java_read, metadata_location,  # noqa: E402
-                      update_commit)
-FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
+from icebench import (FLOE, SCHEMA, TABLE, duckdb_read, inserts, java_read,  # noqa: E402
+                      keyed_table, metadata_location, update_commit)
 OUT = os.path.join(HERE, "out", "aging")
-SCHEMA = "id bigint not null, v bigint not null, name text"
-TABLE = "bench.t"
 
 
 # ---- input ---------------------------------------------------------------------------------
@@ -191,19 +188,6 @@ def offset_after(path, line):
 
 
 
-def table_of(d, text):
-    """A fresh table in d from the input text (no maintenance, no stored index)."""
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    src = os.path.join(d, "rows.ndjson")
-    with open(src, "w") as f:
-        f.write(text)
-    subprocess.run([FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input",
-                    src, "--catalog", f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh",
-                    "--commit-interval", "1", "--index-dir", "", "--maintain", "off", "--quiet"],
-                   check=True)
-
-
 def compacted(d, keys, commit, share):
     """The same rows as one data file: the values at `commit` (each key's v
     is the last commit that updated it), as floe's snapshot batch; and the
@@ -220,9 +204,9 @@ def compacted(d, keys, commit, share):
     assert [k for k, _ in rows] == list(range(keys))
     value = [v for _, v in rows]
     base = inserts(value)
-    table_of(os.path.join(d, "compacted"), base)
+    keyed_table(os.path.join(d, "compacted"), base)
     one = update_commit(random.Random(commit), list(value), 1, int(keys * share))
-    table_of(os.path.join(d, "one-commit"), base + one)
+    keyed_table(os.path.join(d, "one-commit"), base + one)
     return sum(value)
 
 

@@ -69,14 +69,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from icebench import metadata_location, stream  # noqa: E402
+from icebench import FLOE, SCHEMA, TABLE, metadata_location, stream  # noqa: E402
 from procstat import PeakWatcher, peak_rss_mib, run_measured  # noqa: E402
-FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
 OUT = os.path.join(HERE, "out", "compact_spark")
 SPARK_DIR = os.path.join(HERE, "spark")
 JARS = os.path.join(SPARK_DIR, "jars")
-SCHEMA = "id bigint not null, v bigint not null, name text"
-TABLE = "bench.t"
 
 
 # ---- the table ---------------------------------------------------------------------------------

@@ -37,11 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from icebench import duckdb_read, inserts, java_read, stream  # noqa: E402
-FLOE = os.path.join(ROOT, os.environ.get("FLOE_BUILD", "build"), "floe")
+from icebench import FLOE, SCHEMA, TABLE, duckdb_read, inserts, java_read, stream  # noqa: E402
 OUT = os.path.join(HERE, "out", "upsert")
-SCHEMA = "id bigint not null, v bigint not null, name text"
-TABLE = "bench.t"
 
 
 def sink(d, src, *extra, index_dir=None):

@@ -14,6 +14,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+FLOE = os.path.join(os.path.dirname(HERE), os.environ.get("FLOE_BUILD", "build"), "floe")
+SCHEMA = "id bigint not null, v bigint not null, name text"
+TABLE = "bench.t"
 
 
 def inserts(values, t=0):
@@ -45,6 +48,21 @@ def stream(path, keys, commits, share, seed=1):
         for t in range(1, commits + 1):
             f.write(update_commit(r, value, t, int(keys * share)))
     return value
+
+
+def keyed_table(d, text, *extra):
+    """A fresh table in d (catalog.db, wh/) from the input text, one commit
+    per second of input time, maintenance off, no stored key index."""
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    src = os.path.join(d, "rows.ndjson")
+    with open(src, "w") as f:
+        f.write(text)
+    subprocess.run([FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input",
+                    src, "--catalog", f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh",
+                    "--commit-interval", "1", "--index-dir", "", "--maintain", "off", "--quiet",
+                    *extra], check=True)
 
 
 def metadata_location(d):
