@@ -585,6 +585,7 @@ static int load_from(loading *l, floe__kx_mark *at, bool *ok, floe_error *err)
 /* The checkpoint, opened for reading: -1 when there is none. */
 static int open_checkpoint(const floe__kx_store *s, int *fd, floe_error *err)
 {
+    *fd = -1;
     char *path = in_dir(s, "checkpoint");
     if (!path)
         return FLOE_OOM(err);
@@ -597,7 +598,7 @@ int floe__kx_store_peek(floe__kx_store *s, bool *have, floe__kx_mark *at, uint64
                         floe_error *err)
 {
     *have = false;
-    int fd;
+    int fd = -1;
     FLOE_FORWARD(open_checkpoint(s, &fd, err));
     if (fd < 0)
         return FLOE_OK;
@@ -621,7 +622,7 @@ int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_ma
 {
     *have = false;
     snprintf(why, why_len, "there is no checkpoint");
-    int fd;
+    int fd = -1;
     FLOE_FORWARD(open_checkpoint(s, &fd, err));
     if (fd < 0)
         return FLOE_OK;
