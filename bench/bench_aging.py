@@ -23,10 +23,10 @@ and then:
   - the debt (data files, delete files, manifests, snapshots, metadata
     bytes) from `floe inspect --json`;
   - commit latency: p50 of the last 100 commits (the sink's metrics).
-The input runs at wall-clock speed, far faster than one commit a second, so
-snapshots would never reach the default hour of age in the run: the auto
-run's table keeps --max-age-ms of snapshots (default 10 s, a couple of
-hundred commits; the proportion of an hour at one commit a second).
+Without --pace the input runs as fast as the sink takes it, far faster
+than one commit a second, so snapshots would never reach the default hour
+of age in the run: the auto run's table keeps --max-age-ms of snapshots
+(default 10 s, a couple of hundred commits at that speed).
 --pace S feeds one commit of input every S seconds of wall time, the
 first 100 included (--pace 1: real time, as a sink at a 1 s interval sees it; the
 budget of wall time is then what it would be in production), results in
