@@ -148,12 +148,59 @@ static int eq_keys_of(floe__kx_build *b, size_t k, floe__kx **out, floe_error *e
     return FLOE_OK;
 }
 
+/* Rows wait in a short queue before they go in, their slots prefetched
+ * when they come: the index's cache misses overlap instead of following
+ * one another.  Keys longer than AHEAD_KEY go in at once (in order: the
+ * queue is emptied first). */
+#define AHEAD 8
+#define AHEAD_KEY 64
+
+typedef struct ahead_row {
+    uint8_t key[AHEAD_KEY];
+    size_t len;
+    floe__kx_loc loc;
+} ahead_row;
+
 typedef struct indexing {
     uint32_t id;
     const floe__posbitmap *deleted;
     floe__kx **eq;                   /* the equality key sets that apply */
     size_t n_eq;
+    ahead_row ahead[AHEAD];
+    size_t head, n;
 } indexing;
+
+static int insert_oldest(floe__kx_build *b, indexing *x, floe_error *err)
+{
+    const ahead_row *r = &x->ahead[x->head];
+    x->head = (x->head + 1) % AHEAD;
+    x->n--;
+    return floe__kx_insert(b->kx, r->key, r->len, r->loc, err);
+}
+
+static int insert_all(floe__kx_build *b, indexing *x, floe_error *err)
+{
+    while (x->n)
+        FLOE_FORWARD(insert_oldest(b, x, err));
+    return FLOE_OK;
+}
+
+static int insert_soon(floe__kx_build *b, indexing *x, const uint8_t *key, size_t len,
+                       floe__kx_loc loc, floe_error *err)
+{
+    if (len > AHEAD_KEY) {
+        FLOE_FORWARD(insert_all(b, x, err));
+        return floe__kx_insert(b->kx, key, len, loc, err);
+    }
+    if (x->n == AHEAD)
+        FLOE_FORWARD(insert_oldest(b, x, err));
+    ahead_row *r = &x->ahead[(x->head + x->n++) % AHEAD];
+    memcpy(r->key, key, len);
+    r->len = len;
+    r->loc = loc;
+    floe__kx_prefetch(b->kx, key, len);
+    return FLOE_OK;
+}
 
 static int index_row(floe__kx_build *b, void *ctx, const uint8_t *key, size_t len, uint64_t pos,
                      floe_error *err)
@@ -168,7 +215,7 @@ static int index_row(floe__kx_build *b, void *ctx, const uint8_t *key, size_t le
         return FLOE_OK;
     }
     uint64_t rh = b->src->whole_row ? floe__hash64(key, len, 0) : 0;
-    return floe__kx_insert(b->kx, key, len, (floe__kx_loc){x->id, pos, rh}, err);
+    return insert_soon(b, x, key, len, (floe__kx_loc){x->id, pos, rh}, err);
 }
 
 int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err)
@@ -187,6 +234,8 @@ int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err)
         rc = eq_keys_of(b, p->eq[pd->eq_from + e], &x.eq[x.n_eq++], err);
     if (rc == FLOE_OK)
         rc = each_row(b, pd->f.file.path, index_row, &x, err);
+    if (rc == FLOE_OK)
+        rc = insert_all(b, &x, err);
     floe__free(x.eq);
     if (rc == FLOE_OK) {
         b->stats.files++;

@@ -415,6 +415,11 @@ int floe__kx_insert_checked(floe__kx *kx, const uint8_t *key, size_t len, floe__
     return maybe_spill(kx, err);
 }
 
+void floe__kx_prefetch(const floe__kx *kx, const uint8_t *key, size_t len)
+{
+    __builtin_prefetch(&kx->slots[hash_key(key, len) & (kx->cap - 1)]);
+}
+
 int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
                     floe_error *err)
 {

@@ -88,6 +88,9 @@ size_t floe__kx_file_count(const floe__kx *kx);       /* ids handed out */
 
 /* ---- rows ------------------------------------------------------------------------------ */
 
+/* A hint: key's slots will be wanted soon (a build inserting row after row
+ * prefetches a few rows ahead, so the cache misses overlap). */
+void floe__kx_prefetch(const floe__kx *kx, const uint8_t *key, size_t len);
 /* One more live row of key. */
 int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
                     floe_error *err);
