@@ -417,7 +417,8 @@ int floe__kx_insert_checked(floe__kx *kx, const uint8_t *key, size_t len, floe__
 
 void floe__kx_prefetch(const floe__kx *kx, const uint8_t *key, size_t len)
 {
-    __builtin_prefetch(&kx->slots[hash_key(key, len) & (kx->cap - 1)]);
+    if (kx->cap)                        /* 0 only after a failed allocation */
+        __builtin_prefetch(&kx->slots[hash_key(key, len) & (kx->cap - 1)]);
 }
 
 int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
