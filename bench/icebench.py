@@ -7,6 +7,7 @@ directory holding catalog.db and wh/."""
 import json
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -53,7 +54,6 @@ def stream(path, keys, commits, share, seed=1):
 def keyed_table(d, text, *extra):
     """A fresh table in d (catalog.db, wh/) from the input text, one commit
     per second of input time, maintenance off, no stored key index."""
-    import shutil
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     src = os.path.join(d, "rows.ndjson")
