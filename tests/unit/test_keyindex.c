@@ -400,6 +400,49 @@ TEST(a_damaged_checkpoint_is_not_used)
     floe__kx_store_free(st);
 }
 
+/* The head and tail tell the mark and entry count before a load; an entry
+ * whose position is out of range makes the checkpoint unusable (a rebuild),
+ * not an error that fails the start. */
+TEST(a_checkpoint_is_peeked_and_a_wild_position_is_unusable)
+{
+    floe__kx_store *st = NULL;
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u4", "s", &st, NULL), FLOE_OK);
+    bool have = true;
+    floe__kx_mark at;
+    uint64_t entries = 0;
+    CHECK_EQ_INT(floe__kx_store_peek(st, &have, &at, &entries, NULL), FLOE_OK);
+    CHECK(!have);                                        /* none yet */
+    floe__kx *kx = open_kx(0);
+    floe__kx_log l;
+    floe__kx_log_init(&l);
+    fill_batch(kx, &l, 0);
+    floe__kx_log_free(&l);
+    floe__kx_mark m = {false, 7, 99};
+    CHECK_EQ_INT(floe__kx_store_checkpoint(st, kx, m, NULL, NULL, NULL), FLOE_OK);
+    floe__kx_free(kx);
+    char path[400];
+    snprintf(path, sizeof path, "%s/checkpoint", floe__kx_store_path(st));
+    FILE *f = fopen(path, "r+b");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    /* the last entry's position: before its row hash, the end mark, the
+     * count and the CRC */
+    fseek(f, -(8 + 8 + 4 + 8 + 4), SEEK_END);
+    for (int i = 0; i < 8; i++)
+        fputc(0xFF, f);
+    fclose(f);
+    CHECK_EQ_INT(floe__kx_store_peek(st, &have, &at, &entries, NULL), FLOE_OK);
+    CHECK(have && at.snapshot_id == 99 && at.frontier == 7 && !at.empty_frontier);
+    CHECK_EQ_INT(entries, 10);
+    kx = open_kx(0);
+    char why[128];
+    CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
+    CHECK(!have && strstr(why, "unusable") != NULL);
+    floe__kx_free(kx);
+    floe__kx_store_free(st);
+}
+
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "keyindex");
@@ -411,6 +454,7 @@ int main(void)
     RUN(a_restart_has_the_index_of_the_last_commit);
     RUN(a_checkpoint_holds_what_the_table_holds);
     RUN(a_damaged_checkpoint_is_not_used);
+    RUN(a_checkpoint_is_peeked_and_a_wild_position_is_unusable);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
 }
