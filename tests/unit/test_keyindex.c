@@ -369,28 +369,38 @@ TEST(a_checkpoint_holds_what_the_table_holds)
     floe__kx_store_free(st);
 }
 
-TEST(a_damaged_checkpoint_is_not_used)
+/* Batch 0 (and a retired file) written as st's checkpoint at mark m; the
+ * file opened for damaging, NULL when that failed (a failed check). */
+static FILE *checkpoint_of_batch0(floe__kx_store *st, floe__kx_mark m)
 {
-    floe__kx_store *st = NULL;
-    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u2", "s", &st, NULL), FLOE_OK);
     floe__kx *kx = open_kx(0);
     floe__kx_log l;
     floe__kx_log_init(&l);
     fill_batch(kx, &l, 0);
     floe__kx_log_free(&l);
     floe__kx_retire(kx, file(kx, "gone"));
-    floe__kx_mark m = {false, 7, 1};
     CHECK_EQ_INT(floe__kx_store_checkpoint(st, kx, m, NULL, NULL, NULL), FLOE_OK);
     floe__kx_free(kx);
     char path[400];
     snprintf(path, sizeof path, "%s/checkpoint", floe__kx_store_path(st));
     FILE *f = fopen(path, "r+b");
+    CHECK(f != NULL);
+    return f;
+}
+
+TEST(a_damaged_checkpoint_is_not_used)
+{
+    floe__kx_store *st = NULL;
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u2", "s", &st, NULL), FLOE_OK);
+    FILE *f = checkpoint_of_batch0(st, (floe__kx_mark){false, 7, 1});
+    if (!f)
+        return;
     fseek(f, 60, SEEK_SET);
     int c = fgetc(f);
     fseek(f, 60, SEEK_SET);
     fputc(c ^ 0x40, f);
     fclose(f);
-    kx = open_kx(0);
+    floe__kx *kx = open_kx(0);
     bool have = true;
     floe__kx_mark at;
     char why[128];
@@ -412,18 +422,7 @@ TEST(a_checkpoint_is_peeked_and_a_wild_position_is_unusable)
     uint64_t entries = 0;
     CHECK_EQ_INT(floe__kx_store_peek(st, &have, &at, &entries, NULL), FLOE_OK);
     CHECK(!have);                                        /* none yet */
-    floe__kx *kx = open_kx(0);
-    floe__kx_log l;
-    floe__kx_log_init(&l);
-    fill_batch(kx, &l, 0);
-    floe__kx_log_free(&l);
-    floe__kx_mark m = {false, 7, 99};
-    CHECK_EQ_INT(floe__kx_store_checkpoint(st, kx, m, NULL, NULL, NULL), FLOE_OK);
-    floe__kx_free(kx);
-    char path[400];
-    snprintf(path, sizeof path, "%s/checkpoint", floe__kx_store_path(st));
-    FILE *f = fopen(path, "r+b");
-    CHECK(f != NULL);
+    FILE *f = checkpoint_of_batch0(st, (floe__kx_mark){false, 7, 99});
     if (!f)
         return;
     /* the last entry's position: before its row hash, the end mark, the
@@ -435,7 +434,7 @@ TEST(a_checkpoint_is_peeked_and_a_wild_position_is_unusable)
     CHECK_EQ_INT(floe__kx_store_peek(st, &have, &at, &entries, NULL), FLOE_OK);
     CHECK(have && at.snapshot_id == 99 && at.frontier == 7 && !at.empty_frontier);
     CHECK_EQ_INT(entries, 10);
-    kx = open_kx(0);
+    floe__kx *kx = open_kx(0);
     char why[128];
     CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
     CHECK(!have && strstr(why, "unusable") != NULL);
