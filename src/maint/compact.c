@@ -53,6 +53,11 @@ static double prop_ratio(const floe__metadata *md, const char *key, double given
     return s && end && !*end && v > 0 ? v : dflt;
 }
 
+double floe__compact_delete_ratio(const floe__metadata *md, double dflt)
+{
+    return prop_ratio(md, "floe.compact.delete-ratio", 0, dflt);
+}
+
 typedef struct thresholds {
     double min_ratio, max_ratio, delete_ratio;
     int64_t min_input;

@@ -175,6 +175,8 @@ typedef struct floe__compact_result {
  * commit; a group whose files were removed meanwhile, or whose deletes
  * went away, is given up (its files removed) and counted; a later run
  * picks it again. */
+/* The table's floe.compact.delete-ratio when it is a valid ratio, else dflt. */
+double floe__compact_delete_ratio(const floe__metadata *md, double dflt);
 int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_result *res,
                   floe_error *err);
 

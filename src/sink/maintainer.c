@@ -63,10 +63,14 @@ static int open_table(floe__maintainer *m, floe_error *err)
  * work.  The table property floe.compact.delete-ratio wins over it. */
 #define SINK_DELETE_RATIO 0.05
 
-static bool compaction_due(const floe_table_debt *d)
+static double delete_ratio(const floe__maintainer *m)
 {
-    return d->small_data_files >= 2 || d->deleted_ratio >= SINK_DELETE_RATIO ||
-           d->equality_delete_files > 0;
+    return floe__compact_delete_ratio(m->table->loaded->metadata, SINK_DELETE_RATIO);
+}
+
+static bool compaction_due(const floe_table_debt *d, double ratio)
+{
+    return d->small_data_files >= 2 || d->deleted_ratio >= ratio || d->equality_delete_files > 0;
 }
 
 /* Past the age limit by a tenth (so that a sink committing every second
@@ -86,11 +90,10 @@ static void add_removal(floe__maintainer_stats *st, const floe__removal *r)
     st->bytes_removed += r->bytes;
 }
 
-static int compact(floe__maintainer *m, double seconds, floe_error *err)
+static int compact(floe__maintainer *m, double seconds, double ratio, floe_error *err)
 {
-    floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true};
-    if (!floe__metadata_property(m->table->loaded->metadata, "floe.compact.delete-ratio"))
-        o.delete_ratio = SINK_DELETE_RATIO;
+    floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true,
+                               .delete_ratio = ratio};
     floe__compact_result r;
     uint64_t t0 = floe__monotonic_ns();
     int rc = floe__compact(m->table, &o, &r, err);
@@ -153,8 +156,9 @@ static int round_once(floe__maintainer *m, floe_error *err)
     FLOE_FORWARD(look(m, &d, err));
     bool acted = false;
     double left = allowance(m, floe__monotonic_ns());
-    if (left > 0 && compaction_due(&d)) {
-        FLOE_FORWARD(compact(m, left, err));
+    double ratio = delete_ratio(m);
+    if (left > 0 && compaction_due(&d, ratio)) {
+        FLOE_FORWARD(compact(m, left, ratio, err));
         acted = true;
     }
     if (expiry_due(m, &d)) {
