@@ -536,7 +536,9 @@ static void compaction_free(floe__compaction *c)
     floe__free(c->eq);
     floe__deleted_free(c->deleted);
     floe__plan_free(c->plan);
+    floe_schema_free(c->rows);
     floe__buf_free(&c->key);
+    floe__buf_free(&c->row);
 }
 
 static int start(floe__compaction *c, floe_error *err)
@@ -550,6 +552,7 @@ static int start(floe__compaction *c, floe_error *err)
                                        : target > 0 ? (uint64_t)target : DEFAULT_TARGET;
     const floe__snapshot *s = floe__metadata_current_snapshot(md);
     c->start_seq = s ? s->sequence_number : 0;
+    FLOE_FORWARD(floe__compact_row_schema(c, err));
     FLOE_FORWARD(floe__table_plan(c->t, -1, &c->plan, err));
     c->eq = floe__calloc(c->plan->n_deletes + 1, sizeof *c->eq);
     if (!c->eq)
@@ -566,6 +569,7 @@ int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_
         return FLOE_OOM(err);
     *c = (floe__compaction){.t = t, .o = o, .res = res};
     floe__buf_init(&c->key, 0);
+    floe__buf_init(&c->row, 0);
     floe__compact_group *gs = NULL;
     size_t n = 0;
     int rc = start(c, err);

@@ -38,13 +38,20 @@ typedef struct floe__compaction {
     floe__table *t;
     const floe__compact_options *o;
     floe__compact_result *res;
+    floe__schema *rows;              /* rows as read and written: the table's columns, then on
+                                        v3 the row lineage fields (_row_id,
+                                        _last_updated_sequence_number), which move with them */
     uint64_t target;                 /* target file size */
     floe__plan *plan;                /* of the start snapshot */
     int64_t start_seq;               /* its sequence number: the new files' data seq */
     floe__deleted *deleted;          /* the plan's position deletes per data file */
     floe__eq_set *eq;                /* per plan->deletes index (equality files only) */
     floe__buf key;                   /* a row's projection onto equality delete columns */
+    floe__buf row;                   /* a row with its lineage made explicit */
 } floe__compaction;
+
+/* c->rows for the table c->t (compact_rewrite.c). */
+int floe__compact_row_schema(floe__compaction *c, floe_error *err);
 
 /* Rewrite group g's data files into new data files appended to `out`
  * (none when every row was deleted), recording where rows went in *map

@@ -10,6 +10,15 @@
  * data row matches when its projection onto the same columns (top-level
  * columns in table order, the row format of both) is in the set, null
  * equal to null as Iceberg's equality deletes have it.
+ *
+ * Row lineage (v3): a row keeps its identity when it moves.  Its _row_id
+ * and _last_updated_sequence_number are written into the new file: the
+ * values the old file stores, or, where it stores none (null, or no such
+ * column), what a reader would have inherited there (the old file's
+ * first_row_id plus the row's position; the old file's data sequence
+ * number).  A file with no first_row_id (written before an upgrade to v3)
+ * has no row ids to keep: its rows' _row_id stays null and the new file
+ * assigns them.
  */
 #include "maint/compact_internal.h"
 
@@ -91,10 +100,90 @@ static int project(const floe__schema *table, const floe__schema *proj, const ui
     return FLOE_OK;
 }
 
+/* ---- row lineage ------------------------------------------------------------------------ */
+
+#define ROW_ID_FIELD 2147483540
+#define LAST_UPDATED_FIELD 2147483539
+
+static int add_long_field(floe__schema *s, const char *name, int32_t id, floe_error *err)
+{
+    floe__field *f = &s->root.children[s->root.n_children];
+    *f = (floe__field){.name = floe__strdup(name), .id = id, .kind = FLOE_K_LONG,
+                       .decl = FLOE_D_BIGINT};
+    if (!f->name)
+        return FLOE_OOM(err);
+    s->root.n_children++;
+    return FLOE_OK;
+}
+
+int floe__compact_row_schema(floe__compaction *c, floe_error *err)
+{
+    FLOE_FORWARD(floe__schema_copy(c->t->schema, &c->rows, err));
+    if (floe__metadata_format_version(c->t->loaded->metadata) < 3)
+        return FLOE_OK;
+    floe__field *root = &c->rows->root;
+    floe__field *v = floe__realloc(root->children, (root->n_children + 2) * sizeof *v);
+    if (!v)
+        return FLOE_OOM(err);
+    root->children = v;
+    FLOE_FORWARD(add_long_field(c->rows, "_row_id", ROW_ID_FIELD, err));
+    return add_long_field(c->rows, "_last_updated_sequence_number", LAST_UPDATED_FIELD, err);
+}
+
+static bool has_lineage(const floe__compaction *c)
+{
+    return c->rows->root.n_children > c->t->schema->root.n_children;
+}
+
+/* A long slot of the row format: present with v, or null when !present. */
+static int put_long_slot(floe__buf *b, bool present, int64_t v, floe_error *err)
+{
+    uint8_t slot[9] = {present ? FLOE_SLOT_PRESENT : FLOE_SLOT_NULL};
+    floe__put_le64(slot + 1, (uint64_t)v);
+    return floe__buf_append(b, slot, present ? 9 : 1, err);
+}
+
+/* A lineage slot read back at *p: true and *v when present (*p moves on). */
+static bool take_long_slot(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+    if (*p < end && **p == FLOE_SLOT_PRESENT && end - *p >= 9) {
+        *v = (int64_t)floe__get_le64(*p + 1);
+        *p += 9;
+        return true;
+    }
+    *p += *p < end;
+    return false;
+}
+
+/* row (read with c->rows) into out with its lineage made explicit. */
+static int with_lineage(const floe__compaction *c, const floe__plan_file *from,
+                        const uint8_t *row, size_t len, uint64_t pos, floe__buf *out,
+                        floe_error *err)
+{
+    const floe__schema *s = c->t->schema;
+    const uint8_t *p = row, *end = row + len;
+    for (uint32_t i = 0; i < s->root.n_children && p; i++)
+        p = floe__datum_skip(&s->root.children[i], p, end);
+    FLOE_RETURN_IF(!p, err, FLOE_EINTERNAL, "a row read back is not of the table schema");
+    size_t columns = (size_t)(p - row);
+    int64_t row_id = 0, seq = 0;
+    bool has_id = take_long_slot(&p, end, &row_id), has_seq = take_long_slot(&p, end, &seq);
+    assert(p == end);
+    if (!has_id && from->file.has_first_row_id) {
+        row_id = from->file.first_row_id + (int64_t)pos;
+        has_id = true;
+    }
+    floe__buf_reset(out);
+    FLOE_FORWARD(floe__buf_append(out, row, columns, err));
+    FLOE_FORWARD(put_long_slot(out, has_id, row_id, err));
+    return put_long_slot(out, true, has_seq ? seq : from->data_seq, err);
+}
+
 /* ---- one data file ----------------------------------------------------------------------- */
 
 typedef struct filtering {
     floe__compaction *c;
+    const floe__plan_file *from;     /* the old file */
     const floe__posbitmap *deleted;
     floe__eq_set **eq;
     size_t n_eq;
@@ -123,6 +212,11 @@ static int copy_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, flo
     if (gone)
         return floe__posbitmap_add(x->skipped, pos, err);
     x->c->res->rows_written++;
+    if (has_lineage(x->c)) {
+        FLOE_FORWARD(with_lineage(x->c, x->from, row, len, pos, &x->c->row, err));
+        row = x->c->row.data;
+        len = x->c->row.len;
+    }
     return floe__file_writer_write(x->w, row, len, NULL, NULL, err);
 }
 
@@ -131,7 +225,7 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
 {
     const floe__plan *p = c->plan;
     const floe__plan_data *pd = &p->data[i];
-    filtering x = {.c = c, .skipped = &map->skipped[k], .w = w};
+    filtering x = {.c = c, .from = &pd->f, .skipped = &map->skipped[k], .w = w};
     map->first_out[k] = floe__file_writer_rows(w);
     FLOE_FORWARD(floe__deleted_positions(c->deleted, i, &x.deleted, err));
     if (x.deleted)
@@ -144,7 +238,7 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
     for (size_t e = 0; rc == FLOE_OK && e < n_eq; e++)
         rc = eq_set(c, p->eq[pd->eq_from + e], &x.eq[x.n_eq++], err);
     if (rc == FLOE_OK)
-        rc = floe__file_rows_each(c->t->io, pd->f.file.path, c->t->schema, copy_row, &x, err);
+        rc = floe__file_rows_each(c->t->io, pd->f.file.path, c->rows, copy_row, &x, err);
     if (rc != FLOE_OK)
         rc = floe__err_wrap(err, rc, "compacting %s", pd->f.file.path);
     floe__free(x.eq);
@@ -181,7 +275,7 @@ int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
     wo.parquet.compression = c->o->compression ? c->o->compression : FLOE_COMPRESSION_ZSTD;
     wo.target_file_size = c->target;
     floe__file_writer *w;
-    FLOE_FORWARD(floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->t->schema, NULL, 0, &wo, &w,
+    FLOE_FORWARD(floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &wo, &w,
                                        err));
     int rc = FLOE_OK;
     for (size_t k = 0; rc == FLOE_OK && k < g->n; k++)

@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
+import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.Schema;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.Catalog;
@@ -19,6 +21,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
 import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.types.TypeUtil;
 
 /**
  * Reads an Iceberg table through Iceberg's JdbcCatalog (or RESTCatalog, when
@@ -31,6 +34,9 @@ import org.apache.iceberg.io.CloseableIterable;
  *   Reader snapshots DB WAREHOUSE CATALOG NS.TABLE            one JSON object per snapshot
  *   Reader schema DB WAREHOUSE CATALOG NS.TABLE               the table schema (Iceberg JSON)
  *   Reader read-snapshots DB WAREHOUSE CATALOG NS.TABLE       per snapshot: its summary and rows
+ *   Reader lineage DB WAREHOUSE CATALOG NS.TABLE              per live row: [its columns,
+ *                                                             _row_id, _last_updated_sequence_number]
+ *                                                             (v3 row lineage, as Java resolves it)
  *   Reader replace DB WAREHOUSE CATALOG NS.TABLE              rewrite one data file as a copy of
  *                                                             itself (a `replace` snapshot, as
  *                                                             compaction makes)
@@ -58,7 +64,7 @@ public final class Reader {
         }
         switch (args[0]) {
             case "read": case "snapshots": case "read-snapshots": case "replace": case "schema":
-            case "count":
+            case "count": case "lineage":
                 break;
             default:
                 err.append("unknown mode ").append(args[0]).append('\n');
@@ -75,6 +81,24 @@ public final class Reader {
                         for (Record r : rows) {
                             row(out, r, table.schema().columns().size());
                             out.append('\n');
+                        }
+                    }
+                    break;
+                }
+                case "lineage": {
+                    int n = table.schema().columns().size();
+                    Schema proj = TypeUtil.join(table.schema(), new Schema(
+                        MetadataColumns.ROW_ID, MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER));
+                    try (CloseableIterable<Record> rows =
+                             IcebergGenerics.read(table).project(proj).build()) {
+                        for (Record r : rows) {
+                            out.append('[');
+                            row(out, r, n);
+                            out.append(',');
+                            value(out, r.getField(MetadataColumns.ROW_ID.name()));
+                            out.append(',');
+                            value(out, r.getField(MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER.name()));
+                            out.append("]\n");
                         }
                     }
                     break;
