@@ -160,6 +160,9 @@ typedef enum floe_compression {
     FLOE_COMPRESSION_SNAPPY = 1,
     FLOE_COMPRESSION_GZIP = 2,
     FLOE_COMPRESSION_ZSTD = 3,
+    /* A table's writers (floe_sink): the table's write.parquet.compression-codec,
+     * zstd when it has none.  Anywhere else: ZSTD. */
+    FLOE_COMPRESSION_DEFAULT = 4,
 } floe_compression;
 
 /* Options for Parquet writing.  Always start from floe_parquet_options_init()
@@ -608,9 +611,13 @@ typedef struct floe_sink_options {
     uint64_t as_of;                 /* default 0 */
     const char *sink_id;            /* NULL: the table name "NS.NAME" */
     uint64_t sink_version;          /* default 1 */
-    floe_compression compression;   /* default ZSTD */
-    int compression_level;          /* 0: the codec's default */
-    uint64_t target_file_size;      /* data file roll-over size; default 512 MiB */
+    /* Default FLOE_COMPRESSION_DEFAULT: the table's write properties
+     * (write.parquet.compression-codec, -level; zstd at its default level when
+     * unset); the table's other write.parquet.* settings always apply. */
+    floe_compression compression;
+    int compression_level;          /* 0: the table's, else the codec's default */
+    uint64_t target_file_size;      /* data file roll-over size; 0 (default): the table's
+                                       write.target-file-size-bytes, else 512 MiB */
     /* Memory for updates held before spilling and, in position mode, the
      * key index's memory tier (half each; beyond it the index spills to
      * disk too).  0: 512 MiB for updates, 256 MiB for the index. */

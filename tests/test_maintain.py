@@ -160,6 +160,55 @@ def test_compaction_keeps_v3_row_lineage(tmp_path):
     assert t.duck() == want and t.py() == want
 
 
+def parquet_facts(path):
+    """(the codecs of its column chunks, its row groups) of a Parquet file."""
+    import pyarrow.parquet as pq
+    md = pq.ParquetFile(local(path)).metadata
+    codecs = {md.row_group(g).column(c).compression
+              for g in range(md.num_row_groups) for c in range(md.num_columns)}
+    return codecs, md.num_row_groups
+
+
+def test_files_follow_the_tables_write_properties(tmp_path):
+    """What a Spark-configured table asks of every writer: data files,
+    delete files and compaction's output come out with the codec its
+    write.parquet.* / write.delete.parquet.* properties name and row groups
+    of the size it sets."""
+    t = T(tmp_path, props=["write.parquet.compression-codec=snappy",
+                           "write.delete.parquet.compression-codec=gzip",
+                           "write.parquet.row-group-size-bytes=1024"])
+    files = t.files()
+    data = [parquet_facts(f["path"]) for f in files["data-files"]]
+    assert data and all(codecs == {"SNAPPY"} for codecs, _ in data)
+    assert max(groups for _, groups in data) > 1, "1 KiB row groups split the larger files"
+    assert files["delete-files"]
+    assert all(parquet_facts(f["path"])[0] == {"GZIP"} for f in files["delete-files"])
+    t.maintain("--compact-all")
+    (f,) = t.files()["data-files"]
+    codecs, groups = parquet_facts(f["path"])
+    assert codecs == {"SNAPPY"} and groups > 1
+    assert t.duck() == t.want() == t.java()
+
+
+def test_the_sinks_compression_option_wins_over_the_table_and_a_codec_floe_lacks_is_an_error(
+        tmp_path):
+    def sink(name, *extra):
+        return run_floe("sink", "--table", name, "--schema", SCHEMA, "--key", "id", "--catalog",
+                        f"sqlite:{tmp_path}/catalog.db", "--warehouse", f"{tmp_path}/wh",
+                        "--index-dir", "", "--input", src, *extra, check=False)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(Stream(3, steps=5, keys=10).text())
+    res = sink("demo.z", "--property", "write.parquet.compression-codec=snappy",
+               "--compression", "zstd")
+    assert res.returncode == 0, res.stderr
+    files = engines.files_json(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh", "demo.z")
+    assert {c for f in files["data-files"] for c in parquet_facts(f["path"])[0]} == {"ZSTD"}
+    res = sink("demo.l", "--property", "write.parquet.compression-codec=lz4")
+    assert res.returncode != 0
+    assert "write.parquet.compression-codec" in res.stderr and "lz4" in res.stderr
+    assert not os.path.exists(f"{tmp_path}/wh/demo/l/data"), "no file written"
+
+
 def test_compaction_leaves_files_that_need_nothing(tmp_path):
     """A target below the files' size makes them all big enough: nothing to do."""
     t = T(tmp_path, "position-v2", steps=20)

@@ -369,7 +369,8 @@ int cmd_pg(int argc, char **argv)
                           "(the server's position when streaming starts)", NULL},
         {"txn-memory", true, "bytes one transaction may leave per key in tables without "
                              "REPLICA IDENTITY FULL (default 1g)", NULL},
-        {"compression", true, "zstd (default), snappy, gzip or none", NULL},
+        {"compression", true, "zstd, snappy, gzip or none (default: the table's "
+                                 "write.parquet.compression-codec, else zstd)", NULL},
         {"target-file-size", true, "data file roll-over size (default 512m)", NULL},
         {"delete-mode", true, "position (default) or equality", NULL},
         CLI_MAINTAIN_OPTS,

@@ -448,7 +448,8 @@ int cmd_sink(int argc, char **argv)
         {"as-of", true, "time of the initial snapshot (default 0)", NULL},
         {"sink-id", true, "sink identity (default NS.NAME)", NULL},
         {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL},
-        {"compression", true, "zstd (default), snappy, gzip or none", NULL},
+        {"compression", true, "zstd, snappy, gzip or none (default: the table's "
+                                 "write.parquet.compression-codec, else zstd)", NULL},
         {"target-file-size", true, "data file roll-over size (default 512m)", NULL},
         {"close", false, "the input is complete: record frontier [] at its end (no later run "
                          "may add updates)", NULL},

@@ -38,7 +38,6 @@
 
 #include "maint/compact_internal.h"
 
-#define DEFAULT_TARGET ((uint64_t)512 << 20)
 #define MAX_ATTEMPTS 10          /* a rebase is cheap: one plan of the table */
 
 /* ---- what needs rewriting ------------------------------------------------------------------ */
@@ -116,8 +115,9 @@ static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t
     uint64_t rows = f->metrics.record_count, size = f->metrics.file_size;
     double ratio = rows ? (double)deleted_rows(p, i) / (double)rows : 0;
     bool eq = p->n_eq > p->data[i].eq_from;
-    bool small = (double)size < th->min_ratio * (double)c->target;
-    bool large = (double)size > th->max_ratio * (double)c->target;
+    double target = (double)c->wopts.target_file_size;
+    bool small = (double)size < th->min_ratio * target;
+    bool large = (double)size > th->max_ratio * target;
     bool deletes = ratio >= th->delete_ratio || eq;
     if (!(c->o->all || small || large || deletes))
         return false;
@@ -145,7 +145,7 @@ static bool worth_it(const floe__compaction *c, const thresholds *th,
                      const floe__compact_group *g, bool urgent)
 {
     return c->o->all || urgent || (int64_t)g->n >= th->min_input ||
-           (g->n > 1 && (double)g->bytes >= th->min_ratio * (double)c->target);
+           (g->n > 1 && (double)g->bytes >= th->min_ratio * (double)c->wopts.target_file_size);
 }
 
 /* Close the group being packed: keep it when worth it, else drop it. */
@@ -183,7 +183,8 @@ static int choose(floe__compaction *c, floe__compact_group **gs, size_t *n_gs, f
     bool urgent = false;
     int rc = FLOE_OK;
     for (size_t k = 0; rc == FLOE_OK && k < n; k++) {
-        if (g.n && (g.bytes + cs[k].bytes > c->target || cs[k].tier != cs[k - 1].tier)) {
+        if (g.n && (g.bytes + cs[k].bytes > c->wopts.target_file_size ||
+                    cs[k].tier != cs[k - 1].tier)) {
             rc = close_group(c, &th, &g, urgent, gs, n_gs, err);
             urgent = false;
         }
@@ -546,10 +547,9 @@ static int start(floe__compaction *c, floe_error *err)
     FLOE_FORWARD(floe__table_refresh(c->t, err));
     FLOE_FORWARD(floe__table_check_writable(c->t, err));
     const floe__metadata *md = c->t->loaded->metadata;
-    int64_t target = floe__metadata_property_int(md, "write.target-file-size-bytes",
-                                                 (int64_t)DEFAULT_TARGET);
-    c->target = c->o->target_file_size ? c->o->target_file_size
-                                       : target > 0 ? (uint64_t)target : DEFAULT_TARGET;
+    FLOE_FORWARD(floe__table_file_options(c->t, FLOE_CONTENT_DATA, &c->wopts, err));
+    if (c->o->target_file_size)
+        c->wopts.target_file_size = c->o->target_file_size;
     const floe__snapshot *s = floe__metadata_current_snapshot(md);
     c->start_seq = s ? s->sequence_number : 0;
     FLOE_FORWARD(floe__compact_row_schema(c, err));

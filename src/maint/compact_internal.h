@@ -41,7 +41,8 @@ typedef struct floe__compaction {
     floe__schema *rows;              /* rows as read and written: the table's columns, then on
                                         v3 the row lineage fields (_row_id,
                                         _last_updated_sequence_number), which move with them */
-    uint64_t target;                 /* target file size */
+    floe__file_writer_options wopts; /* the table's write properties; target_file_size
+                                        the run's target */
     floe__plan *plan;                /* of the start snapshot */
     int64_t start_seq;               /* its sequence number: the new files' data seq */
     floe__deleted *deleted;          /* the plan's position deletes per data file */

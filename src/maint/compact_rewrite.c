@@ -270,12 +270,8 @@ int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
     map->pos_deleted = floe__calloc(g->n, sizeof *map->pos_deleted);
     if (!map->first_out || !map->skipped || !map->pos_deleted)
         return FLOE_OOM(err);
-    floe__file_writer_options wo = {0};
-    floe_parquet_options_init(&wo.parquet);
-    wo.parquet.compression = c->o->compression ? c->o->compression : FLOE_COMPRESSION_ZSTD;
-    wo.target_file_size = c->target;
     floe__file_writer *w;
-    FLOE_FORWARD(floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &wo, &w,
+    FLOE_FORWARD(floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &c->wopts, &w,
                                        err));
     int rc = FLOE_OK;
     for (size_t k = 0; rc == FLOE_OK && k < g->n; k++)

@@ -148,7 +148,6 @@ typedef struct floe__compact_options {
     uint64_t max_bytes;
     int max_attempts;                 /* commit attempts per group (0: 5) */
     bool dry_run;
-    floe_compression compression;     /* of the files written (0: ZSTD) */
     /* Tests: called once per group after its files are written and before
      * its first commit attempt (to commit something concurrently). */
     int (*before_commit)(void *ctx, floe_error *err);

@@ -49,6 +49,8 @@ int floe__pq_writer_new(const floe__schema *s, const floe_parquet_options *o,
         w->opts = *o;
     else
         floe_parquet_options_init(&w->opts);
+    if (w->opts.compression == FLOE_COMPRESSION_DEFAULT)
+        w->opts.compression = FLOE_COMPRESSION_ZSTD;
     floe__buf_init(&w->page, 0);
     floe__buf_init(&w->cpage, 0);
     floe__buf_init(&w->hdr, 0);

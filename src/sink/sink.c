@@ -83,7 +83,7 @@ void floe_sink_options_init(floe_sink_options *o)
     floe_connect_options_init(&o->connect);
     o->commit_interval = 10000;
     o->sink_version = 1;
-    o->compression = FLOE_COMPRESSION_ZSTD;
+    o->compression = FLOE_COMPRESSION_DEFAULT;
 }
 
 /* ---- stats ------------------------------------------------------------------------------ */
@@ -452,6 +452,24 @@ static int setup_keeper(floe_sink *s, floe_error *err)
     return FLOE_OK;
 }
 
+/* The table's write properties for files of `content`, under what the
+ * options set explicitly (a codec, a level, a data file size). */
+static int file_options(floe_sink *s, floe__content content, floe__file_writer_options *out,
+                        floe_error *err)
+{
+    const floe_sink_options *o = &s->opts;
+    FLOE_FORWARD(floe__table_file_options(s->table, content, out, err));
+    if (o->compression != FLOE_COMPRESSION_DEFAULT) {
+        out->parquet.compression = o->compression;
+        out->parquet.compression_level = o->compression_level;
+    } else if (o->compression_level) {
+        out->parquet.compression_level = o->compression_level;
+    }
+    if (content == FLOE_CONTENT_DATA && o->target_file_size)
+        out->target_file_size = o->target_file_size;
+    return FLOE_OK;
+}
+
 static int setup_parts(floe_sink *s, floe_error *err)
 {
     const floe_sink_options *o = &s->opts;
@@ -462,10 +480,8 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->wcfg.eq_schema = s->eq_schema;
     s->wcfg.eq_ids = s->eq_ids;
     s->wcfg.n_eq_ids = s->n_eq;
-    floe_parquet_options_init(&s->wcfg.file_opts.parquet);
-    s->wcfg.file_opts.parquet.compression = o->compression;
-    s->wcfg.file_opts.parquet.compression_level = o->compression_level;
-    s->wcfg.file_opts.target_file_size = o->target_file_size;
+    FLOE_FORWARD(file_options(s, FLOE_CONTENT_DATA, &s->wcfg.file_opts, err));
+    FLOE_FORWARD(file_options(s, FLOE_CONTENT_EQUALITY_DELETES, &s->wcfg.eqdel_opts, err));
     s->wcfg.warn = on_warning;
     s->wcfg.warn_ctx = s;
     s->ccfg.table = s->table;

@@ -162,7 +162,8 @@ typedef struct floe__writer_config {
     const floe__schema *eq_schema;      /* upsert: the key columns, in key order */
     const int32_t *eq_ids;
     size_t n_eq_ids;
-    floe__file_writer_options file_opts;
+    floe__file_writer_options file_opts;    /* data files */
+    floe__file_writer_options eqdel_opts;   /* equality delete files */
     floe__warn_fn warn;                 /* primary-key violations etc.; may be NULL */
     void *warn_ctx;
 } floe__writer_config;

@@ -125,7 +125,7 @@ int floe__writer_eq_delete(floe__writer *w, open_batch *b, const uint8_t *key, s
     if (!b->eqdel)
         FLOE_FORWARD(floe__file_writer_new(w->cfg->table, FLOE_CONTENT_EQUALITY_DELETES,
                                            w->cfg->eq_schema, w->cfg->eq_ids, w->cfg->n_eq_ids,
-                                           &w->cfg->file_opts, &b->eqdel, err));
+                                           &w->cfg->eqdel_opts, &b->eqdel, err));
     FLOE_FORWARD(floe__file_writer_write(b->eqdel, key, len, NULL, NULL, err));
     b->eqdels++;
     w->stats.equality_deletes++;

@@ -80,6 +80,11 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
     else
         FLOE_RETURN_IF(n_eq_ids != 0, err, FLOE_EINVAL, "equality ids given for a non-equality "
                        "delete file");
+    floe__file_writer_options table_opts;
+    if (!o) {
+        FLOE_FORWARD(floe__table_file_options(t, content, &table_opts, err));
+        o = &table_opts;
+    }
     floe__file_writer *w = floe__calloc(1, sizeof *w);
     if (!w)
         return FLOE_OOM(err);
@@ -87,12 +92,9 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
     w->content = content;
     w->schema = file_schema;
     w->next_number = 1;
-    if (o)
-        w->pq = o->parquet;
-    else
-        floe_parquet_options_init(&w->pq);
-    w->target = o && o->target_file_size ? o->target_file_size : DEFAULT_TARGET_FILE_SIZE;
-    const char *prefix = o && o->prefix && *o->prefix
+    w->pq = o->parquet;
+    w->target = o->target_file_size ? o->target_file_size : DEFAULT_TARGET_FILE_SIZE;
+    const char *prefix = o->prefix && *o->prefix
                              ? o->prefix : content == FLOE_CONTENT_DATA ? "data" : "delete";
     w->prefix = floe__strdup(prefix);
     int rc = w->prefix ? FLOE_OK : FLOE_OOM(err);
@@ -278,10 +280,13 @@ int floe__posdel_writer_new(floe__table *t, const floe__file_writer_options *o,
     if (!w)
         return FLOE_OOM(err);
     w->t = t;
+    int rc = o ? FLOE_OK : floe__table_file_options(t, FLOE_CONTENT_POSITION_DELETES, &w->o, err);
+    if (rc != FLOE_OK) {
+        floe__free(w);
+        return rc;
+    }
     if (o)
         w->o = *o;
-    else
-        floe_parquet_options_init(&w->o.parquet);
     w->prefix = floe__strdup(o && o->prefix && *o->prefix ? o->prefix : "delete");
     w->o.prefix = w->prefix;
     w->last = UINT32_MAX;

@@ -76,7 +76,16 @@ typedef struct floe__file_writer_options {
 
 typedef struct floe__file_writer floe__file_writer;
 
+/* The options the table's properties ask of files of `content`
+ * (write_props.c: Iceberg's write.parquet.* and write.target-file-size-bytes;
+ * for delete files their write.delete.* forms first), floe's defaults where
+ * they say nothing.  FLOE_EUNSUPPORTED / FLOE_EINVAL naming the property
+ * when one asks for what floe cannot write or is not valid. */
+int floe__table_file_options(const floe__table *t, floe__content content,
+                             floe__file_writer_options *out, floe_error *err);
+
 /* content DATA: `file_schema` is t->schema (or a superset for append mode).
+ * o NULL: the table's options (floe__table_file_options).
  * content EQUALITY_DELETES: `file_schema` holds the key columns (from
  * floe__schema_project) and eq_ids their field ids.  The schema must outlive
  * the writer. */
@@ -100,6 +109,7 @@ void floe__file_writer_abort(floe__file_writer *w);
  * sorted by path then position at close (as the spec requires) and written
  * as position delete files (schema: file_path 2147483546, pos 2147483545). */
 typedef struct floe__posdel_writer floe__posdel_writer;
+/* o NULL: the table's options for position delete files. */
 int floe__posdel_writer_new(floe__table *t, const floe__file_writer_options *o,
                             floe__posdel_writer **out, floe_error *err);
 int floe__posdel_add(floe__posdel_writer *w, const char *data_path, uint64_t pos,

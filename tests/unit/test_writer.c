@@ -61,7 +61,10 @@ static int wfix_open(wfix *f, const char *name, const char *columns, bool upsert
     f->cfg.kx = f->kx;
     f->cfg.warn = on_warn;
     f->cfg.warn_ctx = f;
-    floe_parquet_options_init(&f->cfg.file_opts.parquet);
+    CHECK_EQ_INT(floe__table_file_options(f->t, FLOE_CONTENT_DATA, &f->cfg.file_opts, NULL),
+                 FLOE_OK);
+    CHECK_EQ_INT(floe__table_file_options(f->t, FLOE_CONTENT_EQUALITY_DELETES,
+                                          &f->cfg.eqdel_opts, NULL), FLOE_OK);
     if (upsert) {                 /* equality deletes on the key, or on every column */
         const char *names[] = {"id", "v"};
         size_t n = key ? 1 : 2;
@@ -497,6 +500,57 @@ out:
     wfix_close(&f);
 }
 
+/* Set table property k to v (v NULL: remove it). */
+static int set_property(wfix *f, const char *k, const char *v)
+{
+    json_t *up = v ? json_pack("[{s:s, s:{s:s}}]", "action", "set-properties", "updates", k, v)
+                   : json_pack("[{s:s, s:[s]}]", "action", "remove-properties", "removals", k);
+    json_t *req = json_array();
+    int rc = up && req ? floe__table_update(f->t, req, up, NULL) : FLOE_ENOMEM;
+    json_decref(up);
+    json_decref(req);
+    return rc;
+}
+
+/* The table's write properties as file options: floe's defaults, the
+ * data forms, the delete forms over them, and clear errors. */
+TEST(file_options_follow_the_tables_write_properties)
+{
+    wfix f;
+    if (wfix_open(&f, "props", "id bigint not null, v text", false, NULL, false) != 0)
+        goto out;
+    floe__file_writer_options d, e;
+    CHECK_EQ_INT(floe__table_file_options(f.t, FLOE_CONTENT_DATA, &d, NULL), FLOE_OK);
+    CHECK_EQ_INT(d.parquet.compression, FLOE_COMPRESSION_ZSTD);
+    CHECK(d.target_file_size == (uint64_t)512 << 20 && d.parquet.dictionary_limit == 2u << 20);
+    CHECK_EQ_INT(floe__table_file_options(f.t, FLOE_CONTENT_POSITION_DELETES, &e, NULL), FLOE_OK);
+    CHECK(e.target_file_size == (uint64_t)64 << 20);
+    CHECK_EQ_INT(set_property(&f, "write.parquet.compression-codec", "GZIP"), FLOE_OK);
+    CHECK_EQ_INT(set_property(&f, "write.parquet.compression-level", "9"), FLOE_OK);
+    CHECK_EQ_INT(set_property(&f, "write.delete.parquet.compression-codec", "uncompressed"),
+                 FLOE_OK);
+    CHECK_EQ_INT(set_property(&f, "write.parquet.page-size-bytes", "4096"), FLOE_OK);
+    CHECK_EQ_INT(floe__table_file_options(f.t, FLOE_CONTENT_DATA, &d, NULL), FLOE_OK);
+    CHECK(d.parquet.compression == FLOE_COMPRESSION_GZIP && d.parquet.compression_level == 9);
+    CHECK(d.parquet.page_size == 4096);
+    CHECK_EQ_INT(floe__table_file_options(f.t, FLOE_CONTENT_EQUALITY_DELETES, &e, NULL), FLOE_OK);
+    CHECK(e.parquet.compression == FLOE_COMPRESSION_NONE && e.parquet.page_size == 4096);
+    CHECK_EQ_INT(e.parquet.compression_level, 0);          /* the data level is gzip's */
+    floe_error *err = floe_error_new();
+    CHECK_EQ_INT(set_property(&f, "write.parquet.compression-level", "12"), FLOE_OK);
+    CHECK_EQ_INT(floe__table_file_options(f.t, FLOE_CONTENT_DATA, &d, err), FLOE_EINVAL);
+    CHECK(strstr(floe_error_message(err), "write.parquet.compression-level is 12") != NULL);
+    CHECK_EQ_INT(set_property(&f, "write.parquet.compression-level", NULL), FLOE_OK);
+    CHECK_EQ_INT(set_property(&f, "write.delete.target-file-size-bytes", "0"), FLOE_OK);
+    CHECK_EQ_INT(floe__table_file_options(f.t, FLOE_CONTENT_DATA, &d, err), FLOE_OK);
+    CHECK_EQ_INT(floe__table_file_options(f.t, FLOE_CONTENT_POSITION_DELETES, &e, err),
+                 FLOE_EINVAL);
+    CHECK(strstr(floe_error_message(err), "write.delete.target-file-size-bytes") != NULL);
+    floe_error_free(err);
+out:
+    wfix_close(&f);
+}
+
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "writer");
@@ -511,6 +565,7 @@ int main(void)
     RUN(the_snapshot_batch_only_inserts);
     RUN(append_writes_multiplicities_and_saturates_timestamps);
     RUN(truncation_ends_the_last_batch_at_the_end_of_the_input);
+    RUN(file_options_follow_the_tables_write_properties);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
 }
