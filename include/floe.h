@@ -469,10 +469,19 @@ typedef struct floe_write_options {
 
 /* Fill `o` with the defaults (later versions append fields). */
 void floe_write_options_init(floe_write_options *o);
+/* The options the table's write properties ask of its data files (what
+ * floe_data_writer_new does with opts NULL), to adjust and pass as opts;
+ * errors as floe_data_writer_new's for a property floe cannot follow. */
+int floe_table_write_options(floe_table *table, floe_write_options *out, floe_error *err);
 
 typedef struct floe_file_writer floe_file_writer;
 
-/* Data files, rows of floe_table_schema(table).  opts may be NULL.
+/* Data files, rows of floe_table_schema(table).  opts NULL: as the table's
+ * write properties ask (write.parquet.compression-codec, -level,
+ * -row-group-size-bytes, -page-size-bytes, -dict-size-bytes,
+ * write.target-file-size-bytes; delete writers their write.delete.* forms
+ * first), FLOE_EINVAL / FLOE_EUNSUPPORTED naming a property floe cannot
+ * follow; opts given: exactly those.
  * FLOE_EUNSUPPORTED for a table floe cannot write (partitioned, or not
  * format version 2). */
 int floe_data_writer_new(floe_table *table, const floe_write_options *opts,

@@ -209,6 +209,26 @@ def test_the_sinks_compression_option_wins_over_the_table_and_a_codec_floe_lacks
     assert not os.path.exists(f"{tmp_path}/wh/demo/l/data"), "no file written"
 
 
+def test_floe_append_follows_the_table_write_properties_unless_told(tmp_path):
+    db, wh = f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh"
+    src = tmp_path / "rows.ndjson"
+    src.write_text('{"id": 1}\n{"id": 2}\n')
+    seen = set()
+
+    def append(*extra):
+        """The codecs of the file this append added."""
+        run_floe("append", "--table", "demo.a", "--schema", "id bigint", "--input", src,
+                 "--catalog", f"sqlite:{db}", "--warehouse", f"{tmp_path}/wh", *extra)
+        files = {f["path"] for f in engines.files_json(db, wh, "demo.a")["data-files"]}
+        (new,) = files - seen
+        seen.update(files)
+        return parquet_facts(new)[0]
+    assert append() == {"ZSTD"}
+    engines.set_property(db, wh, "demo.a", "write.parquet.compression-codec", "gzip")
+    assert append() == {"GZIP"}
+    assert append("--compression", "snappy") == {"SNAPPY"}
+
+
 def test_compaction_leaves_files_that_need_nothing(tmp_path):
     """A target below the files' size makes them all big enough: nothing to do."""
     t = T(tmp_path, "position-v2", steps=20)

@@ -48,32 +48,37 @@ static void job_free(job *j)
     floe_error_free(j->err);
 }
 
-static int write_options(const cli_opt *opts, floe_write_options *wo)
+/* The table's write options, with what the command line gives instead. */
+static int write_options(const cli_opt *opts, floe_table *t, floe_write_options *wo,
+                         floe_error *err)
 {
-    floe_write_options_init(wo);
     const char *codec = cli_get(opts, "compression");
-    if (codec) {
-        int c = floe_compression_from_name(codec);
-        if (c < 0) {
-            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
-            return -1;
-        }
-        wo->parquet.compression = (floe_compression)c;
+    int c = codec ? floe_compression_from_name(codec) : 0;
+    if (c < 0) {
+        cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
+        return -1;
     }
     size_t level = 0, target = 0;
     if (cli_size_opt(opts, "compression-level", &level) != 0 ||
         cli_size_opt(opts, "target-file-size", &target) != 0)
         return -1;
-    wo->parquet.compression_level = (int)level;
-    wo->target_file_size = target;
+    if (floe_table_write_options(t, wo, err) != FLOE_OK) {
+        cli_report("append", err);
+        return -1;
+    }
+    if (codec) {
+        wo->parquet.compression = (floe_compression)c;
+        wo->parquet.compression_level = 0;
+    }
+    if (level)
+        wo->parquet.compression_level = (int)level;
+    if (target)
+        wo->target_file_size = target;
     return 0;
 }
 
 static int setup(job *j, const cli_opt *opts)
 {
-    floe_write_options wo;
-    if (write_options(opts, &wo) != 0)
-        return -1;
     const char *schema = cli_get(opts, "schema");
     if (schema) {
         char *text = cli_schema_text(schema);
@@ -96,6 +101,9 @@ static int setup(job *j, const cli_opt *opts)
         cli_report("append", j->err);
         return -1;
     }
+    floe_write_options wo;
+    if (write_options(opts, j->table, &wo, j->err) != 0)
+        return -1;
     if (floe_data_writer_new(j->table, &wo, &j->writer, j->err) != FLOE_OK ||
         floe_row_new(floe_table_schema(j->table), &j->row, j->err) != FLOE_OK) {
         cli_report("append", j->err);
@@ -176,9 +184,12 @@ int cmd_append(int argc, char **argv)
         CLI_TABLE_OPTS,
         {"schema", true, "column list, or @FILE holding it (needed to create the table)", NULL},
         {"input", true, "NDJSON rows, one JSON object per line; - for stdin (required)", NULL},
-        {"compression", true, "zstd (default), snappy, gzip or none", NULL},
-        {"compression-level", true, "codec level (0 = the codec's default)", NULL},
-        {"target-file-size", true, "roll data files over at this size (default 512 MiB)", NULL},
+        {"compression", true, "zstd, snappy, gzip or none (default: the table's "
+                              "write.parquet.compression-codec, else zstd)", NULL},
+        {"compression-level", true, "codec level (default: the table's, else the codec's)",
+         NULL},
+        {"target-file-size", true, "roll data files over at this size (default: the table's "
+                                   "write.target-file-size-bytes, else 512 MiB)", NULL},
         {NULL, false, NULL, NULL},
     };
     int p = cli_parse(&CMD, argc, argv, opts);

@@ -221,6 +221,17 @@ void floe_write_options_init(floe_write_options *o)
     floe_parquet_options_init(&o->parquet);
 }
 
+int floe_table_write_options(floe_table *t, floe_write_options *out, floe_error *err)
+{
+    FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "floe_table_write_options: NULL argument");
+    floe__file_writer_options o;
+    FLOE_FORWARD(floe__table_file_options(t->t, FLOE_CONTENT_DATA, &o, err));
+    floe_write_options_init(out);
+    out->parquet = o.parquet;
+    out->target_file_size = o.target_file_size;
+    return FLOE_OK;
+}
+
 static void internal_options(const floe_write_options *o, floe__file_writer_options *io)
 {
     memset(io, 0, sizeof *io);
@@ -228,8 +239,6 @@ static void internal_options(const floe_write_options *o, floe__file_writer_opti
         io->parquet = o->parquet;
         io->target_file_size = o->target_file_size;
         io->prefix = o->prefix;
-    } else {
-        floe_parquet_options_init(&io->parquet);
     }
 }
 
@@ -246,7 +255,8 @@ static int new_writer(floe_table *t, floe__content content, floe__schema *own,
     w->schema = own ? own : t->t->schema;
     floe__file_writer_options o;
     internal_options(opts, &o);
-    int rc = floe__file_writer_new(t->t, content, w->schema, ids, n_ids, &o, &w->w, err);
+    int rc = floe__file_writer_new(t->t, content, w->schema, ids, n_ids, opts ? &o : NULL,
+                                   &w->w, err);
     if (rc != FLOE_OK) {
         floe_schema_free(own);
         floe__free(w);
@@ -328,7 +338,7 @@ int floe_position_delete_writer_new(floe_table *t, const floe_write_options *opt
         return FLOE_OOM(err);
     floe__file_writer_options o;
     internal_options(opts, &o);
-    int rc = floe__posdel_writer_new(t->t, &o, &w->w, err);
+    int rc = floe__posdel_writer_new(t->t, opts ? &o : NULL, &w->w, err);
     if (rc != FLOE_OK) {
         floe__free(w);
         return rc;
