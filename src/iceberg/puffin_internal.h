@@ -65,6 +65,23 @@ typedef struct floe__posbitmap_iter {
 } floe__posbitmap_iter;
 bool floe__posbitmap_next(floe__posbitmap_iter *it, uint64_t *pos);
 
+/* Membership for ascending queries (a file's rows in order), O(1) a query
+ * amortized: `floe__posbitmap_seq q; floe__posbitmap_seq_init(&q, b);` then
+ * floe__posbitmap_seq_has(&q, pos) with pos never below the last one asked.
+ * b NULL is the empty set. */
+typedef struct floe__posbitmap_seq {
+    floe__posbitmap_iter it;
+    uint64_t next;                   /* the smallest held position not yet passed */
+    bool more;                       /* next is valid */
+} floe__posbitmap_seq;
+void floe__posbitmap_seq_init(floe__posbitmap_seq *q, const floe__posbitmap *b);
+static inline bool floe__posbitmap_seq_has(floe__posbitmap_seq *q, uint64_t pos)
+{
+    while (q->more && q->next < pos)
+        q->more = floe__posbitmap_next(&q->it, &q->next);
+    return q->more && q->next == pos;
+}
+
 /* Append the Roaring portable 64-bit serialization of b to out. */
 int floe__posbitmap_serialize(const floe__posbitmap *b, floe__buf *out, floe_error *err);
 /* Parse a portable 64-bit serialization from p[0..n) into the empty `out`

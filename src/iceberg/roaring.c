@@ -336,6 +336,13 @@ bool floe__posbitmap_next(floe__posbitmap_iter *it, uint64_t *pos)
     return false;
 }
 
+void floe__posbitmap_seq_init(floe__posbitmap_seq *q, const floe__posbitmap *b)
+{
+    static const floe__posbitmap empty = {0};
+    q->it = (floe__posbitmap_iter){b ? b : &empty, 0, 0, 0};
+    q->more = floe__posbitmap_next(&q->it, &q->next);
+}
+
 /* ---- serialization ---------------------------------------------------------------------- */
 
 static int put16(floe__buf *o, uint32_t v, floe_error *err)

@@ -184,7 +184,7 @@ static int with_lineage(const floe__compaction *c, const floe__plan_file *from,
 typedef struct filtering {
     floe__compaction *c;
     const floe__plan_file *from;     /* the old file */
-    const floe__posbitmap *deleted;
+    floe__posbitmap_seq deleted;     /* by the file's DV or position deletes */
     floe__eq_set **eq;
     size_t n_eq;
     floe__posbitmap *skipped;        /* rows left out, recorded */
@@ -206,7 +206,7 @@ static int copy_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, flo
 {
     filtering *x = ctx;
     x->c->res->rows_read++;
-    bool gone = x->deleted && floe__posbitmap_contains(x->deleted, pos);
+    bool gone = floe__posbitmap_seq_has(&x->deleted, pos);
     if (!gone && x->n_eq)
         FLOE_FORWARD(deleted_by_eq(x->c, x, row, len, &gone, err));
     if (gone)
@@ -227,9 +227,11 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
     const floe__plan_data *pd = &p->data[i];
     filtering x = {.c = c, .from = &pd->f, .skipped = &map->skipped[k], .w = w};
     map->first_out[k] = floe__file_writer_rows(w);
-    FLOE_FORWARD(floe__deleted_positions(c->deleted, i, &x.deleted, err));
-    if (x.deleted)
-        FLOE_FORWARD(floe__posbitmap_or(&map->pos_deleted[k], x.deleted, err));
+    const floe__posbitmap *deleted;
+    FLOE_FORWARD(floe__deleted_positions(c->deleted, i, &deleted, err));
+    if (deleted)
+        FLOE_FORWARD(floe__posbitmap_or(&map->pos_deleted[k], deleted, err));
+    floe__posbitmap_seq_init(&x.deleted, deleted);
     size_t n_eq = p->n_eq - pd->eq_from;
     x.eq = floe__calloc(n_eq ? n_eq : 1, sizeof *x.eq);
     if (!x.eq)

@@ -163,7 +163,7 @@ typedef struct ahead_row {
 
 typedef struct indexing {
     uint32_t id;
-    const floe__posbitmap *deleted;
+    floe__posbitmap_seq deleted;     /* by the file's DV or position deletes */
     floe__kx **eq;                   /* the equality key sets that apply */
     size_t n_eq;
     ahead_row ahead[AHEAD];
@@ -207,7 +207,7 @@ static int index_row(floe__kx_build *b, void *ctx, const uint8_t *key, size_t le
 {
     indexing *x = ctx;
     b->stats.rows++;
-    bool gone = x->deleted && floe__posbitmap_contains(x->deleted, pos);
+    bool gone = floe__posbitmap_seq_has(&x->deleted, pos);
     for (size_t i = 0; i < x->n_eq && !gone; i++)
         FLOE_FORWARD(floe__kx_has(x->eq[i], key, len, &gone, err));
     if (gone) {
@@ -224,7 +224,9 @@ int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err)
     const floe__plan_data *pd = &p->data[i];
     indexing x = {0};
     FLOE_FORWARD(floe__kx_file(b->kx, pd->f.file.path, &x.id, err));
-    FLOE_FORWARD(floe__deleted_positions(b->deleted, i, &x.deleted, err));
+    const floe__posbitmap *deleted;
+    FLOE_FORWARD(floe__deleted_positions(b->deleted, i, &deleted, err));
+    floe__posbitmap_seq_init(&x.deleted, deleted);
     size_t n_eq = p->n_eq - pd->eq_from;
     x.eq = floe__calloc(n_eq ? n_eq : 1, sizeof *x.eq);
     if (!x.eq)

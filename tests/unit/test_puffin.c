@@ -60,6 +60,22 @@ static void check_same(const floe__posbitmap *b, const uint64_t *want, size_t n)
     CHECK_EQ_INT(i, n);
     for (size_t j = 0; j < n; j += 1 + n / 64)
         CHECK(floe__posbitmap_contains(b, want[j]));
+    /* ascending queries: each value and its neighbours, as contains answers */
+    floe__posbitmap_seq q;
+    floe__posbitmap_seq_init(&q, b);
+    uint64_t last = 0;
+    bool any = false;
+    for (size_t j = 0; j < n; j++)
+        for (uint64_t v = want[j] ? want[j] - 1 : 0; v <= want[j] + 1; v++) {
+            if (any && v <= last)
+                continue;
+            if (floe__posbitmap_seq_has(&q, v) != floe__posbitmap_contains(b, v)) {
+                CHECK_EQ_INT(v, UINT64_MAX);           /* names the position */
+                return;
+            }
+            last = v;
+            any = true;
+        }
 }
 
 /* Build from p (in the given order), check, serialize both ways, check again. */
@@ -136,6 +152,9 @@ TEST(positions_past_32_bits)
     CHECK_EQ_INT(floe__posbitmap_add(&b, FLOE_POS_MAX + 1, NULL), FLOE_EINVAL);
     CHECK_EQ_INT(floe__posbitmap_count(&b), 0);
     CHECK(!floe__posbitmap_contains(&b, 3));
+    floe__posbitmap_seq q;
+    floe__posbitmap_seq_init(&q, NULL);                         /* NULL: empty */
+    CHECK(!floe__posbitmap_seq_has(&q, 0) && !floe__posbitmap_seq_has(&q, 3));
     floe__posbitmap_clear(&b);
 }
 
