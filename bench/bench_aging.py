@@ -6,6 +6,7 @@ of 1 s commits, with the sink's own maintenance (--maintain auto) and without
     python3 bench/bench_aging.py [--keys N] [--commits C] [--update-share F]
                                  [--every E] [--rounds R] [--max-age-ms MS]
                                  [--modes auto,off] [--off-commits K] [--pace S]
+                                 [--property KEY=VALUE]...
 
 N keys (default 1,000,000) inserted at time 0, then C commits (default
 3,600) of input time each updating a share F of the keys (default 1%); the
@@ -40,6 +41,8 @@ out), auto against off over the same commits.  Targets (auto, at every checkpoin
 most 1.3x the compacted table for DuckDB and Java; commit p50 over the last
 100 commits at most 1.5x that over the first 100; metadata bytes and
 manifest count bounded; throughput at least 0.8x the off run's.
+--property sets a table property for the auto run (e.g.
+floe.compact.delete-ratio, to try another compaction threshold).
 Results go to bench/out/aging.json (a mode run alone, --modes off, is
 added to the other mode's results of an earlier run with the same
 parameters, and the ratios are computed over both).
@@ -130,6 +133,7 @@ def start_sink(d, mode, a, port):
     extra = []
     if mode == "auto":
         extra = ["--property", f"history.expire.max-snapshot-age-ms={a.max_age_ms}"]
+        extra += [x for p in a.property for x in ("--property", p)]
     cmd = [FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input", "-",
            "--commit-interval", "1", "--catalog", f"sqlite:{d}/catalog.db", "--warehouse",
            f"{d}/wh", "--index-dir", f"{d}/index", "--maintain", mode, "--quiet",
@@ -307,18 +311,22 @@ def main():
     ap.add_argument("--pace", type=float, default=0.0,
                     help="wall seconds per commit of input after the first 100 (0: no pacing)")
     ap.add_argument("--modes", default="auto,off")
+    ap.add_argument("--property", action="append", default=[],
+                    help="KEY=VALUE: a table property of the auto run (repeatable)")
     ap.add_argument("--off-commits", type=int, default=1800,
                     help="the off run stops here (its commits slow down as the table ages)")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     inputs, values = generate(a)
     result = {"keys": a.keys, "commits": a.commits, "update_share": a.update_share,
-              "every": a.every, "max_age_ms": a.max_age_ms, "pace": a.pace}
+              "every": a.every, "max_age_ms": a.max_age_ms, "pace": a.pace,
+              "properties": a.property}
     path = os.path.join(HERE, "out", "aging-paced.json" if a.pace else "aging.json")
     if os.path.exists(path):            # a mode run earlier with the same parameters is kept
         with open(path) as f:
             old = json.load(f)
-        if all(old.get(k, 0.0 if k == "pace" else None) == v for k, v in result.items()):
+        unset = {"pace": 0.0, "properties": []}
+        if all(old.get(k, unset.get(k)) == v for k, v in result.items()):
             result.update({m: old[m] for m in ("auto", "off") if m in old})
     for mode in a.modes.split(","):
         result[mode] = run_mode(mode, a, inputs, values)
