@@ -20,7 +20,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <strings.h>
 
 #include "table/table_internal.h"
 
@@ -71,17 +70,11 @@ static int get_codec(props *p, floe_compression *out, floe_error *err)
     if (!v)
         return FLOE_OK;
     p->own_codec = p->del && strncmp(p->key, "write.delete.", 13) == 0;
-    static const struct {
-        const char *name;
-        floe_compression c;
-    } codecs[] = {{"zstd", FLOE_COMPRESSION_ZSTD}, {"snappy", FLOE_COMPRESSION_SNAPPY},
-                  {"gzip", FLOE_COMPRESSION_GZIP}, {"uncompressed", FLOE_COMPRESSION_NONE},
-                  {"none", FLOE_COMPRESSION_NONE}};
-    for (size_t i = 0; i < sizeof codecs / sizeof *codecs; i++)
-        if (strcasecmp(v, codecs[i].name) == 0) {
-            *out = codecs[i].c;
-            return FLOE_OK;
-        }
+    int c = floe_compression_from_name(v);      /* any case; "none" or "uncompressed" */
+    if (c >= 0) {
+        *out = (floe_compression)c;
+        return FLOE_OK;
+    }
     return floe__err_set(err, FLOE_EUNSUPPORTED, "table property %s is \"%s\": floe writes "
                          "zstd, snappy, gzip or uncompressed Parquet", p->key, v);
 }
