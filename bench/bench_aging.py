@@ -23,7 +23,9 @@ and then:
     merge-on-read table costs between two compactions);
   - the debt (data files, delete files, manifests, snapshots, metadata
     bytes) from `floe inspect --json`;
-  - commit latency: p50 of the last 100 commits (the sink's metrics).
+  - commit latency: p50 and p99 of the last 100 commits (the sink's metrics),
+    and the rows the key index read back from data files or moved without
+    reading (after the sink's own compactions).
 Without --pace the input runs as fast as the sink takes it, far faster
 than one commit a second, so snapshots would never reach the default hour
 of age in the run: the auto run's table keeps --max-age-ms of snapshots
@@ -239,10 +241,13 @@ def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
     assert csum == value_sum, "the table must hold the model's values"
     b = debt(table)
     p50 = m.get("floe_commit_duration_seconds@0.5", 0.0)
+    p99 = m.get("floe_commit_duration_seconds@0.99", 0.0)
     row = {"commit": commit, "duckdb_s": dd, "java_s": jj, "duckdb_compacted_s": bd,
            "java_compacted_s": bj, "duckdb_ratio": dd / bd, "java_ratio": jj / bj,
            "duckdb_one_commit_ratio": od / bd, "java_one_commit_ratio": oj / bj,
-           "commit_p50_s": p50, "commit_p50_ratio": p50 / first_p50,
+           "commit_p50_s": p50, "commit_p50_ratio": p50 / first_p50, "commit_p99_s": p99,
+           "index_rows_read": m.get("floe_index_rows_read_total", 0.0),
+           "index_rows_moved": m.get("floe_index_rows_moved_total", 0.0),
            "metadata_bytes": b["metadata_bytes"],
            "manifests": b["data_manifests"] + b["delete_manifests"],
            "data_files": b["data_files"], "delete_files": b["delete_files"],
@@ -252,7 +257,7 @@ def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
     print(f"{mode:4} @{commit:5}: read/compacted DuckDB {row['duckdb_ratio']:.2f}x Java "
           f"{row['java_ratio']:.2f}x (one commit on the compacted table: DuckDB "
           f"{od / bd:.2f}x Java {oj / bj:.2f}x) | commit p50 {p50 * 1e3:.1f} ms "
-          f"({row['commit_p50_ratio']:.2f}x the first 100) | metadata {b['metadata_bytes']:,} B,"
+          f"({row['commit_p50_ratio']:.2f}x the first 100), p99 {p99 * 1e3:.0f} ms | metadata {b['metadata_bytes']:,} B,"
           f" {row['manifests']} manifests, {b['data_files']} data / {b['delete_files']} delete "
           f"files, {b['snapshots']} snapshots", flush=True)
     return row

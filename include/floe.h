@@ -786,6 +786,8 @@ typedef struct floe_sink_stats {
     uint64_t index_memory_bytes, index_disk_bytes;
     uint64_t index_rebuilds;                /* full reads of the table's files */
     uint64_t index_snapshots_synced;        /* other writers' snapshots read */
+    uint64_t index_rows_read;               /* rows read back from data files (builds, syncs) */
+    uint64_t index_rows_moved;              /* re-pointed after the sink's own compactions */
     uint64_t deletes_retargeted;            /* moved onto a file a compaction wrote */
     uint64_t retractions_missing;           /* retracted a key with no live row */
     uint64_t retractions_mismatched;        /* retracted a row other than the key's live row */

@@ -71,6 +71,34 @@ def test_a_streaming_sink_keeps_its_table_small_and_exact(tmp_path, version):
     check_position(sink)
 
 
+@pytest.mark.parametrize("version", [2, 3])
+def test_the_key_index_follows_its_own_compactions_without_reading_them(tmp_path, version):
+    """The sink's own compactions hand the key index where they moved each
+    row, so the index re-points its rows instead of reading the new files
+    back; deletes of rows compaction moved land on the new files.  Checked
+    at every snapshot against the model, and again after a restart (which
+    reads the compactions' snapshots from the table: the moves are gone)."""
+    stream = Stream(37, steps=200, keys=60, burst=0.3)
+    sink = AutoSink(tmp_path, stream, version=version, interval=10, expire=False)
+    pv = progress_points(stream)
+    half = lines_until(stream, pv[len(pv) // 2])
+    run = Running(sink, "--quiet")
+    for i in range(0, len(half), 20):
+        run.send(half[i:i + 20])
+        time.sleep(0.02)
+    run.wait_for(lambda: (metric(run.port, "floe_index_rows_moved_total") or 0) > 0)
+    run.wait_for(lambda: metric(run.port, "floe_maintenance_compactions_total") >= 1)
+    moved = metric(run.port, "floe_index_rows_moved_total")
+    read = metric(run.port, "floe_index_rows_read_total")
+    run.finish()
+    assert moved > 0 and read < moved, (moved, read)   # a new table: nothing else to read
+    assert check(sink) >= 1
+    res = sink.run(stream.lines, "--close")
+    assert "warning" not in res.stderr, res.stderr
+    check(sink)
+    check_position(sink)
+
+
 def test_java_maintenance_afterwards_finds_nothing_and_breaks_nothing(tmp_path):
     """After an auto-maintained run: Java's ExpireSnapshots with the table's
     own settings and its orphan finder (files older than floe's window) have

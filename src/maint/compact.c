@@ -218,6 +218,7 @@ typedef struct pending {
     const char **eq_paths;           /* equality delete files applied when read */
     size_t n_eq;
     floe__posdel_set *carried;       /* NULL: none */
+    char id[37];                     /* the commit's floe.maintenance-id */
 } pending;
 
 static void pending_clear(pending *q)
@@ -460,12 +461,11 @@ static void backoff(int tries)
 static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_error *err)
 {
     json_t *summary = NULL;
-    char id[37];
     uint8_t u[16];
     int rc = floe__uuid_random(u, err);
     if (rc == FLOE_OK) {
-        floe__uuid_format(u, id);
-        rc = summary_of(id, &summary, err);
+        floe__uuid_format(u, q->id);
+        rc = summary_of(q->id, &summary, err);
     }
     const floe__plan *p = c->plan;
     floe__plan *now = NULL;
@@ -483,7 +483,7 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
         c->res->conflicts += rc == FLOE_ECONFLICT;
         floe_error_clear(err);
         backoff(tries);
-        if ((rc = floe__table_refresh(c->t, err)) == FLOE_OK && landed(c->t, id))
+        if ((rc = floe__table_refresh(c->t, err)) == FLOE_OK && landed(c->t, q->id))
             break;                                  /* the unknown outcome was a success */
     }
     *keep_files |= rc == FLOE_OK;
@@ -515,6 +515,10 @@ static int do_group(floe__compaction *c, const floe__compact_group *g, floe_erro
     if (!keep)
         for (size_t i = 0; i < files.n; i++)
             floe__fileio_remove(c->t->io, files.files[i].path, NULL);
+    if (rc == FLOE_OK && c->o->on_landed) {
+        floe__compact_moved moved = {q.id, q.paths, &map, &files};
+        c->o->on_landed(c->o->landed_ctx, &moved);
+    }
     if (rc == FLOE_OK) {
         c->res->groups++;
         c->res->files_rewritten += g->n;

@@ -22,18 +22,6 @@ typedef struct floe__compact_group {
     double need;                     /* how badly they need it (groups go in this order) */
 } floe__compact_group;
 
-/* How a group's rows moved, to carry deletes committed while it was being
- * rewritten onto the new files: old file k's row p went to output row
- * first_out[k] + p - |skipped[k] below p| unless p is in skipped[k]. */
-typedef struct floe__compact_map {
-    size_t n;                        /* the group's files */
-    uint64_t *first_out;             /* rows written before old file k's */
-    floe__posbitmap *skipped;        /* rows not copied (deleted when read) */
-    floe__posbitmap *pos_deleted;    /* of them, those its DV / position deletes deleted */
-} floe__compact_map;
-
-void floe__compact_map_clear(floe__compact_map *m);
-
 typedef struct floe__compaction {
     floe__table *t;
     const floe__compact_options *o;

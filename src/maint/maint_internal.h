@@ -131,6 +131,30 @@ int floe__remove_orphans(floe__table *t, const floe__orphan_options *o, floe__or
                          floe_error *err);
 
 /* ---- compaction (compact.c) ----------------------------------------------------- */
+/* How a group's rows moved (to carry deletes committed while it was being
+ * rewritten onto the new files, and to tell a key index where rows went):
+ * old file k's row p went to output row first_out[k] + p - |skipped[k]
+ * below p| unless p is in skipped[k].  Output rows run through the group's
+ * new files in order. */
+typedef struct floe__compact_map {
+    size_t n;                        /* the group's files */
+    uint64_t *first_out;             /* rows written before old file k's */
+    floe__posbitmap *skipped;        /* rows not copied (deleted when read) */
+    floe__posbitmap *pos_deleted;    /* of them, those its DV / position deletes deleted */
+} floe__compact_map;
+
+void floe__compact_map_clear(floe__compact_map *m);
+
+/* A group's commit landed: snapshot `id` (its floe.maintenance-id) removed
+ * data files old[0..map->n) and added `files`, whose rows came from them as
+ * `map` says.  All borrowed for the call. */
+typedef struct floe__compact_moved {
+    const char *id;
+    const char *const *old;
+    const floe__compact_map *map;
+    const floe__content_list *files;
+} floe__compact_moved;
+
 typedef struct floe__compact_options {
     uint64_t target_file_size;        /* 0: write.target-file-size-bytes (512 MiB) */
     /* A file is rewritten when smaller than min_file_ratio x target, larger
@@ -152,6 +176,10 @@ typedef struct floe__compact_options {
      * its first commit attempt (to commit something concurrently). */
     int (*before_commit)(void *ctx, floe_error *err);
     void *hook_ctx;
+    /* Called on the compacting thread after each group's commit landed (the
+     * sink hands its key index the moves); may be NULL. */
+    void (*on_landed)(void *ctx, const floe__compact_moved *moved);
+    void *landed_ctx;
 } floe__compact_options;
 
 typedef struct floe__compact_result {

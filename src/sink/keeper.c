@@ -102,9 +102,12 @@ static int history_since(const floe__metadata *md, int64_t from, int64_t **ids, 
 
 /* ---- delete records ------------------------------------------------------------------------- */
 
+typedef struct moving moving;
+
 typedef struct fixing {
     floe__keeper *k;
     const floe__pathmap *reread;     /* paths indexed again just now */
+    const moving *moved;             /* or: rows moved by the sink's own compaction */
 } fixing;
 
 static void put_record(uint8_t *p, uint32_t slot, floe__kx_loc loc)
@@ -114,6 +117,8 @@ static void put_record(uint8_t *p, uint32_t slot, floe__kx_loc loc)
     floe__put_le64(p + 12, loc.rowhash);
 }
 
+static int move_record(const moving *mv, floe__delrecs *d, uint8_t *p, floe_error *err);
+
 /* One record after a re-read: see the file comment. */
 static int fix_record(fixing *f, floe__delrecs *d, uint8_t *p, floe_error *err)
 {
@@ -122,6 +127,8 @@ static int fix_record(fixing *f, floe__delrecs *d, uint8_t *p, floe_error *err)
     const uint8_t *key = p + FLOE__DELETE_HEAD;
     if (slot == FLOE__DELETE_DROPPED)
         return FLOE_OK;
+    if (f->moved)
+        return move_record(f->moved, d, p, err);
     const char *path = d->paths[slot];
     uint32_t id;
     size_t ignored;
@@ -155,10 +162,10 @@ static int fix_records(void *ctx, floe__delrecs *d, floe_error *err)
     return FLOE_OK;
 }
 
-static int fix_pending(floe__keeper *k, const floe__pathmap *reread, const pending *pend,
-                       floe_error *err)
+static int fix_pending(floe__keeper *k, const floe__pathmap *reread, const moving *moved,
+                       const pending *pend, floe_error *err)
 {
-    fixing f = {k, reread};
+    fixing f = {k, reread, moved};
     if (pend->s)
         FLOE_FORWARD(fix_records(&f, &pend->s->dels, err));
     return pend->w ? floe__writer_each_open(pend->w, fix_records, &f, err) : FLOE_OK;
@@ -292,7 +299,7 @@ static int reread_plan(floe__keeper *k, const floe__plan *p, touched *t, const p
     if (rc == FLOE_OK)
         rc = apply_eq_keys(k, b, t, &done, err);
     if (rc == FLOE_OK)
-        rc = fix_pending(k, &done, pend, err);
+        rc = fix_pending(k, &done, NULL, pend, err);
     if (b)
         add_built(k, b);
     floe__pathmap_clear(&done);
@@ -399,14 +406,152 @@ static int touch_delete(floe__keeper *k, touched *t, const floe__plan_file *f, b
     return floe__posdel_file_read(k->cfg->src.io, c->path, *unscoped, err);
 }
 
-static int sync_snapshot(floe__keeper *k, const floe__metadata *md, int64_t id,
-                         const pending *pend, floe_error *err)
+/* ---- a snapshot of the sink's own compaction ---------------------------------------------- */
+
+/* The moves of one compaction group applied to the index and the records. */
+struct moving {
+    floe__keeper *k;
+    const floe__moved *m;
+    floe__pathmap old;               /* old path -> its index in m */
+    size_t *k_of;                    /* per file id: index in m->old, SIZE_MAX: not moved */
+    size_t n_ids;
+    uint32_t *out_id;                /* per output file: its id */
+    uint64_t rows, gone;
+};
+
+static floe__kx_move move_row(void *ctx, floe__kx_loc *loc)
 {
-    floe__snapshot_changes *c = NULL;
+    moving *mv = ctx;
+    size_t k = loc->file < mv->n_ids ? mv->k_of[loc->file] : SIZE_MAX, out;
+    uint64_t at;
+    if (k == SIZE_MAX)
+        return FLOE_KX_STAYS;
+    if (!floe__moved_where(mv->m, k, loc->pos, &out, &at)) {
+        mv->gone++;                  /* deleted as the compaction read it */
+        return FLOE_KX_GONE;
+    }
+    loc->file = mv->out_id[out];
+    loc->pos = at;
+    mv->rows++;
+    return FLOE_KX_MOVED;
+}
+
+/* A record on a file the compaction removed names the row's new place (or
+ * is dropped: the compaction found the row deleted). */
+static int move_record(const moving *mv, floe__delrecs *d, uint8_t *p, floe_error *err)
+{
+    size_t k, out;
+    uint64_t at;
+    if (!floe__pathmap_get(&mv->old, d->paths[floe__get_le32(p)], &k))
+        return FLOE_OK;
+    if (!floe__moved_where(mv->m, k, floe__get_le64(p + 4), &out, &at)) {
+        put_record(p, FLOE__DELETE_DROPPED, (floe__kx_loc){0, 0, 0});
+        mv->k->stats.dropped++;
+        return FLOE_OK;
+    }
+    uint32_t slot;
+    FLOE_FORWARD(floe__delrecs_path(d, mv->m->out[out], &slot, err));
+    put_record(p, slot, (floe__kx_loc){0, at, floe__get_le64(p + 12)});
+    mv->k->stats.retargeted++;
+    return FLOE_OK;
+}
+
+static bool among(char *const *paths, size_t n, const char *path)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(paths[i], path) == 0)
+            return true;
+    return false;
+}
+
+/* Whether the snapshot did exactly what m says: removed its old files,
+ * added its new ones, and no equality deletes (deletes carried onto the
+ * new files take rows the index no longer holds). */
+static bool moves_match(const floe__moved *m, const floe__snapshot_changes *c)
+{
+    bool same = c->n_removed_data == m->n_old && c->n_added_data == m->n_out;
+    for (size_t i = 0; same && i < c->n_removed_data; i++)
+        same = among(m->old, m->n_old, c->removed_data[i].file.path);
+    for (size_t i = 0; same && i < c->n_added_data; i++)
+        same = among(m->out, m->n_out, c->added_data[i].file.path);
+    for (size_t i = 0; same && i < c->n_added_deletes; i++)
+        same = c->added_deletes[i].file.content != FLOE_CONTENT_EQUALITY_DELETES;
+    return same;
+}
+
+static int moving_init(moving *mv, floe__keeper *k, const floe__moved *m, floe_error *err)
+{
+    floe__kx *kx = k->kx;
+    *mv = (moving){.k = k, .m = m};
+    mv->out_id = floe__calloc(m->n_out + 1, sizeof *mv->out_id);
+    if (!mv->out_id)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < m->n_out; i++)
+        FLOE_FORWARD(floe__kx_file(kx, m->out[i], &mv->out_id[i], err));
+    mv->n_ids = floe__kx_file_count(kx);
+    mv->k_of = floe__malloc((mv->n_ids + 1) * sizeof *mv->k_of);
+    if (!mv->k_of)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < mv->n_ids; i++)
+        mv->k_of[i] = SIZE_MAX;
+    for (size_t j = 0; j < m->n_old; j++) {
+        bool existed;
+        uint32_t id;
+        FLOE_FORWARD(floe__pathmap_put(&mv->old, m->old[j], j, &existed, err));
+        if (floe__kx_file_find(kx, m->old[j], &id))
+            mv->k_of[id] = j;
+    }
+    return FLOE_OK;
+}
+
+static void moving_clear(moving *mv)
+{
+    floe__pathmap_clear(&mv->old);
+    floe__free(mv->k_of);
+    floe__free(mv->out_id);
+}
+
+/* Snapshot `s` is a compaction of the sink's own whose moves the keeper
+ * was handed: re-point the rows it moved and the pending records on them
+ * instead of reading the new files (*done); else nothing happens. */
+static int sync_moved(floe__keeper *k, const floe__snapshot *s, const floe__snapshot_changes *c,
+                      const pending *pend, bool *done, floe_error *err)
+{
+    const char *id = floe__snapshot_summary_get(s, "floe.maintenance-id");
+    *done = false;
+    if (!k->cfg->moves || !id || !floe__kx_in_memory(k->kx))
+        return FLOE_OK;
+    floe__moved *m = floe__moves_take(k->cfg->moves, id);
+    if (!m || !moves_match(m, c)) {
+        floe__moved_free(m);
+        return FLOE_OK;
+    }
+    moving mv;
+    int rc = moving_init(&mv, k, m, err);
+    if (rc == FLOE_OK) {
+        floe__kx_repoint(k->kx, move_row, &mv);
+        for (size_t j = 0; j < m->n_old; j++)
+            retire_path(k->kx, m->old[j]);
+        rc = fix_pending(k, NULL, &mv, pend, err);
+    }
+    if (rc == FLOE_OK) {
+        k->stats.moved_files += m->n_old;
+        k->stats.moved_rows += mv.rows;
+        *done = true;
+    }
+    moving_clear(&mv);
+    floe__moved_free(m);
+    return rc;
+}
+
+/* What snapshot id changed (c), read from the table. */
+static int sync_read(floe__keeper *k, const floe__metadata *md, int64_t id,
+                     const floe__snapshot_changes *c, const pending *pend, floe_error *err)
+{
     floe__posdel_set *unscoped = NULL;
     touched t = {0};
-    int rc = floe__snapshot_changes_read(k->cfg->src.io, md, id, &c, err);
-    for (size_t i = 0; rc == FLOE_OK && i < c->n_removed_data; i++)
+    int rc = FLOE_OK;
+    for (size_t i = 0; i < c->n_removed_data; i++)
         retire_path(k->kx, c->removed_data[i].file.path);
     for (size_t i = 0; rc == FLOE_OK && i < c->n_added_data; i++)
         rc = touch(&t, c->added_data[i].file.path, err);
@@ -420,10 +565,23 @@ static int sync_snapshot(floe__keeper *k, const floe__metadata *md, int64_t id,
         rc = reread(k, md, id, &t, pend, err);
     else if (rc == FLOE_OK && c->n_removed_data) {
         floe__pathmap none = {0};
-        rc = fix_pending(k, &none, pend, err);  /* records on removed files follow their keys */
+        rc = fix_pending(k, &none, NULL, pend, err);  /* records on removed files follow keys */
     }
     touched_free(&t);
     floe__posdel_set_free(unscoped);
+    return rc;
+}
+
+static int sync_snapshot(floe__keeper *k, const floe__metadata *md, int64_t id,
+                         const pending *pend, floe_error *err)
+{
+    floe__snapshot_changes *c = NULL;
+    bool moved = false;
+    int rc = floe__snapshot_changes_read(k->cfg->src.io, md, id, &c, err);
+    if (rc == FLOE_OK)
+        rc = sync_moved(k, floe__metadata_snapshot_by_id(md, id), c, pend, &moved, err);
+    if (rc == FLOE_OK && !moved)
+        rc = sync_read(k, md, id, c, pend, err);
     floe__snapshot_changes_free(c);
     if (rc == FLOE_OK)
         k->stats.synced++;

@@ -24,6 +24,7 @@
 #define FLOE_KEEPER_INTERNAL_H
 
 #include "sink/keyindex_internal.h"
+#include "sink/moves_internal.h"
 #include "sink/sink_internal.h"
 
 /* ---- building from files (keybuild.c) ----------------------------------------------------- */
@@ -75,6 +76,9 @@ typedef struct floe__keeper_config {
                                            (rebuilt at every start) */
     floe__warn_fn warn;                 /* may be NULL */
     void *warn_ctx;
+    /* The sink's own compactions' moves (taken when their snapshots are
+     * synced, instead of reading the new files); NULL: none. */
+    floe__moves *moves;
 } floe__keeper_config;
 
 typedef struct floe__keeper_stats {
@@ -88,6 +92,7 @@ typedef struct floe__keeper_stats {
                                            one (history between them gone) */
     uint64_t rebuilds;                  /* full re-reads of the table (start and run) */
     floe__kx_build_stats built;         /* files read (all of the above) */
+    uint64_t moved_files, moved_rows;   /* re-pointed after the sink's own compactions */
     uint64_t retargeted;                /* deletes moved onto a rewritten file */
     uint64_t dropped;                   /* deletes of rows another writer deleted already */
     uint64_t checkpoints;

@@ -782,6 +782,31 @@ int floe__kx_each(floe__kx *kx, floe__kx_visit_fn fn, void *ctx, floe_error *err
     return rc;
 }
 
+bool floe__kx_in_memory(const floe__kx *kx) { return kx->run == NULL; }
+
+void floe__kx_repoint(floe__kx *kx, floe__kx_move_fn fn, void *ctx)
+{
+    assert(!kx->run && kx->tombs == 0);       /* tombstones exist only over a disk tier */
+    for (size_t i = 0; i < kx->cap; i++) {
+        slot *s = &kx->slots[i];
+        if (s->ref_hash == 0 || is_dead(s) || !floe__kx_file_live(kx, file_of(s)))
+            continue;
+        floe__kx_loc loc = {file_of(s), pos_of(s), s->rowhash};
+        switch (fn(ctx, &loc)) {
+        case FLOE_KX_STAYS:
+            break;
+        case FLOE_KX_MOVED:
+            assert(loc.file < FILE_TOMB && loc.pos <= FLOE_KX_MAX_POS);
+            s->file_pos = pack(loc.file, loc.pos);
+            break;
+        case FLOE_KX_GONE:
+            s->file_pos = pack(FILE_DEAD, 0);
+            kx->live--;
+            break;
+        }
+    }
+}
+
 void floe__kx_get_stats(const floe__kx *kx, floe__kx_stats *out)
 {
     memset(out, 0, sizeof *out);

@@ -112,6 +112,17 @@ int floe__kx_has(floe__kx *kx, const uint8_t *key, size_t len, bool *live, floe_
 
 void floe__kx_get_stats(const floe__kx *kx, floe__kx_stats *out);
 
+/* Where a row is now (floe__kx_repoint): where it was, at (*loc) a new file
+ * and position, or gone from the table. */
+typedef enum floe__kx_move { FLOE_KX_STAYS, FLOE_KX_MOVED, FLOE_KX_GONE } floe__kx_move;
+typedef floe__kx_move (*floe__kx_move_fn)(void *ctx, floe__kx_loc *loc);
+/* Whether every row is in the memory tier (no disk tier), which
+ * floe__kx_repoint requires. */
+bool floe__kx_in_memory(const floe__kx *kx);
+/* Ask fn where each live row is now and put it there (keys and row hashes
+ * stay): one pass over the memory tier, for rows a compaction moved. */
+void floe__kx_repoint(floe__kx *kx, floe__kx_move_fn fn, void *ctx);
+
 /* Visit every live row, in no particular order (a checkpoint, a test).
  * The callback's pointers are valid during the call only; a non-FLOE_OK
  * result stops the walk and is returned. */

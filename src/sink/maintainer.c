@@ -13,8 +13,10 @@
  *     age limit (history.expire.max-snapshot-age-ms);
  *   - orphan removal every orphan interval (files older than the window).
  * Its commits race the sink's like any other writer's: the sink's
- * committer retries and its key index reads what compaction rewrote;
- * compaction rebases onto the sink's commits, carrying their deletes.
+ * committer retries, and its key index learns where compaction moved rows
+ * from the moves each landed group leaves (moves.c) rather than reading
+ * the new files; compaction rebases onto the sink's commits, carrying
+ * their deletes.
  * A failed round is counted and reported as a warning; the sink goes on.
  */
 #include <pthread.h>
@@ -22,6 +24,7 @@
 #include <time.h>
 
 #include "maint/maint_internal.h"
+#include "sink/moves_internal.h"
 #include "sink/sink_internal.h"
 
 #define IDLE_NS ((uint64_t)5 * 1000000000)
@@ -90,10 +93,19 @@ static void add_removal(floe__maintainer_stats *st, const floe__removal *r)
     st->bytes_removed += r->bytes;
 }
 
+static void hand_moves(void *ctx, const floe__compact_moved *moved)
+{
+    floe__moves_put(ctx, moved);
+}
+
 static int compact(floe__maintainer *m, double seconds, double ratio, floe_error *err)
 {
     floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true,
                                .delete_ratio = ratio};
+    if (m->cfg.moves) {
+        o.on_landed = hand_moves;
+        o.landed_ctx = m->cfg.moves;
+    }
     floe__compact_result r;
     uint64_t t0 = floe__monotonic_ns();
     int rc = floe__compact(m->table, &o, &r, err);

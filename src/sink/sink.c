@@ -54,6 +54,8 @@ struct floe_sink {
     floe__committer *committer;
     floe__keeper *keeper;            /* position mode */
     floe__maintainer *maintainer;    /* FLOE_MAINTAIN_AUTO */
+    floe__moves *moves;              /* position mode and FLOE_MAINTAIN_AUTO: from the
+                                        maintainer's compactions to the keeper */
     floe__keeper_config kcfg;
     char *index_dir;
     char index_report[512];
@@ -130,6 +132,8 @@ static void publish(floe_sink *s)
         st.index_disk_bytes = ks.kx.disk_bytes;
         st.index_rebuilds = ks.rebuilds;
         st.index_snapshots_synced = ks.synced;
+        st.index_rows_read = ks.built.rows;
+        st.index_rows_moved = ks.moved_rows;
         st.deletes_retargeted = ks.retargeted;
     }
     if (s->committer) {
@@ -447,6 +451,9 @@ static int setup_keeper(floe_sink *s, floe_error *err)
     k->dir = s->index_dir;
     k->warn = on_warning;
     k->warn_ctx = s;
+    if (o->maintain != FLOE_MAINTAIN_OFF)
+        FLOE_FORWARD(floe__moves_new(&s->moves, err));
+    k->moves = s->moves;
     FLOE_FORWARD(floe__keeper_open(k, &s->keeper, err));
     report_index(s);
     return FLOE_OK;
@@ -523,7 +530,8 @@ static int setup_maintainer(floe_sink *s, floe_error *err)
         return FLOE_OK;
     floe__maintainer_config mc = {.connect = o->connect, .ns = s->ns, .name = s->name,
                                   .budget = o->maintain_budget, .orphan_age_ms = o->orphan_age_ms,
-                                  .on_warning = on_warning, .warning_ctx = s};
+                                  .on_warning = on_warning, .warning_ctx = s,
+                                  .moves = s->moves};
     mc.connect.must_exist = 1;
     if (o->orphan_interval_ms >= 0) {
         mc.orphan_interval_ns = o->orphan_interval_ms ? (uint64_t)o->orphan_interval_ms * 1000000
@@ -770,6 +778,7 @@ void floe_sink_free(floe_sink *s)
     floe__committer_free(s->committer);
     floe__writer_free(s->writer);
     floe__keeper_free(s->keeper);
+    floe__moves_free(s->moves);
     floe__free(s->index_dir);
     floe__fresh_free(&s->fresh);
     floe__stash_free(s->stash);
@@ -1141,6 +1150,8 @@ static const metric_def METRICS[] = {
     {"floe_index_disk_bytes", "gauge", "The key index's disk tier."},
     {"floe_index_rebuilds_total", "counter", "Full reads of the table's files into the key index."},
     {"floe_index_snapshots_synced_total", "counter", "Snapshots of other writers read into the key index."},
+    {"floe_index_rows_read_total", "counter", "Rows the key index read back from data files."},
+    {"floe_index_rows_moved_total", "counter", "Rows the key index re-pointed after the sink's own compactions, without reading."},
     {"floe_deletes_retargeted_total", "counter", "Position deletes moved onto files a compaction wrote."},
     {"floe_retractions_missing_total", "counter", "Retractions of a key with no live row."},
     {"floe_retractions_mismatched_total", "counter", "Retractions whose row differs from the key's live row."},
@@ -1183,7 +1194,7 @@ static void metric_values(const floe_sink_stats *st, double v[N_METRICS])
         st->freshness_seconds, (double)st->batches_skipped, (double)st->index_keys,
         (double)st->index_memory_bytes, (double)st->index_disk_bytes,
         (double)st->index_rebuilds, (double)st->index_snapshots_synced,
-        (double)st->deletes_retargeted, (double)st->retractions_missing,
+        (double)st->index_rows_read, (double)st->index_rows_moved, (double)st->deletes_retargeted, (double)st->retractions_missing,
         (double)st->retractions_mismatched, (double)st->maintenance_runs,
         (double)st->maintenance_failures, st->maintenance_us / 1e6, (double)st->compactions,
         (double)st->files_compacted, (double)st->deletes_carried,

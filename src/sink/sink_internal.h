@@ -415,6 +415,9 @@ typedef struct floe__maintainer_config {
     /* Called from the maintenance thread with a failed round's message. */
     void (*on_warning)(void *ctx, const char *message);
     void *warning_ctx;
+    /* Where compactions put their moves for the key index (borrowed; it
+     * outlives the maintainer); NULL: nowhere. */
+    struct floe__moves *moves;
 } floe__maintainer_config;
 
 typedef struct floe__maintainer_stats {

@@ -2,13 +2,14 @@
  * test_keyindex.c - the key index (src/sink/keyindex*.c): a multiset of
  * live rows per key, row-hash preference, retired files, the disk tier
  * (spills at a tiny memory limit) against a model, walking every live row,
- * and memory per key.
+ * memory per key, and rows re-pointed by a compaction's moves (moves.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "sink/keyindex_internal.h"
+#include "sink/moves_internal.h"
 #include "unit.h"
 
 static floe__kx *open_kx(size_t limit)
@@ -442,6 +443,145 @@ TEST(a_checkpoint_is_peeked_and_a_wild_position_is_unusable)
     floe__kx_store_free(st);
 }
 
+/* ---- a compaction's moves (moves.c) and re-pointing rows ---------------------------------- */
+
+/* Old file A (10 rows, rows 2 and 5 deleted when compacted) and B (4 rows,
+ * row 0 deleted) rewritten into X (5 rows) and Y (6 rows). */
+typedef struct compacted {
+    floe__posbitmap skipped[2];
+    uint64_t first_out[2];
+    floe__compact_map map;
+    floe__content_file out[2];
+    floe__content_list files;
+    const char *old[2];
+} compacted;
+
+static void compacted_init(compacted *c)
+{
+    memset(c, 0, sizeof *c);
+    CHECK_EQ_INT(floe__posbitmap_add(&c->skipped[0], 2, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__posbitmap_add(&c->skipped[0], 5, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__posbitmap_add(&c->skipped[1], 0, NULL), FLOE_OK);
+    c->first_out[1] = 8;
+    c->map = (floe__compact_map){2, c->first_out, c->skipped, NULL};
+    c->out[0].path = "s3://b/X.parquet";
+    c->out[0].metrics.record_count = 5;
+    c->out[1].path = "s3://b/Y.parquet";
+    c->out[1].metrics.record_count = 6;
+    c->files = (floe__content_list){c->out, 2, 2};
+    c->old[0] = "s3://b/A.parquet";
+    c->old[1] = "s3://b/B.parquet";
+}
+
+static floe__compact_moved moved_of(compacted *c, const char *id)
+{
+    return (floe__compact_moved){id, c->old, &c->map, &c->files};
+}
+
+static bool where(const floe__moved *m, size_t k, uint64_t pos, size_t want_out,
+                  uint64_t want_at)
+{
+    size_t out = 99;
+    uint64_t at = 99;
+    return floe__moved_where(m, k, pos, &out, &at) && out == want_out && at == want_at;
+}
+
+TEST(a_compactions_moves_say_where_each_row_went)
+{
+    compacted c;
+    compacted_init(&c);
+    floe__moves *r = NULL;
+    CHECK_EQ_INT(floe__moves_new(&r, NULL), FLOE_OK);
+    floe__compact_moved mv = moved_of(&c, "g1");
+    floe__moves_put(r, &mv);
+    CHECK(floe__moves_take(r, "g2") == NULL);
+    floe__moved *m = floe__moves_take(r, "g1");
+    CHECK(m != NULL && floe__moves_take(r, "g1") == NULL);   /* taken once */
+    size_t out;
+    uint64_t at;
+    CHECK(where(m, 0, 0, 0, 0) && where(m, 0, 1, 0, 1) && where(m, 0, 3, 0, 2));
+    CHECK(!floe__moved_where(m, 0, 2, &out, &at) && !floe__moved_where(m, 0, 5, &out, &at));
+    CHECK(where(m, 0, 6, 0, 4) && where(m, 0, 7, 1, 0) && where(m, 0, 9, 1, 2));
+    CHECK(!floe__moved_where(m, 1, 0, &out, &at));
+    CHECK(where(m, 1, 1, 1, 3) && where(m, 1, 3, 1, 5));
+    floe__moved_free(m);
+    /* the registry keeps the latest few */
+    char id[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof id, "m%d", i);
+        mv = moved_of(&c, id);
+        floe__moves_put(r, &mv);
+    }
+    CHECK(floe__moves_take(r, "m0") == NULL);
+    m = floe__moves_take(r, "m39");
+    CHECK(m != NULL);
+    floe__moved_free(m);
+    floe__moves_free(r);
+    floe__posbitmap_clear(&c.skipped[0]);
+    floe__posbitmap_clear(&c.skipped[1]);
+}
+
+typedef struct repointing {
+    const floe__moved *m;
+    uint32_t a, b, x, y;
+} repointing;
+
+static floe__kx_move repoint_row(void *ctx, floe__kx_loc *loc)
+{
+    repointing *p = ctx;
+    size_t out;
+    uint64_t at;
+    if (loc->file != p->a && loc->file != p->b)
+        return FLOE_KX_STAYS;
+    if (!floe__moved_where(p->m, loc->file == p->a ? 0 : 1, loc->pos, &out, &at))
+        return FLOE_KX_GONE;
+    loc->file = out == 0 ? p->x : p->y;
+    loc->pos = at;
+    return FLOE_KX_MOVED;
+}
+
+TEST(rows_follow_a_compaction_without_reading_it)
+{
+    compacted c;
+    compacted_init(&c);
+    floe__moves *r = NULL;
+    CHECK_EQ_INT(floe__moves_new(&r, NULL), FLOE_OK);
+    floe__compact_moved mv = moved_of(&c, "g");
+    floe__moves_put(r, &mv);
+    floe__moved *m = floe__moves_take(r, "g");
+    floe__kx *kx = open_kx(0);
+    repointing p = {m, file(kx, c.old[0]), file(kx, c.old[1]), 0, 0};
+    uint32_t other = file(kx, "s3://b/C.parquet");
+    char key[16];
+    for (uint64_t i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "a%d", (int)i);
+        CHECK_EQ_INT(put(kx, key, p.a, i, 100 + i), FLOE_OK);
+    }
+    for (uint64_t i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "b%d", (int)i);
+        CHECK_EQ_INT(put(kx, key, p.b, i, 200 + i), FLOE_OK);
+    }
+    CHECK_EQ_INT(put(kx, "c", other, 7, 300), FLOE_OK);
+    CHECK(floe__kx_in_memory(kx));
+    p.x = file(kx, c.out[0].path);
+    p.y = file(kx, c.out[1].path);
+    floe__kx_repoint(kx, repoint_row, &p);
+    floe__kx_stats st;
+    floe__kx_get_stats(kx, &st);
+    CHECK_EQ_INT(st.keys, 15 - 3);                      /* A's rows 2 and 5, B's row 0 */
+    floe__kx_loc loc;
+    CHECK(!take(kx, "a2", 0, &loc) && !take(kx, "a5", 0, &loc) && !take(kx, "b0", 0, &loc));
+    CHECK(take(kx, "a3", 0, &loc) && loc.file == p.x && loc.pos == 2 && loc.rowhash == 103);
+    CHECK(take(kx, "a9", 0, &loc) && loc.file == p.y && loc.pos == 2 && loc.rowhash == 109);
+    CHECK(take(kx, "b3", 0, &loc) && loc.file == p.y && loc.pos == 5 && loc.rowhash == 203);
+    CHECK(take(kx, "c", 0, &loc) && loc.file == other && loc.pos == 7);
+    floe__kx_free(kx);
+    floe__moved_free(m);
+    floe__moves_free(r);
+    floe__posbitmap_clear(&c.skipped[0]);
+    floe__posbitmap_clear(&c.skipped[1]);
+}
+
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "keyindex");
@@ -454,6 +594,8 @@ int main(void)
     RUN(a_checkpoint_holds_what_the_table_holds);
     RUN(a_damaged_checkpoint_is_not_used);
     RUN(a_checkpoint_is_peeked_and_a_wild_position_is_unusable);
+    RUN(a_compactions_moves_say_where_each_row_went);
+    RUN(rows_follow_a_compaction_without_reading_it);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
 }
