@@ -19,8 +19,10 @@
  * a record on a re-read file takes its row out again; a record on a file
  * that is gone follows its key to the row's new file (a compaction) or is
  * dropped when the key has no committed row left (another writer deleted
- * it).  When main's history no longer leads back to the index's snapshot
- * (a rollback; expiry of the snapshots in between) but that snapshot is
+ * it).  A compaction by the sink's own maintenance is not read: it left
+ * its moves (moves.c), by which the rows and the records are re-pointed
+ * (sync_moved).  When main's history no longer leads back to the index's
+ * snapshot (a rollback; expiry of the snapshots in between) but that snapshot is
  * still in the table (the sink's tag keeps it), the two snapshots' plans
  * are compared instead: files only in the old one are retired, files new
  * or with other deletes are read again.  Without it, every file is read.
