@@ -454,6 +454,7 @@ typedef struct compacted {
     floe__content_file out[2];
     floe__content_list files;
     const char *old[2];
+    floe__moves *moves;              /* a registry, empty */
 } compacted;
 
 static void compacted_init(compacted *c)
@@ -471,11 +472,21 @@ static void compacted_init(compacted *c)
     c->files = (floe__content_list){c->out, 2, 2};
     c->old[0] = "s3://b/A.parquet";
     c->old[1] = "s3://b/B.parquet";
+    CHECK_EQ_INT(floe__moves_new(&c->moves, NULL), FLOE_OK);
 }
 
-static floe__compact_moved moved_of(compacted *c, const char *id)
+static void compacted_clear(compacted *c)
 {
-    return (floe__compact_moved){id, c->old, &c->map, &c->files};
+    floe__moves_free(c->moves);
+    floe__posbitmap_clear(&c->skipped[0]);
+    floe__posbitmap_clear(&c->skipped[1]);
+}
+
+/* The compaction landed as group `id`: its moves into the registry. */
+static void landed(compacted *c, const char *id)
+{
+    floe__compact_moved mv = {id, c->old, &c->map, &c->files};
+    floe__moves_put(c->moves, &mv);
 }
 
 static bool where(const floe__moved *m, size_t k, uint64_t pos, size_t want_out,
@@ -490,13 +501,10 @@ TEST(a_compactions_moves_say_where_each_row_went)
 {
     compacted c;
     compacted_init(&c);
-    floe__moves *r = NULL;
-    CHECK_EQ_INT(floe__moves_new(&r, NULL), FLOE_OK);
-    floe__compact_moved mv = moved_of(&c, "g1");
-    floe__moves_put(r, &mv);
-    CHECK(floe__moves_take(r, "g2") == NULL);
-    floe__moved *m = floe__moves_take(r, "g1");
-    CHECK(m != NULL && floe__moves_take(r, "g1") == NULL);   /* taken once */
+    landed(&c, "g1");
+    CHECK(floe__moves_take(c.moves, "g2") == NULL);
+    floe__moved *m = floe__moves_take(c.moves, "g1");
+    CHECK(m != NULL && floe__moves_take(c.moves, "g1") == NULL);   /* taken once */
     size_t out;
     uint64_t at;
     CHECK(where(m, 0, 0, 0, 0) && where(m, 0, 1, 0, 1) && where(m, 0, 3, 0, 2));
@@ -509,16 +517,13 @@ TEST(a_compactions_moves_say_where_each_row_went)
     char id[16];
     for (int i = 0; i < 40; i++) {
         snprintf(id, sizeof id, "m%d", i);
-        mv = moved_of(&c, id);
-        floe__moves_put(r, &mv);
+        landed(&c, id);
     }
-    CHECK(floe__moves_take(r, "m0") == NULL);
-    m = floe__moves_take(r, "m39");
+    CHECK(floe__moves_take(c.moves, "m0") == NULL);
+    m = floe__moves_take(c.moves, "m39");
     CHECK(m != NULL);
     floe__moved_free(m);
-    floe__moves_free(r);
-    floe__posbitmap_clear(&c.skipped[0]);
-    floe__posbitmap_clear(&c.skipped[1]);
+    compacted_clear(&c);
 }
 
 typedef struct repointing {
@@ -544,11 +549,8 @@ TEST(rows_follow_a_compaction_without_reading_it)
 {
     compacted c;
     compacted_init(&c);
-    floe__moves *r = NULL;
-    CHECK_EQ_INT(floe__moves_new(&r, NULL), FLOE_OK);
-    floe__compact_moved mv = moved_of(&c, "g");
-    floe__moves_put(r, &mv);
-    floe__moved *m = floe__moves_take(r, "g");
+    landed(&c, "g");
+    floe__moved *m = floe__moves_take(c.moves, "g");
     floe__kx *kx = open_kx(0);
     repointing p = {m, file(kx, c.old[0]), file(kx, c.old[1]), 0, 0};
     uint32_t other = file(kx, "s3://b/C.parquet");
@@ -577,9 +579,7 @@ TEST(rows_follow_a_compaction_without_reading_it)
     CHECK(take(kx, "c", 0, &loc) && loc.file == other && loc.pos == 7);
     floe__kx_free(kx);
     floe__moved_free(m);
-    floe__moves_free(r);
-    floe__posbitmap_clear(&c.skipped[0]);
-    floe__posbitmap_clear(&c.skipped[1]);
+    compacted_clear(&c);
 }
 
 int main(void)
