@@ -28,28 +28,37 @@ void floe__moved_free(floe__moved *m)
 {
     if (!m)
         return;
-    for (size_t k = 0; m->skipped && k < m->n_old; k++)
-        floe__free(m->skipped[k]);
+    for (size_t k = 0; m->skipped && k < m->n_old; k++) {
+        floe__free(m->skipped[k].bits);
+        floe__free(m->skipped[k].below);
+    }
     free_paths(m->old, m->n_old);
     free_paths(m->out, m->n_out);
     floe__free(m->skipped);
-    floe__free(m->n_skipped);
     floe__free(m->first_out);
     floe__free(m->out_start);
     floe__free(m->id);
     floe__free(m);
 }
 
-static bool copy_skipped(floe__moved *m, size_t k, const floe__posbitmap *b)
+static bool copy_skipped(floe__skipped *sk, const floe__posbitmap *b)
 {
-    uint64_t n = floe__posbitmap_count(b), p;
-    m->skipped[k] = floe__calloc(n + 1, sizeof *m->skipped[k]);
-    if (!m->skipped[k])
-        return false;
     floe__posbitmap_iter it = {b, 0, 0, 0};
+    uint64_t p, last = 0;
     while (floe__posbitmap_next(&it, &p))
-        m->skipped[k][m->n_skipped[k]++] = p;
-    assert(m->n_skipped[k] == n);
+        last = p;                                    /* ascending: the last is the largest */
+    sk->n_words = floe__posbitmap_count(b) ? (size_t)(last / 64) + 1 : 0;
+    sk->bits = floe__calloc(sk->n_words + 1, sizeof *sk->bits);
+    sk->below = floe__calloc(sk->n_words + 1, sizeof *sk->below);
+    if (!sk->bits || !sk->below)
+        return false;
+    it = (floe__posbitmap_iter){b, 0, 0, 0};
+    while (floe__posbitmap_next(&it, &p))
+        sk->bits[p / 64] |= (uint64_t)1 << (p % 64);
+    for (size_t w = 0; w < sk->n_words; w++)
+        sk->below[w + 1] = sk->below[w] + (uint64_t)__builtin_popcountll(sk->bits[w]);
+    sk->count = sk->below[sk->n_words];
+    assert(sk->count == floe__posbitmap_count(b));
     return true;
 }
 
@@ -66,13 +75,12 @@ static floe__moved *copy_moved(const floe__compact_moved *c)
     m->out = floe__calloc(n_out + 1, sizeof *m->out);
     m->first_out = floe__calloc(n + 1, sizeof *m->first_out);
     m->skipped = floe__calloc(n + 1, sizeof *m->skipped);
-    m->n_skipped = floe__calloc(n + 1, sizeof *m->n_skipped);
     m->out_start = floe__calloc(n_out + 1, sizeof *m->out_start);
-    bool ok = m->id && m->old && m->out && m->first_out && m->skipped && m->n_skipped &&
-              m->out_start;
+    bool ok = m->id && m->old && m->out && m->first_out && m->skipped && m->out_start;
     for (size_t k = 0; ok && k < n; k++) {
         m->first_out[k] = c->map->first_out[k];
-        ok = (m->old[k] = floe__strdup(c->old[k])) && copy_skipped(m, k, &c->map->skipped[k]);
+        ok = (m->old[k] = floe__strdup(c->old[k])) &&
+             copy_skipped(&m->skipped[k], &c->map->skipped[k]);
     }
     for (size_t i = 0; ok && i < n_out; i++) {
         m->out_start[i + 1] = m->out_start[i] + c->files->files[i].metrics.record_count;
@@ -85,32 +93,31 @@ static floe__moved *copy_moved(const floe__compact_moved *c)
     return m;
 }
 
-/* How many of the n ascending values in v are below x; *has: whether x is one. */
-static size_t rank(const uint64_t *v, size_t n, uint64_t x, bool *has)
+/* Skipped rows of sk below pos; *was: whether pos is one. */
+static uint64_t skipped_below(const floe__skipped *sk, uint64_t pos, bool *was)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t w = (size_t)(pos / 64);
+    if (w >= sk->n_words) {
+        *was = false;
+        return sk->count;
     }
-    *has = lo < n && v[lo] == x;
-    return lo;
+    uint64_t bit = (uint64_t)1 << (pos % 64);
+    *was = (sk->bits[w] & bit) != 0;
+    return sk->below[w] + (uint64_t)__builtin_popcountll(sk->bits[w] & (bit - 1));
 }
 
 bool floe__moved_where(const floe__moved *m, size_t k, uint64_t pos, size_t *out, uint64_t *at)
 {
     assert(k < m->n_old);
     bool skipped;
-    uint64_t below = rank(m->skipped[k], m->n_skipped[k], pos, &skipped);
+    uint64_t below = skipped_below(&m->skipped[k], pos, &skipped);
     if (skipped || m->n_out == 0)
         return false;
     uint64_t row = m->first_out[k] + pos - below;
-    bool exact;
-    size_t i = rank(m->out_start + 1, m->n_out, row + 1, &exact);   /* first end above row */
-    assert(i < m->n_out);            /* a copied row is in some output file */
+    size_t i = 0;
+    while (i + 1 < m->n_out && m->out_start[i + 1] <= row)
+        i++;                                         /* a group writes a file or a few */
+    assert(row < m->out_start[i + 1]);              /* a copied row is in some output file */
     *out = i;
     *at = row - m->out_start[i];
     return true;

@@ -22,14 +22,24 @@
 
 #include "maint/maint_internal.h"
 
+/* The rows of one old file not copied, as a bitmap with the count below
+ * each word beside it: whether a row was skipped and how many below it
+ * were, in O(1) and without a branch to mispredict (a million rows are
+ * asked in random order). */
+typedef struct floe__skipped {
+    uint64_t *bits;                  /* bit p: row p was skipped */
+    uint64_t *below;                 /* per word: skipped rows in the words before it */
+    size_t n_words;                  /* rows past the last word: none skipped */
+    uint64_t count;
+} floe__skipped;
+
 /* One landed compaction group: a copy of what floe__compact_moved says. */
 typedef struct floe__moved {
     char *id;                        /* the snapshot's floe.maintenance-id */
     size_t n_old, n_out;
     char **old, **out;               /* the removed and the added data files */
     uint64_t *first_out;             /* per old file: output rows before its rows */
-    uint64_t **skipped;              /* per old file: rows not copied, ascending */
-    size_t *n_skipped;
+    floe__skipped *skipped;          /* per old file */
     uint64_t *out_start;             /* per output file: output rows before it; [n_out] total */
 } floe__moved;
 
