@@ -308,8 +308,9 @@ static void report_done(run *r)
             st.snapshots_committed == 1 ? "" : "s", where);
     if (floe_sink_index_report(r->sink) && (st.index_snapshots_synced || st.deletes_retargeted))
         cli_say("floe: key index: %" PRIu64 " keys; %" PRIu64 " snapshots of other writers "
-                "(maintenance included) read, %" PRIu64 " deletes moved onto rewritten files\n",
-                st.index_keys, st.index_snapshots_synced, st.deletes_retargeted);
+                "(maintenance included) read, %" PRIu64 " rows re-pointed after this sink's "
+                "compactions, %" PRIu64 " deletes moved onto rewritten files\n", st.index_keys,
+                st.index_snapshots_synced, st.index_rows_moved, st.deletes_retargeted);
     if (st.compactions || st.snapshots_expired || st.files_removed)
         cli_say("floe: maintenance: %" PRIu64 " compactions (%" PRIu64 " files rewritten), %"
                 PRIu64 " snapshots expired, %" PRIu64 " files removed, %.1fs (%.0f%% of the run)"
