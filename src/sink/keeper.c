@@ -418,7 +418,7 @@ struct moving {
     size_t *k_of;                    /* per file id: index in m->old, SIZE_MAX: not moved */
     size_t n_ids;
     uint32_t *out_id;                /* per output file: its id */
-    uint64_t rows, gone;
+    uint64_t rows;                   /* re-pointed */
 };
 
 static floe__kx_move move_row(void *ctx, floe__kx_loc *loc)
@@ -428,10 +428,9 @@ static floe__kx_move move_row(void *ctx, floe__kx_loc *loc)
     uint64_t at;
     if (k == SIZE_MAX)
         return FLOE_KX_STAYS;
-    if (!floe__moved_where(mv->m, k, loc->pos, &out, &at)) {
-        mv->gone++;                  /* deleted as the compaction read it */
-        return FLOE_KX_GONE;
-    }
+    if (!floe__moved_where(mv->m, k, loc->pos, &out, &at))
+        return FLOE_KX_GONE;         /* deleted when the compaction read it (the index synced
+                                        every delete before this snapshot: not expected) */
     loc->file = mv->out_id[out];
     loc->pos = at;
     mv->rows++;
