@@ -25,7 +25,8 @@
 /* The rows of one old file not copied, as a bitmap with the count below
  * each word beside it: whether a row was skipped and how many below it
  * were, in O(1) and without a branch to mispredict (a million rows are
- * asked in random order). */
+ * asked in random order).  16 bytes per 64 rows up to the last skipped
+ * row: 250 KB for a million. */
 typedef struct floe__skipped {
     uint64_t *bits;                  /* bit p: row p was skipped */
     uint64_t *below;                 /* per word: skipped rows in the words before it */
