@@ -472,6 +472,11 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
     *keep_files = false;
     if (rc == FLOE_OK && c->o->before_commit)
         rc = c->o->before_commit(c->o->hook_ctx, err);
+    bool handed = rc == FLOE_OK && c->o->on_moves;
+    if (handed) {                                   /* before the snapshot can be seen */
+        floe__compact_moved moved = {q->id, q->paths, q->map, q->files};
+        c->o->on_moves(c->o->moves_ctx, &moved);
+    }
     for (int tries = 0; rc == FLOE_OK; tries++) {
         if ((rc = plan_for(c, q, &p, &now, err)) != FLOE_OK)
             break;                                  /* given up: the group is stale */
@@ -486,7 +491,9 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
         if ((rc = floe__table_refresh(c->t, err)) == FLOE_OK && landed(c->t, q->id))
             break;                                  /* the unknown outcome was a success */
     }
-    *keep_files |= rc == FLOE_OK;
+    *keep_files |= rc == FLOE_OK || rc == FLOE_EUNKNOWN_OUTCOME;   /* the last may have landed */
+    if (handed && !*keep_files && c->o->on_abandoned)
+        c->o->on_abandoned(c->o->moves_ctx, q->id);
     floe__plan_free(now);
     json_decref(summary);
     return rc;
@@ -515,10 +522,6 @@ static int do_group(floe__compaction *c, const floe__compact_group *g, floe_erro
     if (!keep)
         for (size_t i = 0; i < files.n; i++)
             floe__fileio_remove(c->t->io, files.files[i].path, NULL);
-    if (rc == FLOE_OK && c->o->on_landed) {
-        floe__compact_moved moved = {q.id, q.paths, &map, &files};
-        c->o->on_landed(c->o->landed_ctx, &moved);
-    }
     if (rc == FLOE_OK) {
         c->res->groups++;
         c->res->files_rewritten += g->n;

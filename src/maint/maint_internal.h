@@ -145,9 +145,9 @@ typedef struct floe__compact_map {
 
 void floe__compact_map_clear(floe__compact_map *m);
 
-/* A group's commit landed: snapshot `id` (its floe.maintenance-id) removed
- * data files old[0..map->n) and added `files`, whose rows came from them as
- * `map` says.  All borrowed for the call. */
+/* What a group's snapshot `id` (its floe.maintenance-id) does once it
+ * lands: it removes data files old[0..map->n) and adds `files`, whose rows
+ * came from them as `map` says.  All borrowed for the call. */
 typedef struct floe__compact_moved {
     const char *id;
     const char *const *old;
@@ -170,16 +170,19 @@ typedef struct floe__compact_options {
     /* Stop starting new groups once this many bytes were read (0: no
      * limit); the groups most in need go first. */
     uint64_t max_bytes;
-    int max_attempts;                 /* commit attempts per group (0: 5) */
     bool dry_run;
     /* Tests: called once per group after its files are written and before
      * its first commit attempt (to commit something concurrently). */
     int (*before_commit)(void *ctx, floe_error *err);
     void *hook_ctx;
-    /* Called on the compacting thread after each group's commit landed (the
-     * sink hands its key index the moves); may be NULL. */
-    void (*on_landed)(void *ctx, const floe__compact_moved *moved);
-    void *landed_ctx;
+    /* Called on the compacting thread with each group's moves before its
+     * first commit attempt, so that whoever syncs the snapshot finds them
+     * the moment it lands (the sink hands its key index the moves), and
+     * with the group's id when it gave up with no commit that may have
+     * landed (its moves will never be asked for); either may be NULL. */
+    void (*on_moves)(void *ctx, const floe__compact_moved *moved);
+    void (*on_abandoned)(void *ctx, const char *id);
+    void *moves_ctx;
 } floe__compact_options;
 
 typedef struct floe__compact_result {

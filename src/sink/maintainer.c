@@ -98,13 +98,19 @@ static void hand_moves(void *ctx, const floe__compact_moved *moved)
     floe__moves_put(ctx, moved);
 }
 
+static void withdraw_moves(void *ctx, const char *id)
+{
+    floe__moved_free(floe__moves_take(ctx, id));
+}
+
 static int compact(floe__maintainer *m, double seconds, double ratio, floe_error *err)
 {
     floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true,
                                .delete_ratio = ratio};
     if (m->cfg.moves) {
-        o.on_landed = hand_moves;
-        o.landed_ctx = m->cfg.moves;
+        o.on_moves = hand_moves;
+        o.on_abandoned = withdraw_moves;
+        o.moves_ctx = m->cfg.moves;
     }
     floe__compact_result r;
     uint64_t t0 = floe__monotonic_ns();

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "maint/maint_internal.h"
+#include "scripted_catalog.h"
 #include "source/source_internal.h"
 #include "unit.h"
 
@@ -26,7 +27,9 @@ typedef struct env {
     floe_error *err;
 } env;
 
-static int env_open(env *e, const char *name, int version)
+/* A table ns.t of (id, v) at format `version`; on a scripted catalog
+ * (scripted_catalog.h, every commit passing until scripted) when `sc`. */
+static int env_open_on(env *e, const char *name, int version, scripted **sc)
 {
     memset(e, 0, sizeof *e);
     snprintf(e->dir, sizeof e->dir, "%s/%s", tmp_root, name);
@@ -35,9 +38,17 @@ static int env_open(env *e, const char *name, int version)
     snprintf(wh, sizeof wh, "file://%s/wh", e->dir);
     e->err = floe_error_new();
     floe__schema *s = NULL;
-    int rc = floe__fileio_local_new(&e->io, e->err);
-    if (rc == FLOE_OK)
-        rc = floe__catalog_sql_open(uri, "floe", wh, e->io, &e->cat, e->err);
+    int rc = FLOE_OK;
+    if (sc) {
+        mkdir(e->dir, 0755);
+        *sc = sc_open(e->dir, &e->io, e->err);
+        e->cat = *sc ? &(*sc)->base : NULL;
+        rc = *sc ? FLOE_OK : FLOE_EIO;
+    } else {
+        rc = floe__fileio_local_new(&e->io, e->err);
+        if (rc == FLOE_OK)
+            rc = floe__catalog_sql_open(uri, "floe", wh, e->io, &e->cat, e->err);
+    }
     if (rc == FLOE_OK)
         rc = floe_schema_parse("id bigint not null, v bigint", &s, e->err);
     if (rc == FLOE_OK)
@@ -46,6 +57,11 @@ static int env_open(env *e, const char *name, int version)
     if (rc != FLOE_OK)
         fprintf(stderr, "env %s: %s\n", name, floe_error_message(e->err));
     return rc;
+}
+
+static int env_open(env *e, const char *name, int version)
+{
+    return env_open_on(e, name, version, NULL);
 }
 
 static void env_close(env *e)
@@ -279,6 +295,123 @@ TEST(compaction_gives_up_when_rows_come_back)
     env_close(&e);
 }
 
+/* What the compaction handed over of its moves, and when. */
+typedef struct handing {
+    env *e;
+    floe__table *other;            /* a second handle, to look at the table meanwhile */
+    char id[37], abandoned[37];
+    int handed, n_abandoned;
+    size_t old_files;
+    bool seen_before;              /* the snapshot was on the table when handed */
+} handing;
+
+/* Whether a snapshot of t carries floe.maintenance-id `id`. */
+static bool has_maintenance_id(const floe__table *t, const char *id)
+{
+    const floe__metadata *md = t->loaded->metadata;
+    for (size_t i = 0; i < floe__metadata_snapshot_count(md); i++) {
+        const char *v = floe__snapshot_summary_get(floe__metadata_snapshot_at(md, i),
+                                                   "floe.maintenance-id");
+        if (v && strcmp(v, id) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void moves_handed(void *ctx, const floe__compact_moved *m)
+{
+    handing *h = ctx;
+    h->handed++;
+    snprintf(h->id, sizeof h->id, "%s", m->id);
+    h->old_files = m->map->n;
+    CHECK_EQ_INT(floe__table_refresh(h->other, h->e->err), FLOE_OK);
+    h->seen_before |= has_maintenance_id(h->other, m->id);
+}
+
+static void moves_abandoned(void *ctx, const char *id)
+{
+    handing *h = ctx;
+    h->n_abandoned++;
+    snprintf(h->abandoned, sizeof h->abandoned, "%s", id);
+}
+
+TEST(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "handed", 2), FLOE_OK);
+    char path[512];
+    for (int f = 0; f < 3; f++)
+        CHECK_EQ_INT(add_rows(&e, f * 100, f * 100 + 100, path, sizeof path), FLOE_OK);
+    handing h = {.e = &e};
+    CHECK_EQ_INT(open_other(&e, &h.other), FLOE_OK);
+    floe__compact_options o = {.min_input_files = 2, .on_moves = moves_handed,
+                               .on_abandoned = moves_abandoned, .moves_ctx = &h};
+    floe__compact_result r;
+    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.groups, 1);
+    CHECK_EQ_INT(h.handed, 1);
+    CHECK_EQ_INT(h.old_files, 3);
+    CHECK(!h.seen_before);
+    CHECK_EQ_INT(h.n_abandoned, 0);
+    const floe__snapshot *s = floe__metadata_current_snapshot(e.t->loaded->metadata);
+    const char *id = s ? floe__snapshot_summary_get(s, "floe.maintenance-id") : NULL;
+    CHECK(id && strcmp(id, h.id) == 0);                      /* the moves name the snapshot */
+    floe__table_free(h.other);
+    env_close(&e);
+}
+
+TEST(a_group_given_up_withdraws_its_moves)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "withdrawn", 2), FLOE_OK);
+    char first[512], path[512];
+    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
+    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
+    racing x = {&e, NULL, first, 0, true};
+    CHECK_EQ_INT(open_other(&e, &x.other), FLOE_OK);
+    handing h = {.e = &e, .other = x.other};
+    floe__compact_options o = {.min_input_files = 2, .before_commit = rollback_meanwhile,
+                               .hook_ctx = &x, .on_moves = moves_handed,
+                               .on_abandoned = moves_abandoned, .moves_ctx = &h};
+    floe__compact_result r;
+    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.groups_failed, 1);
+    CHECK_EQ_INT(h.handed, 1);
+    CHECK_EQ_INT(h.n_abandoned, 1);
+    CHECK(strcmp(h.abandoned, h.id) == 0);
+    floe__table_free(x.other);
+    env_close(&e);
+}
+
+/* The group's last attempt lands but its response is lost: its files are
+ * the table's now and must stay. */
+TEST(compaction_keeps_its_files_when_its_last_attempt_may_have_landed)
+{
+    env e;
+    scripted *sc = NULL;
+    CHECK_EQ_INT(env_open_on(&e, "lastlost", 2, &sc), FLOE_OK);
+    char first[512], path[512];
+    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
+    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
+    for (int i = 0; i < 9; i++)
+        sc_script(sc, SC_CONFLICT);
+    sc_script(sc, SC_LOST);
+    floe__compact_options o = {.min_input_files = 2};
+    floe__compact_result r;
+    int rc = floe__compact(e.t, &o, &r, e.err);
+    CHECK_EQ_INT(rc, FLOE_EUNKNOWN_OUTCOME);
+    CHECK_EQ_INT(sc->calls, 3 + 10);
+    floe_error_clear(e.err);
+    int64_t rows, sum;
+    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);            /* every file it names is there */
+    CHECK_EQ_INT(rows, 199);
+    CHECK_EQ_INT(sum, (int64_t)199 * 200 / 2 - 3);
+    CHECK_EQ_INT(data_files(&e), 1);                          /* it landed */
+    env_close(&e);
+}
+
 /* ---- manifest merging -------------------------------------------------------------------- */
 
 TEST(manifests_merge_once_the_newest_bin_is_full)
@@ -438,6 +571,9 @@ int main(void)
     RUN(compaction_carries_deletes_committed_meanwhile_v2);
     RUN(compaction_carries_deletes_committed_meanwhile_v3);
     RUN(compaction_gives_up_when_rows_come_back);
+    RUN(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen);
+    RUN(a_group_given_up_withdraws_its_moves);
+    RUN(compaction_keeps_its_files_when_its_last_attempt_may_have_landed);
     RUN(manifests_merge_once_the_newest_bin_is_full);
     RUN(expiry_keeps_tags_and_the_newest_and_deletes_what_only_they_reached);
     RUN(expiry_drops_refs_past_their_age_but_never_main);
