@@ -7,12 +7,13 @@
  * for a million rows, on the sink's thread, before its next commit).  The
  * compaction knows it already: old file k's row p went to output row
  * first_out[k] + p - |skipped rows of k below p|.  The maintenance thread
- * puts each landed group's moves here, under the snapshot's
- * floe.maintenance-id; the keeper takes them when it syncs that snapshot
- * and re-points its rows instead of reading (keeper.c).  A move the keeper
- * never takes (it synced the snapshot before the move arrived, or the
- * snapshot was not the next one it saw) only costs memory until pushed out:
- * the registry keeps the latest MOVES_KEPT.
+ * puts each group's moves here before the group's first commit attempt,
+ * under the snapshot's floe.maintenance-id, and takes them back when the
+ * group gives up; the keeper takes them when it syncs that snapshot and
+ * re-points its rows instead of reading (keeper.c).  A move the keeper
+ * never takes (the snapshot was not the next one it saw, or an attempt
+ * whose outcome was unknown never landed) only costs memory until pushed
+ * out: the registry keeps the latest MOVES_KEPT.
  *
  * floe__moves is thread-safe (a mutex); a floe__moved taken from it belongs
  * to the taker.
@@ -34,7 +35,7 @@ typedef struct floe__skipped {
     uint64_t count;
 } floe__skipped;
 
-/* One landed compaction group: a copy of what floe__compact_moved says. */
+/* One compaction group's moves: a copy of what floe__compact_moved says. */
 typedef struct floe__moved {
     char *id;                        /* the snapshot's floe.maintenance-id */
     size_t n_old, n_out;
@@ -55,7 +56,7 @@ typedef struct floe__moves floe__moves;
 
 int floe__moves_new(floe__moves **out, floe_error *err);
 void floe__moves_free(floe__moves *r);                  /* accepts NULL */
-/* Keep a copy of a landed group's moves (best effort: out of memory, it
+/* Keep a copy of a group's moves (best effort: out of memory, it
  * is not kept and the keeper reads the files instead). */
 void floe__moves_put(floe__moves *r, const floe__compact_moved *moved);
 /* The moves of the snapshot with maintenance id `id`, taken out (the
