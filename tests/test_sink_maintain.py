@@ -99,6 +99,52 @@ def test_the_key_index_follows_its_own_compactions_without_reading_them(tmp_path
     check_position(sink)
 
 
+def settled(run):
+    """Wait until the sink committed what it will of the input sent (the
+    interval holding the last progress waits for more)."""
+    seen = []
+
+    def still():
+        seen.append(metric(run.port, "floe_snapshots_committed_total"))
+        return len(seen) > 30 and seen[-1] == seen[-31]     # unchanged for 1.5 s
+    run.wait_for(still)
+
+
+def test_after_a_pause_the_key_index_walks_on_instead_of_reading_back(tmp_path):
+    """While the sink waits for input, other snapshots come after its last
+    commit (Java's RewriteManifests, twice, then its own compactions) and grow
+    older than the table's age limit (1 s, two kept).  Expiring them would
+    cut the history between the sink's last commit and main's head, and the
+    key index would have to compare plans and read files back at the next
+    commit.  The sink's own expiry keeps its last commit and everything after
+    it, so the index walks forward without reading; the table stays exact."""
+    stream = Stream(38, steps=200, keys=60, burst=0.3)
+    sink = AutoSink(tmp_path, stream, interval=10)
+    pv = progress_points(stream)
+    half = lines_until(stream, pv[len(pv) // 2])
+    run = Running(sink, "--quiet")
+    run.send(half)
+    settled(run)
+    last = [s for s in main_history(sink.db) if "floe.frontier" in s["summary"]][-1]
+    rebuilds = metric(run.port, "floe_index_rebuilds_total")
+    read = metric(run.port, "floe_index_rows_read_total")
+    for _ in range(2):
+        engines.rewrite_manifests(sink.db, sink.wh, TABLE)
+    time.sleep(max(0.0, last["timestamp-ms"] / 1000 + 1.5 - time.time()))
+    runs = metric(run.port, "floe_maintenance_runs_total")
+    run.wait_for(lambda: metric(run.port, "floe_maintenance_runs_total") >= runs + 2)
+    history = [s["snapshot-id"] for s in main_history(sink.db)]
+    assert last["snapshot-id"] in history, "main's history no longer reaches the sink's commit"
+    assert metric(run.port, "floe_maintenance_snapshots_expired_total") > 0
+    run.send(stream.lines[len(half):])
+    settled(run)
+    assert metric(run.port, "floe_index_rebuilds_total") == rebuilds
+    assert metric(run.port, "floe_index_rows_read_total") == read    # only walked forward
+    assert "warning" not in run.finish()
+    check(sink)
+    check_position(sink)
+
+
 def test_java_maintenance_afterwards_finds_nothing_and_breaks_nothing(tmp_path):
     """After an auto-maintained run: Java's ExpireSnapshots with the table's
     own settings and its orphan finder (files older than floe's window) have

@@ -26,6 +26,7 @@ typedef struct decision {
     const floe__metadata *md;
     int64_t now, cutoff;             /* default: snapshots older than cutoff may go */
     int64_t min_keep, max_ref_age;
+    int64_t keep_since;              /* 0, or kept with what follows it on its branch */
     int64_t *keep;                   /* retained snapshot ids (unsorted, may repeat) */
     size_t n_keep;
     int64_t *reached;                /* ancestors of every branch, and tags' snapshots */
@@ -47,18 +48,35 @@ static int64_t ref_int(const json_t *ref, const char *key, int64_t dflt)
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
 }
 
-/* Keep a branch's head and the ancestors inside its limits. */
+static const floe__snapshot *parent_of(const decision *d, const floe__snapshot *s)
+{
+    return s->has_parent ? floe__metadata_snapshot_by_id(d->md, s->parent_snapshot_id) : NULL;
+}
+
+/* Whether d->keep_since is head or one of its ancestors. */
+static bool holds_keep_since(const decision *d, int64_t head)
+{
+    const floe__snapshot *s = floe__metadata_snapshot_by_id(d->md, head);
+    for (; d->keep_since && s; s = parent_of(d, s))
+        if (s->snapshot_id == d->keep_since)
+            return true;
+    return false;
+}
+
+/* Keep a branch's head and the ancestors inside its limits, and on the
+ * branch holding keep_since, everything from it to the head. */
 static void keep_branch(decision *d, const json_t *ref, int64_t head)
 {
     int64_t age = ref_int(ref, "max-snapshot-age-ms", -1);
     int64_t cutoff = age >= 0 ? d->now - age : d->cutoff;
     int64_t min_keep = ref_int(ref, "min-snapshots-to-keep", d->min_keep);
+    bool guarded = holds_keep_since(d, head);
     size_t kept = 0;
     const floe__snapshot *s = floe__metadata_snapshot_by_id(d->md, head);
-    for (; s; s = s->has_parent ? floe__metadata_snapshot_by_id(d->md, s->parent_snapshot_id)
-                                : NULL) {
+    for (; s; s = parent_of(d, s)) {
         d->reached[d->n_reached++] = s->snapshot_id;
-        if ((int64_t)kept < min_keep || s->timestamp_ms >= cutoff || kept == 0) {
+        if (guarded || (int64_t)kept < min_keep || s->timestamp_ms >= cutoff || kept == 0) {
+            guarded &= s->snapshot_id != d->keep_since;
             d->keep[d->n_keep++] = s->snapshot_id;
             kept++;
         } else {
@@ -128,7 +146,8 @@ static void decision_clear(decision *d)
 static int decision_init(decision *d, const floe__metadata *md, const floe__expire_options *o,
                          floe_error *err)
 {
-    *d = (decision){.md = md, .now = o->now_ms ? o->now_ms : floe__now_ms()};
+    *d = (decision){.md = md, .now = o->now_ms ? o->now_ms : floe__now_ms(),
+                    .keep_since = o->keep_since};
     int64_t age = o->older_than_ms >= 0
                       ? o->older_than_ms
                       : floe__metadata_property_int(md, "history.expire.max-snapshot-age-ms",

@@ -38,6 +38,7 @@ struct floe__maintainer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop, nudged;
+    int64_t sink_snapshot;                 /* the sink's last commit; 0: none yet */
     /* the thread's own */
     floe__fileio *io;
     floe__catalog *catalog;
@@ -128,7 +129,10 @@ static int compact(floe__maintainer *m, double seconds, double ratio, floe_error
 
 static int expire(floe__maintainer *m, floe_error *err)
 {
-    floe__expire_options o = {.older_than_ms = -1, .clean_files = true};
+    pthread_mutex_lock(&m->mu);
+    floe__expire_options o = {.older_than_ms = -1, .keep_since = m->sink_snapshot,
+                              .clean_files = true};
+    pthread_mutex_unlock(&m->mu);
     floe__expire_result r;
     FLOE_FORWARD(floe__expire(m->table, &o, &r, err));
     pthread_mutex_lock(&m->mu);
@@ -269,12 +273,13 @@ int floe__maintainer_start(const floe__maintainer_config *cfg, floe__maintainer 
     return FLOE_OK;
 }
 
-void floe__maintainer_nudge(floe__maintainer *m)
+void floe__maintainer_committed(floe__maintainer *m, int64_t snapshot_id)
 {
     if (!m)
         return;
     pthread_mutex_lock(&m->mu);
     m->nudged = true;
+    m->sink_snapshot = snapshot_id;
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
 }

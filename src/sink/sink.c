@@ -379,7 +379,7 @@ static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
     atomic_store_explicit(&s->oldest_uncommitted_ns, floe__fresh_oldest_ns(&s->fresh),
                           memory_order_relaxed);
     publish(s);
-    floe__maintainer_nudge(s->maintainer);
+    floe__maintainer_committed(s->maintainer, snapshot_id);
     if (s->opts.on_commit) {
         char f[32];
         floe__frontier_format(upper, f, sizeof f);

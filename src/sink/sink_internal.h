@@ -430,8 +430,11 @@ typedef struct floe__maintainer_stats {
 
 int floe__maintainer_start(const floe__maintainer_config *cfg, floe__maintainer **out,
                            floe_error *err);
-/* A commit landed: look again soon.  Accepts NULL. */
-void floe__maintainer_nudge(floe__maintainer *m);
+/* The sink's commit landed as snapshot_id: look again soon, and keep that
+ * snapshot and those after it when expiring (the key index walks them at
+ * the next commit; with them gone it would have to read every file again).
+ * Accepts NULL. */
+void floe__maintainer_committed(floe__maintainer *m, int64_t snapshot_id);
 /* Safe from any thread. */
 void floe__maintainer_stats_get(floe__maintainer *m, floe__maintainer_stats *out);
 /* Stop the thread (a round under way finishes first) and free.  Accepts NULL. */

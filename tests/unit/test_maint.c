@@ -478,6 +478,35 @@ TEST(expiry_keeps_tags_and_the_newest_and_deletes_what_only_they_reached)
     env_close(&e);
 }
 
+/* keep_since: that snapshot and everything after it on its branch stay,
+ * whatever their age; an id on no branch keeps nothing. */
+TEST(expiry_keeps_what_follows_keep_since)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "keepsince", 2), FLOE_OK);
+    char path[512];
+    for (int f = 0; f < 5; f++)
+        CHECK_EQ_INT(add_rows(&e, f * 10, f * 10 + 10, path, sizeof path), FLOE_OK);
+    const floe__metadata *md = e.t->loaded->metadata;
+    int64_t since = floe__metadata_snapshot_at(md, 2)->snapshot_id;
+    floe__expire_options o = {.older_than_ms = 0, .retain_last = 1, .keep_since = since,
+                              .now_ms = floe__now_ms() + 1000};
+    floe__expire_result r;
+    CHECK_EQ_INT(floe__expire(e.t, &o, &r, e.err), FLOE_OK);
+    md = e.t->loaded->metadata;
+    CHECK_EQ_INT(r.snapshots_expired, 2);                     /* the two before it */
+    CHECK_EQ_INT(floe__metadata_snapshot_count(md), 3);
+    CHECK(floe__metadata_snapshot_by_id(md, since) != NULL);
+    o.keep_since = 12345;                                     /* on no branch */
+    CHECK_EQ_INT(floe__expire(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.snapshots_expired, 2);
+    CHECK_EQ_INT(floe__metadata_snapshot_count(e.t->loaded->metadata), 1);
+    int64_t rows, sum;
+    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
+    CHECK_EQ_INT(rows, 50);
+    env_close(&e);
+}
+
 TEST(expiry_drops_refs_past_their_age_but_never_main)
 {
     env e;
@@ -576,6 +605,7 @@ int main(void)
     RUN(compaction_keeps_its_files_when_its_last_attempt_may_have_landed);
     RUN(manifests_merge_once_the_newest_bin_is_full);
     RUN(expiry_keeps_tags_and_the_newest_and_deletes_what_only_they_reached);
+    RUN(expiry_keeps_what_follows_keep_since);
     RUN(expiry_drops_refs_past_their_age_but_never_main);
     RUN(orphans_go_only_past_the_window_and_only_unreached);
     RUN(paths_are_compared_normalized);
