@@ -22,7 +22,8 @@ and then:
     more commit (every data file then has deletes: the least a
     merge-on-read table costs between two compactions);
   - the debt (data files, delete files, manifests, snapshots, metadata
-    bytes) from `floe inspect --json`;
+    bytes) from `floe inspect --json`, after the reads, and the files and
+    manifests the readers met (just before them: maintenance goes on);
   - commit latency: p50 and p99 of the last 100 commits (the sink's metrics),
     and the rows the key index read back from data files or moved without
     reading (after the sink's own compactions).
@@ -188,12 +189,6 @@ def offset_after(path, line):
 
 # ---- reading ----------------------------------------------------------------------------------
 
-
-
-
-
-
-
 def compacted(d, keys, commit, share):
     """The same rows as one data file: the values at `commit` (each key's v
     is the last commit that updated it), as floe's snapshot batch; and the
@@ -228,6 +223,7 @@ def debt(d):
 def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
     table = os.path.join(d, "table")
     m = metrics(port)                         # the last 100 commits' p50, before reading
+    at_read = debt(table)                     # what the readers meet (maintenance goes on)
     dd, dres = duckdb_read(table, a.rounds)
     jj, jres = java_read(table, TABLE, a.rounds)
     csum = compacted(d, a.keys, commit, a.update_share)
@@ -252,6 +248,9 @@ def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
            "manifests": b["data_manifests"] + b["delete_manifests"],
            "data_files": b["data_files"], "delete_files": b["delete_files"],
            "snapshots": b["snapshots"], "deleted_ratio": b["deleted_ratio"],
+           "data_files_at_read": at_read["data_files"],
+           "delete_files_at_read": at_read["delete_files"],
+           "manifests_at_read": at_read["data_manifests"] + at_read["delete_manifests"],
            "maintenance_s": m.get("floe_maintenance_seconds_total", 0.0),
            "compactions": m.get("floe_maintenance_compactions_total", 0.0)}
     print(f"{mode:4} @{commit:5}: read/compacted DuckDB {row['duckdb_ratio']:.2f}x Java "
@@ -259,7 +258,8 @@ def checkpoint(mode, d, a, commit, port, first_p50, value_sum):
           f"{od / bd:.2f}x Java {oj / bj:.2f}x) | commit p50 {p50 * 1e3:.1f} ms "
           f"({row['commit_p50_ratio']:.2f}x the first 100), p99 {p99 * 1e3:.0f} ms | metadata {b['metadata_bytes']:,} B,"
           f" {row['manifests']} manifests, {b['data_files']} data / {b['delete_files']} delete "
-          f"files, {b['snapshots']} snapshots", flush=True)
+          f"files, {b['snapshots']} snapshots (when read: {row['manifests_at_read']} manifests, "
+          f"{row['data_files_at_read']} / {row['delete_files_at_read']} files)", flush=True)
     return row
 
 

@@ -107,10 +107,11 @@ def java_read(d, table, rounds):
 
 
 def java_read_warm(d, table, rounds):
-    """(best seconds of `rounds` reads in one JVM after a first, cold one, (rows, sum))."""
+    """(best seconds of 3 x `rounds` reads in one JVM after a first, cold one
+    (the JIT compiler still works through the first few), (rows, sum))."""
     import java_reader
     p = subprocess.run(["java", "-cp", java_reader._classpath(), "floe.Reader", "count",
-                        f"{d}/catalog.db", f"file://{d}/wh", "floe", table, str(rounds + 1)],
+                        f"{d}/catalog.db", f"file://{d}/wh", "floe", table, str(3 * rounds + 1)],
                        capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
         raise SystemExit(f"Java reader failed: {p.stderr[-2000:]}")

@@ -10,12 +10,13 @@
  *   - compaction of the groups most in need, bounded in bytes by what the
  *     budget allows at the rate compaction ran so far;
  *   - snapshot expiry once the oldest snapshot is a tenth past the table's
- *     age limit (history.expire.max-snapshot-age-ms);
+ *     age limit (history.expire.max-snapshot-age-ms), keeping the sink's
+ *     last commit and what follows it (the key index walks forward from it);
  *   - orphan removal every orphan interval (files older than the window).
  * Its commits race the sink's like any other writer's: the sink's
  * committer retries, and its key index learns where compaction moved rows
- * from the moves each landed group leaves (moves.c) rather than reading
- * the new files; compaction rebases onto the sink's commits, carrying
+ * from the moves each group hands over before its first commit attempt
+ * (moves.c) rather than reading the new files; compaction rebases onto the sink's commits, carrying
  * their deletes.
  * A failed round is counted and reported as a warning; the sink goes on.
  */
