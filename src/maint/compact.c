@@ -395,8 +395,7 @@ static int summary_of(const char *id, json_t **out, floe_error *err)
     return *out ? FLOE_OK : FLOE_OOM(err);
 }
 
-/* Whether a snapshot carrying maintenance id `id` is on the table now. */
-static bool landed(const floe__table *t, const char *id)
+bool floe__table_has_maintenance_id(const floe__table *t, const char *id)
 {
     const floe__metadata *md = t->loaded->metadata;
     for (size_t i = 0; i < floe__metadata_snapshot_count(md); i++) {
@@ -488,7 +487,8 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
         c->res->conflicts += rc == FLOE_ECONFLICT;
         floe_error_clear(err);
         backoff(tries);
-        if ((rc = floe__table_refresh(c->t, err)) == FLOE_OK && landed(c->t, q->id))
+        if ((rc = floe__table_refresh(c->t, err)) == FLOE_OK &&
+            floe__table_has_maintenance_id(c->t, q->id))
             break;                                  /* the unknown outcome was a success */
     }
     *keep_files |= rc == FLOE_OK || rc == FLOE_EUNKNOWN_OUTCOME;   /* the last may have landed */

@@ -211,6 +211,9 @@ typedef struct floe__compact_result {
  * picks it again. */
 /* The table's floe.compact.delete-ratio when it is a valid ratio, else dflt. */
 double floe__compact_delete_ratio(const floe__metadata *md, double dflt);
+/* Whether a snapshot of t's loaded metadata carries floe.maintenance-id `id`
+ * (a compaction group's commit landed). */
+bool floe__table_has_maintenance_id(const floe__table *t, const char *id);
 int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_result *res,
                   floe_error *err);
 

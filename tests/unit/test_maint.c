@@ -271,30 +271,6 @@ static int rollback_meanwhile(void *ctx, floe_error *err)
     return rc;
 }
 
-TEST(compaction_gives_up_when_rows_come_back)
-{
-    env e;
-    CHECK_EQ_INT(env_open(&e, "giveup", 2), FLOE_OK);
-    char first[512], path[512];
-    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
-    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
-    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
-    racing x = {&e, NULL, first, 0, true};
-    CHECK_EQ_INT(open_other(&e, &x.other), FLOE_OK);
-    floe__compact_options o = {.min_input_files = 2, .before_commit = rollback_meanwhile,
-                               .hook_ctx = &x};
-    floe__compact_result r;
-    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
-    CHECK_EQ_INT(r.groups, 0);
-    CHECK_EQ_INT(r.groups_failed, 1);
-    int64_t rows, sum;
-    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
-    CHECK_EQ_INT(rows, 200);                                  /* the rollback's table, whole */
-    CHECK_EQ_INT(data_files(&e), 2);
-    floe__table_free(x.other);
-    env_close(&e);
-}
-
 /* What the compaction handed over of its moves, and when. */
 typedef struct handing {
     env *e;
@@ -305,19 +281,6 @@ typedef struct handing {
     bool seen_before;              /* the snapshot was on the table when handed */
 } handing;
 
-/* Whether a snapshot of t carries floe.maintenance-id `id`. */
-static bool has_maintenance_id(const floe__table *t, const char *id)
-{
-    const floe__metadata *md = t->loaded->metadata;
-    for (size_t i = 0; i < floe__metadata_snapshot_count(md); i++) {
-        const char *v = floe__snapshot_summary_get(floe__metadata_snapshot_at(md, i),
-                                                   "floe.maintenance-id");
-        if (v && strcmp(v, id) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void moves_handed(void *ctx, const floe__compact_moved *m)
 {
     handing *h = ctx;
@@ -325,7 +288,7 @@ static void moves_handed(void *ctx, const floe__compact_moved *m)
     snprintf(h->id, sizeof h->id, "%s", m->id);
     h->old_files = m->map->n;
     CHECK_EQ_INT(floe__table_refresh(h->other, h->e->err), FLOE_OK);
-    h->seen_before |= has_maintenance_id(h->other, m->id);
+    h->seen_before |= floe__table_has_maintenance_id(h->other, m->id);
 }
 
 static void moves_abandoned(void *ctx, const char *id)
@@ -333,6 +296,36 @@ static void moves_abandoned(void *ctx, const char *id)
     handing *h = ctx;
     h->n_abandoned++;
     snprintf(h->abandoned, sizeof h->abandoned, "%s", id);
+}
+
+/* The group is given up; the moves it handed over are taken back. */
+TEST(compaction_gives_up_when_rows_come_back)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "giveup", 2), FLOE_OK);
+    char first[512], path[512];
+    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
+    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
+    racing x = {&e, NULL, first, 0, true};
+    CHECK_EQ_INT(open_other(&e, &x.other), FLOE_OK);
+    handing h = {.e = &e, .other = x.other};
+    floe__compact_options o = {.min_input_files = 2, .before_commit = rollback_meanwhile,
+                               .hook_ctx = &x, .on_moves = moves_handed,
+                               .on_abandoned = moves_abandoned, .moves_ctx = &h};
+    floe__compact_result r;
+    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.groups, 0);
+    CHECK_EQ_INT(r.groups_failed, 1);
+    CHECK_EQ_INT(h.handed, 1);                                /* its moves were withdrawn */
+    CHECK_EQ_INT(h.n_abandoned, 1);
+    CHECK(strcmp(h.abandoned, h.id) == 0);
+    int64_t rows, sum;
+    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
+    CHECK_EQ_INT(rows, 200);                                  /* the rollback's table, whole */
+    CHECK_EQ_INT(data_files(&e), 2);
+    floe__table_free(x.other);
+    env_close(&e);
 }
 
 TEST(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen)
@@ -357,30 +350,6 @@ TEST(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen)
     const char *id = s ? floe__snapshot_summary_get(s, "floe.maintenance-id") : NULL;
     CHECK(id && strcmp(id, h.id) == 0);                      /* the moves name the snapshot */
     floe__table_free(h.other);
-    env_close(&e);
-}
-
-TEST(a_group_given_up_withdraws_its_moves)
-{
-    env e;
-    CHECK_EQ_INT(env_open(&e, "withdrawn", 2), FLOE_OK);
-    char first[512], path[512];
-    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
-    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
-    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
-    racing x = {&e, NULL, first, 0, true};
-    CHECK_EQ_INT(open_other(&e, &x.other), FLOE_OK);
-    handing h = {.e = &e, .other = x.other};
-    floe__compact_options o = {.min_input_files = 2, .before_commit = rollback_meanwhile,
-                               .hook_ctx = &x, .on_moves = moves_handed,
-                               .on_abandoned = moves_abandoned, .moves_ctx = &h};
-    floe__compact_result r;
-    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
-    CHECK_EQ_INT(r.groups_failed, 1);
-    CHECK_EQ_INT(h.handed, 1);
-    CHECK_EQ_INT(h.n_abandoned, 1);
-    CHECK(strcmp(h.abandoned, h.id) == 0);
-    floe__table_free(x.other);
     env_close(&e);
 }
 
@@ -601,7 +570,6 @@ int main(void)
     RUN(compaction_carries_deletes_committed_meanwhile_v3);
     RUN(compaction_gives_up_when_rows_come_back);
     RUN(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen);
-    RUN(a_group_given_up_withdraws_its_moves);
     RUN(compaction_keeps_its_files_when_its_last_attempt_may_have_landed);
     RUN(manifests_merge_once_the_newest_bin_is_full);
     RUN(expiry_keeps_tags_and_the_newest_and_deletes_what_only_they_reached);
