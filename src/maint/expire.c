@@ -21,6 +21,7 @@
 
 #define DAY_MS ((int64_t)24 * 3600 * 1000)
 #define MAX_ATTEMPTS 5
+#define KEEP_SINCE_MAX 100       /* snapshots keep_since may hold back */
 
 typedef struct decision {
     const floe__metadata *md;
@@ -53,11 +54,13 @@ static const floe__snapshot *parent_of(const decision *d, const floe__snapshot *
     return s->has_parent ? floe__metadata_snapshot_by_id(d->md, s->parent_snapshot_id) : NULL;
 }
 
-/* Whether d->keep_since is head or one of its ancestors. */
+/* Whether d->keep_since is head or one of its KEEP_SINCE_MAX newest
+ * ancestors (further back, another writer is busy on the branch and the
+ * history after keep_since would grow without bound: it goes as usual). */
 static bool holds_keep_since(const decision *d, int64_t head)
 {
     const floe__snapshot *s = floe__metadata_snapshot_by_id(d->md, head);
-    for (; d->keep_since && s; s = parent_of(d, s))
+    for (int n = 0; d->keep_since && s && n < KEEP_SINCE_MAX; s = parent_of(d, s), n++)
         if (s->snapshot_id == d->keep_since)
             return true;
     return false;

@@ -85,9 +85,10 @@ typedef struct floe__expire_options {
      * history.expire.min-snapshots-to-keep (default 1; a branch's own
      * min-snapshots-to-keep wins). */
     int retain_last;
-    /* 0, or a snapshot id: on a branch it is an ancestor of, it and every
-     * snapshot after it stay (the sink's own maintenance passes its last
-     * commit: its key index walks forward from there at the next commit). */
+    /* 0, or a snapshot id: on a branch whose head it is or one of the 100
+     * newest ancestors of, it and every snapshot after it stay (the sink's
+     * own maintenance passes its last commit: its key index walks forward
+     * from there at the next commit). */
     int64_t keep_since;
     bool dry_run;                     /* decide and count, change nothing */
     bool clean_files;                 /* delete what only expired snapshots reached */

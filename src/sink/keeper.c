@@ -903,6 +903,11 @@ void floe__keeper_free(floe__keeper *k)
 
 floe__kx *floe__keeper_kx(floe__keeper *k) { return k->kx; }
 
+int64_t floe__keeper_synced_to(const floe__keeper *k)
+{
+    return k->synced_to;
+}
+
 void floe__keeper_get_stats(const floe__keeper *k, floe__keeper_stats *out)
 {
     *out = k->stats;

@@ -124,5 +124,7 @@ int floe__keeper_covered(floe__keeper *k, const floe__sealed *s, floe__writer *w
 /* Write a checkpoint now (the input ended). */
 int floe__keeper_checkpoint(floe__keeper *k, floe__writer *w, floe_error *err);
 void floe__keeper_get_stats(const floe__keeper *k, floe__keeper_stats *out);
+/* The snapshot the index reflects (-1: the table had none). */
+int64_t floe__keeper_synced_to(const floe__keeper *k);
 
 #endif /* FLOE_KEEPER_INTERNAL_H */

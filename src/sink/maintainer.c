@@ -16,8 +16,8 @@
  * Its commits race the sink's like any other writer's: the sink's
  * committer retries, and its key index learns where compaction moved rows
  * from the moves each group hands over before its first commit attempt
- * (moves.c) rather than reading the new files; compaction rebases onto the sink's commits, carrying
- * their deletes.
+ * (moves.c) rather than reading the new files; compaction rebases onto the
+ * sink's commits, carrying their deletes.
  * A failed round is counted and reported as a warning; the sink goes on.
  */
 #include <pthread.h>
@@ -39,7 +39,7 @@ struct floe__maintainer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop, nudged;
-    int64_t sink_snapshot;                 /* the sink's last commit; 0: none yet */
+    int64_t index_at;                      /* where the key index stands; 0: none */
     /* the thread's own */
     floe__fileio *io;
     floe__catalog *catalog;
@@ -131,7 +131,7 @@ static int compact(floe__maintainer *m, double seconds, double ratio, floe_error
 static int expire(floe__maintainer *m, floe_error *err)
 {
     pthread_mutex_lock(&m->mu);
-    floe__expire_options o = {.older_than_ms = -1, .keep_since = m->sink_snapshot,
+    floe__expire_options o = {.older_than_ms = -1, .keep_since = m->index_at,
                               .clean_files = true};
     pthread_mutex_unlock(&m->mu);
     floe__expire_result r;
@@ -256,6 +256,7 @@ int floe__maintainer_start(const floe__maintainer_config *cfg, floe__maintainer 
     if (!m)
         return FLOE_OOM(err);
     m->cfg = *cfg;
+    m->index_at = cfg->index_at;
     if (m->cfg.budget <= 0 || m->cfg.budget > 1)
         m->cfg.budget = 0.2;
     if (m->cfg.orphan_age_ms <= 0)
@@ -274,13 +275,13 @@ int floe__maintainer_start(const floe__maintainer_config *cfg, floe__maintainer 
     return FLOE_OK;
 }
 
-void floe__maintainer_committed(floe__maintainer *m, int64_t snapshot_id)
+void floe__maintainer_committed(floe__maintainer *m, int64_t index_at)
 {
     if (!m)
         return;
     pthread_mutex_lock(&m->mu);
     m->nudged = true;
-    m->sink_snapshot = snapshot_id;
+    m->index_at = index_at;
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
 }

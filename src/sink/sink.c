@@ -379,7 +379,7 @@ static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
     atomic_store_explicit(&s->oldest_uncommitted_ns, floe__fresh_oldest_ns(&s->fresh),
                           memory_order_relaxed);
     publish(s);
-    floe__maintainer_committed(s->maintainer, snapshot_id);
+    floe__maintainer_committed(s->maintainer, s->keeper ? snapshot_id : 0);
     if (s->opts.on_commit) {
         char f[32];
         floe__frontier_format(upper, f, sizeof f);
@@ -532,6 +532,8 @@ static int setup_maintainer(floe_sink *s, floe_error *err)
                                   .budget = o->maintain_budget, .orphan_age_ms = o->orphan_age_ms,
                                   .on_warning = on_warning, .warning_ctx = s,
                                   .moves = s->moves};
+    int64_t at = s->keeper ? floe__keeper_synced_to(s->keeper) : 0;
+    mc.index_at = at > 0 ? at : 0;
     mc.connect.must_exist = 1;
     if (o->orphan_interval_ms >= 0) {
         mc.orphan_interval_ns = o->orphan_interval_ms ? (uint64_t)o->orphan_interval_ms * 1000000

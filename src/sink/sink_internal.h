@@ -418,6 +418,9 @@ typedef struct floe__maintainer_config {
     /* Where compactions put their moves for the key index (borrowed; it
      * outlives the maintainer); NULL: nowhere. */
     struct floe__moves *moves;
+    /* The snapshot the sink's key index starts from (0: no index): expiry
+     * keeps it and what follows it until a commit of the sink moves on. */
+    int64_t index_at;
 } floe__maintainer_config;
 
 typedef struct floe__maintainer_stats {
@@ -430,11 +433,11 @@ typedef struct floe__maintainer_stats {
 
 int floe__maintainer_start(const floe__maintainer_config *cfg, floe__maintainer **out,
                            floe_error *err);
-/* The sink's commit landed as snapshot_id: look again soon, and keep that
- * snapshot and those after it when expiring (the key index walks them at
- * the next commit; with them gone it would have to read every file again).
- * Accepts NULL. */
-void floe__maintainer_committed(floe__maintainer *m, int64_t snapshot_id);
+/* A commit of the sink landed: look again soon.  index_at: the snapshot
+ * its key index now reflects (0: no index); expiry keeps it and those
+ * after it (the index walks them at the next commit; with them gone it
+ * would compare plans and read files back).  Accepts NULL. */
+void floe__maintainer_committed(floe__maintainer *m, int64_t index_at);
 /* Safe from any thread. */
 void floe__maintainer_stats_get(floe__maintainer *m, floe__maintainer_stats *out);
 /* Stop the thread (a round under way finishes first) and free.  Accepts NULL. */

@@ -447,8 +447,17 @@ TEST(expiry_keeps_tags_and_the_newest_and_deletes_what_only_they_reached)
     env_close(&e);
 }
 
+/* An empty append: one more snapshot on main. */
+static int empty_commit(env *e)
+{
+    floe__commit_request req = {.base_snapshot_id = floe__metadata_current_snapshot_id(
+                                    e->t->loaded->metadata)};
+    return floe__table_commit(e->t, &req, NULL, e->err);
+}
+
 /* keep_since: that snapshot and everything after it on its branch stay,
- * whatever their age; an id on no branch keeps nothing. */
+ * whatever their age, while it is among the newest 100; an id on no
+ * branch, or further back, keeps nothing. */
 TEST(expiry_keeps_what_follows_keep_since)
 {
     env e;
@@ -466,9 +475,21 @@ TEST(expiry_keeps_what_follows_keep_since)
     CHECK_EQ_INT(r.snapshots_expired, 2);                     /* the two before it */
     CHECK_EQ_INT(floe__metadata_snapshot_count(md), 3);
     CHECK(floe__metadata_snapshot_by_id(md, since) != NULL);
-    o.keep_since = 12345;                                     /* on no branch */
+    for (int i = 0; i < 97; i++)                              /* since: the 100th newest */
+        CHECK_EQ_INT(empty_commit(&e), FLOE_OK);
+    o.now_ms = floe__now_ms() + 1000;
     CHECK_EQ_INT(floe__expire(e.t, &o, &r, e.err), FLOE_OK);
-    CHECK_EQ_INT(r.snapshots_expired, 2);
+    CHECK_EQ_INT(r.snapshots_expired, 0);
+    CHECK_EQ_INT(empty_commit(&e), FLOE_OK);                  /* the 101st: held back no more */
+    o.now_ms = floe__now_ms() + 1000;
+    CHECK_EQ_INT(floe__expire(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.snapshots_expired, 100);
+    CHECK_EQ_INT(floe__metadata_snapshot_count(e.t->loaded->metadata), 1);
+    CHECK_EQ_INT(empty_commit(&e), FLOE_OK);
+    o.keep_since = 12345;                                     /* on no branch */
+    o.now_ms = floe__now_ms() + 1000;
+    CHECK_EQ_INT(floe__expire(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.snapshots_expired, 1);
     CHECK_EQ_INT(floe__metadata_snapshot_count(e.t->loaded->metadata), 1);
     int64_t rows, sum;
     CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
