@@ -90,17 +90,22 @@ def duckdb_read(d, rounds):
     return best, res
 
 
+def _java_count(d, table, reads=1):
+    """The Java Reader's "count" of the table, `reads` times in one JVM."""
+    import java_reader
+    p = subprocess.run(["java", "-cp", java_reader._classpath(), "floe.Reader", "count",
+                        f"{d}/catalog.db", f"file://{d}/wh", "floe", table, str(reads)],
+                       capture_output=True, text=True, timeout=3600)
+    if p.returncode != 0:
+        raise SystemExit(f"Java reader failed: {p.stderr[-2000:]}")
+    return json.loads(p.stdout)
+
+
 def java_read(d, table, rounds):
     """(best seconds, (rows, sum of the first column, heap MiB)), one JVM a round."""
-    import java_reader
     best, res = None, None
     for _ in range(rounds):
-        p = subprocess.run(["java", "-cp", java_reader._classpath(), "floe.Reader", "count",
-                            f"{d}/catalog.db", f"file://{d}/wh", "floe", table],
-                           capture_output=True, text=True, timeout=3600)
-        if p.returncode != 0:
-            raise SystemExit(f"Java reader failed: {p.stderr[-2000:]}")
-        out = json.loads(p.stdout)
+        out = _java_count(d, table)
         best = out["ms"] / 1e3 if best is None else min(best, out["ms"] / 1e3)
         res = (out["rows"], out["sum"], out["heap_mb"])
     return best, res
@@ -109,11 +114,5 @@ def java_read(d, table, rounds):
 def java_read_warm(d, table, rounds):
     """(best seconds of 3 x `rounds` reads in one JVM after a first, cold one
     (the JIT compiler still works through the first few), (rows, sum))."""
-    import java_reader
-    p = subprocess.run(["java", "-cp", java_reader._classpath(), "floe.Reader", "count",
-                        f"{d}/catalog.db", f"file://{d}/wh", "floe", table, str(3 * rounds + 1)],
-                       capture_output=True, text=True, timeout=3600)
-    if p.returncode != 0:
-        raise SystemExit(f"Java reader failed: {p.stderr[-2000:]}")
-    out = json.loads(p.stdout)
+    out = _java_count(d, table, 3 * rounds + 1)
     return out["warm_ms"] / 1e3, (out["rows"], out["sum"])

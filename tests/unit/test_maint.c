@@ -107,6 +107,15 @@ static int add_rows(env *e, int from, int to, char *path_out, size_t cap)
     return rc;
 }
 
+/* n data files of `per` rows each (ids 0, 1, ...), one commit each. */
+static int add_files(env *e, int n, int per)
+{
+    int rc = FLOE_OK;
+    for (int f = 0; rc == FLOE_OK && f < n; f++)
+        rc = add_rows(e, f * per, f * per + per, NULL, 0);
+    return rc;
+}
+
 /* A position delete of row `pos` of data file `path`, committed through t. */
 static int delete_row(env *e, floe__table *t, const char *path, uint64_t pos)
 {
@@ -332,9 +341,7 @@ TEST(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen)
 {
     env e;
     CHECK_EQ_INT(env_open(&e, "handed", 2), FLOE_OK);
-    char path[512];
-    for (int f = 0; f < 3; f++)
-        CHECK_EQ_INT(add_rows(&e, f * 100, f * 100 + 100, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(add_files(&e, 3, 100), FLOE_OK);
     handing h = {.e = &e};
     CHECK_EQ_INT(open_other(&e, &h.other), FLOE_OK);
     floe__compact_options o = {.min_input_files = 2, .on_moves = moves_handed,
@@ -414,9 +421,7 @@ TEST(expiry_keeps_tags_and_the_newest_and_deletes_what_only_they_reached)
 {
     env e;
     CHECK_EQ_INT(env_open(&e, "expire", 2), FLOE_OK);
-    char path[512];
-    for (int f = 0; f < 6; f++)
-        CHECK_EQ_INT(add_rows(&e, f * 10, f * 10 + 10, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(add_files(&e, 6, 10), FLOE_OK);
     const floe__metadata *md = e.t->loaded->metadata;
     int64_t tagged = floe__metadata_snapshot_at(md, 1)->snapshot_id;
     json_t *ups = json_pack("[{s:s, s:s, s:s, s:I}]", "action", "set-snapshot-ref", "ref-name",
@@ -462,9 +467,7 @@ TEST(expiry_keeps_what_follows_keep_since)
 {
     env e;
     CHECK_EQ_INT(env_open(&e, "keepsince", 2), FLOE_OK);
-    char path[512];
-    for (int f = 0; f < 5; f++)
-        CHECK_EQ_INT(add_rows(&e, f * 10, f * 10 + 10, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(add_files(&e, 5, 10), FLOE_OK);
     const floe__metadata *md = e.t->loaded->metadata;
     int64_t since = floe__metadata_snapshot_at(md, 2)->snapshot_id;
     floe__expire_options o = {.older_than_ms = 0, .retain_last = 1, .keep_since = since,
@@ -501,8 +504,7 @@ TEST(expiry_drops_refs_past_their_age_but_never_main)
 {
     env e;
     CHECK_EQ_INT(env_open(&e, "refs", 2), FLOE_OK);
-    for (int f = 0; f < 3; f++)
-        CHECK_EQ_INT(add_rows(&e, f, f + 1, NULL, 0), FLOE_OK);
+    CHECK_EQ_INT(add_files(&e, 3, 1), FLOE_OK);
     int64_t first = floe__metadata_snapshot_at(e.t->loaded->metadata, 0)->snapshot_id;
     json_t *ups = json_pack("[{s:s, s:s, s:s, s:I, s:I}]", "action", "set-snapshot-ref",
                             "ref-name", "old", "type", "tag", "snapshot-id", (json_int_t)first,
