@@ -338,16 +338,16 @@ static int revalidate(floe__compaction *c, pending *q, const floe__plan *p, floe
 
 /* ---- the commit ---------------------------------------------------------------------------- */
 
-/* The paths to remove from plan p: the group's data files and the delete
- * files nothing needs once they are gone (*dropped counts those, with the
- * DVs and file-scoped deletes that go with their data files).  Strings
- * owned by p. */
-static int removals_in(const floe__compaction *c, const pending *q, const floe__plan *p,
-                       const char ***out, size_t *n_out, uint64_t *dropped, floe_error *err)
+/* An equality delete goes once no remaining data file is older than it; an
+ * unscoped position delete file once none of the files it applies to
+ * remains (DVs and file-scoped deletes go with their data file). */
+int floe__compact_removals(const floe__compaction *c, const char *const *old, size_t n_old,
+                           const floe__plan *p, const char ***out, size_t *n_out,
+                           uint64_t *dropped, floe_error *err)
 {
     bool *gone = floe__calloc(p->n_data + 1, sizeof *gone);
     bool *used = floe__calloc(p->n_deletes + 1, sizeof *used);
-    const char **paths = floe__calloc(q->g->n + p->n_deletes + 1, sizeof *paths);
+    const char **paths = floe__calloc(n_old + p->n_deletes + 1, sizeof *paths);
     if (!gone || !used || !paths) {
         floe__free(gone);
         floe__free(used);
@@ -356,8 +356,8 @@ static int removals_in(const floe__compaction *c, const pending *q, const floe__
     }
     size_t n = 0, i;
     *dropped = 0;
-    for (size_t k = 0; k < q->g->n; k++)
-        if (floe__pathmap_get(&p->data_index, q->paths[k], &i)) {
+    for (size_t k = 0; k < n_old; k++)
+        if (floe__pathmap_get(&p->data_index, old[k], &i)) {
             gone[i] = true;
             paths[n++] = p->data[i].f.file.path;
             *dropped += p->data[i].n_pos + (p->data[i].dv != SIZE_MAX);
@@ -413,7 +413,7 @@ static int commit_once(floe__compaction *c, const pending *q, const floe__plan *
     const char **paths = NULL;
     size_t n = 0;
     uint64_t dropped = 0;
-    FLOE_FORWARD(removals_in(c, q, p, &paths, &n, &dropped, err));
+    FLOE_FORWARD(floe__compact_removals(c, q->paths, q->g->n, p, &paths, &n, &dropped, err));
     floe__commit_request req = {.files = q->files->files, .n_files = q->files->n,
                                 .summary = summary, .base_snapshot_id = p->snapshot_id,
                                 .deletes = q->carried, .remove = paths, .n_remove = n,
@@ -535,7 +535,7 @@ static int do_group(floe__compaction *c, const floe__compact_group *g, floe_erro
     return rc;
 }
 
-static void compaction_free(floe__compaction *c)
+void floe__compaction_clear(floe__compaction *c)
 {
     for (size_t k = 0; c->eq && c->plan && k < c->plan->n_deletes; k++) {
         floe__byteset_free(c->eq[k].keys);
@@ -549,9 +549,8 @@ static void compaction_free(floe__compaction *c)
     floe__buf_free(&c->row);
 }
 
-static int start(floe__compaction *c, floe_error *err)
+int floe__compaction_start(floe__compaction *c, floe_error *err)
 {
-    FLOE_FORWARD(floe__table_refresh(c->t, err));
     FLOE_FORWARD(floe__table_check_writable(c->t, err));
     const floe__metadata *md = c->t->loaded->metadata;
     FLOE_FORWARD(floe__table_file_options(c->t, FLOE_CONTENT_DATA, &c->wopts, err));
@@ -579,7 +578,9 @@ int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_
     floe__buf_init(&c->row, 0);
     floe__compact_group *gs = NULL;
     size_t n = 0;
-    int rc = start(c, err);
+    int rc = floe__table_refresh(t, err);
+    if (rc == FLOE_OK)
+        rc = floe__compaction_start(c, err);
     if (rc == FLOE_OK)
         rc = choose(c, &gs, &n, err);
     for (size_t k = 0; rc == FLOE_OK && k < n; k++) {
@@ -595,7 +596,7 @@ int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_
     for (size_t k = 0; k < n; k++)
         floe__free(gs[k].files);
     floe__free(gs);
-    compaction_free(c);
+    floe__compaction_clear(c);
     floe__free(c);
     return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "compacting %s.%s", t->ns, t->name);
 }

@@ -34,10 +34,25 @@ typedef struct floe__compaction {
     floe__plan *plan;                /* of the start snapshot */
     int64_t start_seq;               /* its sequence number: the new files' data seq */
     floe__deleted *deleted;          /* the plan's position deletes per data file */
+    const floe__posdel_set *extra;   /* copy-on-write: more rows to leave out; NULL: none */
     floe__eq_set *eq;                /* per plan->deletes index (equality files only) */
     floe__buf key;                   /* a row's projection onto equality delete columns */
     floe__buf row;                   /* a row with its lineage made explicit */
 } floe__compaction;
+
+/* Set c (t, o and res given) up on its table as loaded, without reloading
+ * it: write options, row schema, the current snapshot's plan and its
+ * position deletes (compact.c). */
+int floe__compaction_start(floe__compaction *c, floe_error *err);
+/* Free what c holds (not c itself). */
+void floe__compaction_clear(floe__compaction *c);
+/* The paths to remove from plan p when data files paths[0..n) go: those
+ * of them still in p, then the delete files nothing needs any more
+ * (*dropped counts those with the DVs and file-scoped deletes that go with
+ * the data files).  *out (strings owned by p) is the caller's to free. */
+int floe__compact_removals(const floe__compaction *c, const char *const *paths, size_t n,
+                           const floe__plan *p, const char ***out, size_t *n_out,
+                           uint64_t *dropped, floe_error *err);
 
 /* c->rows for the table c->t (compact_rewrite.c). */
 int floe__compact_row_schema(floe__compaction *c, floe_error *err);

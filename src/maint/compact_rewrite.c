@@ -231,12 +231,22 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
     FLOE_FORWARD(floe__deleted_positions(c->deleted, i, &deleted, err));
     if (deleted)
         FLOE_FORWARD(floe__posbitmap_or(&map->pos_deleted[k], deleted, err));
+    floe__posbitmap both = {0};
+    const floe__posbitmap *extra = c->extra ? floe__posdel_set_find(c->extra, pd->f.file.path)
+                                            : NULL;
+    int rc = FLOE_OK;
+    if (extra) {                                  /* copy-on-write: the commit's deletes too */
+        if (deleted)
+            rc = floe__posbitmap_or(&both, deleted, err);
+        if (rc == FLOE_OK)
+            rc = floe__posbitmap_or(&both, extra, err);
+        deleted = &both;
+    }
     floe__posbitmap_seq_init(&x.deleted, deleted);
     size_t n_eq = p->n_eq - pd->eq_from;
     x.eq = floe__calloc(n_eq ? n_eq : 1, sizeof *x.eq);
     if (!x.eq)
-        return FLOE_OOM(err);
-    int rc = FLOE_OK;
+        rc = FLOE_OOM(err);
     for (size_t e = 0; rc == FLOE_OK && e < n_eq; e++)
         rc = eq_set(c, p->eq[pd->eq_from + e], &x.eq[x.n_eq++], err);
     if (rc == FLOE_OK)
@@ -244,6 +254,7 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
     if (rc != FLOE_OK)
         rc = floe__err_wrap(err, rc, "compacting %s", pd->f.file.path);
     floe__free(x.eq);
+    floe__posbitmap_clear(&both);
     if (rc == FLOE_OK)
         c->res->bytes_read += pd->f.file.metrics.file_size;
     return rc;

@@ -218,6 +218,36 @@ bool floe__table_has_maintenance_id(const floe__table *t, const char *id);
 int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_result *res,
                   floe_error *err);
 
+/* ---- copy-on-write (cow.c) ------------------------------------------------------ */
+/* A commit's position deletes turned into rewritten data files: the
+ * snapshot the commit asserts loses remove[0..n_old) (the data files the
+ * deletes name, with their DVs and file-scoped deletes) and the delete
+ * files nothing needs once they are gone (remove[n_old..n_remove)), and
+ * gains `files`, holding every row of the old files that no delete
+ * deletes (map says where each went).  Deletes on files the snapshot does
+ * not hold (the commit's own new files) are left in `rest`. */
+typedef struct floe__cow {
+    floe__content_list files;        /* the new data files (none when every row went) */
+    const char **old, **remove;      /* paths owned by the rewrite's plan */
+    size_t n_old, n_remove;
+    floe__posdel_set *rest;          /* NULL: none */
+    floe__compact_map map;
+    floe__compact_result stats;      /* rows and bytes read and written */
+    struct floe__cow_state *state;
+} floe__cow;
+
+/* Rewrite the data files of t's current snapshot, as loaded (not
+ * reloaded), that `deletes` (borrowed) deletes rows from.  The caller
+ * commits against that snapshot and frees the result. */
+int floe__cow_rewrite(floe__table *t, const floe__posdel_set *deletes, floe__cow **out,
+                      floe_error *err);
+/* The rewrite's moves, as a compaction group's, under snapshot id `id`
+ * (borrowed, valid while w is). */
+void floe__cow_moved(const floe__cow *w, const char *id, floe__compact_moved *out);
+/* Free w (accepts NULL); remove_files: delete its new files too (no commit
+ * that names them may have landed). */
+void floe__cow_free(floe__cow *w, bool remove_files);
+
 /* ---- table debt (debt.c) ---------------------------------------------------------- */
 /* Figures of a table's current state, public as floe_table_debt. */
 int floe__debt(floe__table *t, floe_table_debt *out, floe_error *err);

@@ -234,8 +234,11 @@ static void count_committed(floe__committer *c, const floe__sealed *s, uint64_t 
     }
 }
 
-/* One attempt: FLOE_OK when the batch is in the table (*v says how) and
- * *id is the snapshot that records its upper. */
+void floe__attempt_id(uint64_t token, char out[FLOE__ATTEMPT_ID_LEN])
+{
+    snprintf(out, FLOE__ATTEMPT_ID_LEN, "%016" PRIx64, token);
+}
+
 /* With a prepare hook, each attempt's snapshot carries a random token the
  * hook logs with what the attempt changes (the key index's log). */
 static int attempt_token(json_t *summary, uint64_t *token, floe_error *err)
@@ -243,12 +246,57 @@ static int attempt_token(json_t *summary, uint64_t *token, floe_error *err)
     uint8_t r[16];
     FLOE_FORWARD(floe__uuid_random(r, err));
     *token = floe__get_le64(r);
-    char hex[24];
-    snprintf(hex, sizeof hex, "%016" PRIx64, *token);
+    char hex[FLOE__ATTEMPT_ID_LEN];
+    floe__attempt_id(*token, hex);
     if (json_object_set_new(summary, FLOE_PROP_ATTEMPT, json_string(hex)) != 0)
         return FLOE_OOM(err);
     return FLOE_OK;
 }
+
+/* ---- copy-on-write ----------------------------------------------------------------------- */
+
+static bool copy_on_write(const floe__committer *c, const floe__posdel_set *deletes)
+{
+    const char *mode = floe__metadata_property(c->cfg.table->loaded->metadata,
+                                               "write.update.mode");
+    return c->cfg.prepare && deletes && floe__posdel_set_count(deletes) && mode &&
+           strcmp(mode, "copy-on-write") == 0;
+}
+
+/* The attempt's request with the rewrite in it: its files after the
+ * batch's (*files, the caller frees), its removals, the deletes left. */
+static int with_rewrite(const floe__sealed *s, const floe__cow *w, floe__commit_request *req,
+                        floe__content_file **files, floe_error *err)
+{
+    size_t n = s->files.n + w->files.n;
+    *files = floe__malloc((n ? n : 1) * sizeof **files);
+    if (!*files)
+        return FLOE_OOM(err);
+    memcpy(*files, s->files.files, s->files.n * sizeof **files);
+    memcpy(*files + s->files.n, w->files.files, w->files.n * sizeof **files);
+    req->files = *files;
+    req->n_files = n;
+    req->remove = w->remove;
+    req->n_remove = w->n_remove;
+    req->deletes = w->rest;
+    return FLOE_OK;
+}
+
+/* After the attempt's commit: the rewrite's files stay when it may have
+ * landed, else go (and the index forgets its moves). */
+static void rewrite_done(floe__committer *c, floe__cow *w, uint64_t token, int rc)
+{
+    bool may_have_landed = rc == FLOE_OK || rc == FLOE_EUNKNOWN_OUTCOME;
+    if (!may_have_landed && c->cfg.rewrote)
+        c->cfg.rewrote(c->cfg.rewrote_ctx, token, NULL);
+    if (rc == FLOE_OK) {
+        c->stats.rewritten_files += w->n_old;
+        c->stats.rewritten_rows += w->stats.rows_written;
+    }
+    floe__cow_free(w, !may_have_landed);
+}
+
+/* ---- one attempt ------------------------------------------------------------------------- */
 
 /* One attempt: FLOE_OK when the batch is in the table (*v says how) and
  * *id is the snapshot that records its upper. */
@@ -280,7 +328,21 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
         .tag = c->tag,
         .deletes = deletes,
     };
-    int rc = floe__table_commit(t, &req, id, err);
+    floe__cow *w = NULL;
+    floe__content_file *files = NULL;
+    int rc = FLOE_OK;
+    if (copy_on_write(c, deletes)) {
+        rc = floe__cow_rewrite(t, deletes, &w, err);
+        if (rc == FLOE_OK)
+            rc = with_rewrite(s, w, &req, &files, err);
+        if (rc == FLOE_OK && c->cfg.rewrote)
+            c->cfg.rewrote(c->cfg.rewrote_ctx, token, w);   /* before it can be seen */
+    }
+    if (rc == FLOE_OK)
+        rc = floe__table_commit(t, &req, id, err);
+    if (w)
+        rewrite_done(c, w, token, rc);
+    floe__free(files);
     if (own)
         floe__posdel_set_free(deletes);
     return rc;

@@ -42,6 +42,7 @@ struct floe__keeper {
     floe__kx_store *store;
     int64_t synced_to;               /* the snapshot the index reflects, -1: none */
     floe__posdel_set *deletes;       /* the last prepare's */
+    floe__moves *rewrites;           /* copy-on-write attempts' moves, by attempt id */
     bool dirty;                      /* changed since the last checkpoint */
     bool unlogged;                   /* the last attempt was too big to log: checkpoint */
     int64_t checkpoint_ms;           /* when the last checkpoint was written (wall clock) */
@@ -512,21 +513,10 @@ static void moving_clear(moving *mv)
     floe__free(mv->out_id);
 }
 
-/* Snapshot `s` is a compaction of the sink's own whose moves the keeper
- * was handed: re-point the rows it moved and the pending records on them
- * instead of reading the new files (*done); else nothing happens. */
-static int sync_moved(floe__keeper *k, const floe__snapshot *s, const floe__snapshot_changes *c,
-                      const pending *pend, bool *done, floe_error *err)
+/* Re-point the rows m moved and the pending records on them. */
+static int apply_moves(floe__keeper *k, const floe__moved *m, const pending *pend,
+                       floe_error *err)
 {
-    const char *id = floe__snapshot_summary_get(s, "floe.maintenance-id");
-    *done = false;
-    if (!k->cfg->moves || !id || !floe__kx_in_memory(k->kx))
-        return FLOE_OK;
-    floe__moved *m = floe__moves_take(k->cfg->moves, id);
-    if (!m || !moves_match(m, c)) {
-        floe__moved_free(m);
-        return FLOE_OK;
-    }
     moving mv;
     int rc = moving_init(&mv, k, m, err);
     if (rc == FLOE_OK) {
@@ -538,9 +528,27 @@ static int sync_moved(floe__keeper *k, const floe__snapshot *s, const floe__snap
     if (rc == FLOE_OK) {
         k->stats.moved_files += m->n_old;
         k->stats.moved_rows += mv.rows;
-        *done = true;
     }
     moving_clear(&mv);
+    return rc;
+}
+
+/* Snapshot `s` is a compaction of the sink's own whose moves the keeper
+ * was handed: re-point the rows it moved and the pending records on them
+ * instead of reading the new files (*done); else nothing happens. */
+static int sync_moved(floe__keeper *k, const floe__snapshot *s, const floe__snapshot_changes *c,
+                      const pending *pend, bool *done, floe_error *err)
+{
+    const char *id = floe__snapshot_summary_get(s, "floe.maintenance-id");
+    *done = false;
+    if (!k->cfg->moves || !id || !floe__kx_in_memory(k->kx))
+        return FLOE_OK;
+    floe__moved *m = floe__moves_take(k->cfg->moves, id);
+    int rc = FLOE_OK;
+    if (m && moves_match(m, c)) {
+        rc = apply_moves(k, m, pend, err);
+        *done = rc == FLOE_OK;
+    }
     floe__moved_free(m);
     return rc;
 }
@@ -570,6 +578,18 @@ static int sync_read(floe__keeper *k, const floe__metadata *md, int64_t id,
     }
     touched_free(&t);
     floe__posdel_set_free(unscoped);
+    return rc;
+}
+
+/* What snapshot id changed, read from the table. */
+static int sync_changes(floe__keeper *k, const floe__metadata *md, int64_t id,
+                        const pending *pend, floe_error *err)
+{
+    floe__snapshot_changes *c = NULL;
+    int rc = floe__snapshot_changes_read(k->cfg->src.io, md, id, &c, err);
+    if (rc == FLOE_OK)
+        rc = sync_read(k, md, id, c, pend, err);
+    floe__snapshot_changes_free(c);
     return rc;
 }
 
@@ -700,6 +720,15 @@ static int new_index(floe__keeper *k, floe_error *err)
     return floe__kx_new(&k->cfg->kx, &k->kx, err);
 }
 
+/* Whether a snapshot removed data files: of this sink, a copy-on-write
+ * commit (its log says which rows it took and added, not where the rows
+ * of the files it rewrote went). */
+static bool removed_data(const floe__snapshot *s)
+{
+    const char *v = s ? floe__snapshot_summary_get(s, "deleted-data-files") : NULL;
+    return v && strtoull(v, NULL, 10) > 0;
+}
+
 /* The attempt token a snapshot of this sink carries: 0 when none. */
 static uint64_t token_of(const floe__keeper *k, const floe__snapshot *s)
 {
@@ -745,8 +774,8 @@ static int replay(floe__keeper *k, const int64_t *ids, size_t n, floe_error *err
     int rc = FLOE_OK;
     for (size_t i = 0; rc == FLOE_OK && i < n; i++) {
         bool used = false;
-        rc = replay_token(k, v, nv, token_of(k, floe__metadata_snapshot_by_id(md, ids[i])), &used,
-                          err);
+        const floe__snapshot *s = floe__metadata_snapshot_by_id(md, ids[i]);
+        rc = replay_token(k, v, nv, removed_data(s) ? 0 : token_of(k, s), &used, err);
         if (rc == FLOE_OK && !used)
             rc = sync_snapshot(k, md, ids[i], &none, err);
     }
@@ -773,8 +802,8 @@ static int rebuild_cheaper(floe__keeper *k, bool *yes, floe_error *err)
         FLOE_FORWARD(history_since(table_md(k), at.snapshot_id, &ids, &n, &on, err));
     for (size_t i = 0; on && i < n; i++) {
         const floe__snapshot *s = floe__metadata_snapshot_by_id(table_md(k), ids[i]);
-        const char *v = s && !token_of(k, s) ? floe__snapshot_summary_get(s, "added-records")
-                                             : NULL;
+        bool read = s && (!token_of(k, s) || removed_data(s));
+        const char *v = read ? floe__snapshot_summary_get(s, "added-records") : NULL;
         if (v)
             rows += strtoull(v, NULL, 10);
     }
@@ -881,6 +910,8 @@ int floe__keeper_open(const floe__keeper_config *cfg, floe__keeper **out, floe_e
     uint64_t t0 = floe__monotonic_ns();
     int rc = floe__kx_new(&cfg->kx, &k->kx, err);
     if (rc == FLOE_OK)
+        rc = floe__moves_new(&k->rewrites, err);
+    if (rc == FLOE_OK)
         rc = start(k, err);
     if (rc != FLOE_OK) {
         floe__keeper_free(k);
@@ -896,6 +927,7 @@ void floe__keeper_free(floe__keeper *k)
     if (!k)
         return;
     floe__posdel_set_free(k->deletes);
+    floe__moves_free(k->rewrites);
     floe__kx_store_free(k->store);
     floe__kx_free(k->kx);
     floe__free(k);
@@ -960,6 +992,37 @@ int floe__keeper_prepare(floe__keeper *k, floe__sealed *s, floe__writer *w, uint
     return FLOE_OK;
 }
 
+void floe__keeper_rewrote(floe__keeper *k, uint64_t token, const floe__cow *w)
+{
+    char id[FLOE__ATTEMPT_ID_LEN];
+    floe__attempt_id(token, id);
+    if (!w) {
+        floe__moved_free(floe__moves_take(k->rewrites, id));
+        return;
+    }
+    floe__compact_moved m;
+    floe__cow_moved(w, id, &m);
+    floe__moves_put(k->rewrites, &m);
+}
+
+/* The sink's own snapshot `id` rewrote files (copy-on-write): the rows
+ * left in them moved, by the attempt's moves or, when they were not kept,
+ * as read from the table. */
+static int sync_rewrite(floe__keeper *k, int64_t id, floe__writer *w, floe_error *err)
+{
+    const floe__snapshot *s = floe__metadata_snapshot_by_id(table_md(k), id);
+    if (!removed_data(s))
+        return FLOE_OK;
+    char attempt[FLOE__ATTEMPT_ID_LEN];
+    floe__attempt_id(token_of(k, s), attempt);
+    floe__moved *m = floe__moves_take(k->rewrites, attempt);
+    pending pend = {NULL, w};
+    int rc = m && floe__kx_in_memory(k->kx) ? apply_moves(k, m, &pend, err)
+                                             : sync_changes(k, table_md(k), id, &pend, err);
+    floe__moved_free(m);
+    return rc;
+}
+
 int floe__keeper_committed(floe__keeper *k, const floe__sealed *s, int64_t snapshot_id,
                            floe__writer *w, floe_error *err)
 {
@@ -969,6 +1032,7 @@ int floe__keeper_committed(floe__keeper *k, const floe__sealed *s, int64_t snaps
             floe__kx_file_find(k->kx, s->files.files[i].path, &id))
             floe__kx_file_set_committed(k->kx, id, true);
     }
+    FLOE_FORWARD(sync_rewrite(k, snapshot_id, w, err));
     k->synced_to = snapshot_id;
     k->dirty = true;
     if (!k->store)

@@ -92,7 +92,8 @@ typedef struct floe__keeper_stats {
                                            one (history between them gone) */
     uint64_t rebuilds;                  /* full re-reads of the table (start and run) */
     floe__kx_build_stats built;         /* files read (all of the above) */
-    uint64_t moved_files, moved_rows;   /* re-pointed after the sink's own compactions */
+    uint64_t moved_files, moved_rows;   /* re-pointed after the sink's own compactions and
+                                           copy-on-write commits */
     uint64_t retargeted;                /* deletes moved onto a rewritten file */
     uint64_t dropped;                   /* deletes of rows another writer deleted already */
     uint64_t checkpoints;
@@ -115,7 +116,13 @@ floe__kx *floe__keeper_kx(floe__keeper *k);
  * keeper until the next call; NULL: none). */
 int floe__keeper_prepare(floe__keeper *k, floe__sealed *s, floe__writer *w, uint64_t token,
                          floe__posdel_set **deletes, floe_error *err);
-/* s is in the table as snapshot_id (committed, or found landed). */
+/* A copy-on-write attempt's rewrite (committer's `rewrote`): its moves kept
+ * under the attempt's token, taken when its snapshot is committed; w NULL:
+ * the attempt cannot have landed, forget them. */
+void floe__keeper_rewrote(floe__keeper *k, uint64_t token, const floe__cow *w);
+/* s is in the table as snapshot_id (committed, or found landed); a
+ * copy-on-write snapshot's moved rows are re-pointed (by its moves, else
+ * by reading what it changed). */
 int floe__keeper_committed(floe__keeper *k, const floe__sealed *s, int64_t snapshot_id,
                            floe__writer *w, floe_error *err);
 /* s was skipped: an earlier run had committed it (its files are gone). */

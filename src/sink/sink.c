@@ -394,6 +394,12 @@ static int prepare_attempt(void *ctx, floe__sealed *sealed, uint64_t token,
     return floe__keeper_prepare(s->keeper, sealed, s->writer, token, deletes, err);
 }
 
+static void rewrote_attempt(void *ctx, uint64_t token, const floe__cow *w)
+{
+    floe_sink *s = ctx;
+    floe__keeper_rewrote(s->keeper, token, w);
+}
+
 /* --index-dir, or the state directory of the environment; NULL: none. */
 static int resolve_index_dir(floe_sink *s, floe_error *err)
 {
@@ -503,10 +509,16 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->ccfg.warn_ctx = s;
     s->ccfg.extra_props = s->props;
     size_t stash_memory = o->memory_limit;
+    const char *um = floe__metadata_property(s->table->loaded->metadata, "write.update.mode");
+    if (s->upsert && !s->keeper && um && strcmp(um, "copy-on-write") == 0)
+        on_warning(s, "the table's write.update.mode is copy-on-write, which needs the key index "
+                      "of position mode: this sink writes equality deletes (merge-on-read)");
     if (s->keeper) {
         s->wcfg.kx = floe__keeper_kx(s->keeper);
         s->ccfg.prepare = prepare_attempt;
         s->ccfg.prepare_ctx = s;
+        s->ccfg.rewrote = rewrote_attempt;
+        s->ccfg.rewrote_ctx = s;
         stash_memory -= s->kcfg.kx.memory_limit;
     }
     FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_on_advance ? 1 : o->commit_interval,

@@ -12,6 +12,7 @@
 #ifndef FLOE_SINK_INTERNAL_H
 #define FLOE_SINK_INTERNAL_H
 
+#include "maint/maint_internal.h"
 #include "table/table_internal.h"
 #include "util/util_internal.h"
 
@@ -243,6 +244,9 @@ int floe__writer_each_open(floe__writer *w,
 #define FLOE_PROP_SINK_ID "floe.sink-id"
 #define FLOE_PROP_SINK_VERSION "floe.sink-version"
 #define FLOE_PROP_ATTEMPT "floe.attempt-id"         /* position mode: the key index's log */
+#define FLOE__ATTEMPT_ID_LEN 17
+/* An attempt token as its floe.attempt-id (16 hex digits). */
+void floe__attempt_id(uint64_t token, char out[FLOE__ATTEMPT_ID_LEN]);
 
 /* ---- progress (progress.c) ------------------------------------------------------
  * SPEC 5.1: where this sink id stands in a table.  Every floe commit also
@@ -343,6 +347,14 @@ typedef struct floe__committer_config {
     int (*prepare)(void *ctx, floe__sealed *s, uint64_t token, floe__posdel_set **deletes,
                    floe_error *err);
     void *prepare_ctx;
+    /* With a prepare hook and the table's write.update.mode copy-on-write
+     * (read at each attempt), the data files an attempt deletes rows from
+     * are rewritten without them (floe__cow_rewrite) instead of getting
+     * deletes.  Called with the rewrite before the attempt's commit (the
+     * key index re-points the rows when the snapshot lands), and with NULL
+     * when no commit of it can have landed; may be NULL. */
+    void (*rewrote)(void *ctx, uint64_t token, const floe__cow *w);
+    void *rewrote_ctx;
     /* Further summary properties (string values) for every snapshot, read
      * at each attempt; borrowed, may be NULL. */
     const json_t *extra_props;
@@ -358,6 +370,7 @@ typedef struct floe__committer_stats {
     uint64_t commit_ns_total, commit_ns_last;
     uint64_t recent_ns[FLOE__COMMIT_WINDOW];   /* the last commits' durations, a ring */
     uint64_t data_files, delete_files, rows, bytes;   /* committed */
+    uint64_t rewritten_files, rewritten_rows;         /* copy-on-write, committed */
     floe__frontier frontier;            /* last committed upper */
     bool has_frontier;
 } floe__committer_stats;

@@ -46,7 +46,7 @@ static void committer_for(fix *f, const char *sink_id, uint64_t version)
     CHECK_EQ_INT(floe__committer_new(&f->cfg, &f->c, NULL), FLOE_OK);
 }
 
-static int fix_open(fix *f, const char *name)
+static int fix_open_with(fix *f, const char *name, const json_t *props)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->dir, sizeof f->dir, "%s/%s", tmp_root, name);
@@ -57,13 +57,15 @@ static int fix_open(fix *f, const char *name)
     floe__schema *d = NULL;
     int rc = floe_schema_parse("id bigint not null, v text", &d, f->err);
     if (rc == FLOE_OK)
-        rc = floe__table_open(&f->sc->base, f->io, "ns", "t", d, NULL, &f->t, f->err);
+        rc = floe__table_open(&f->sc->base, f->io, "ns", "t", d, props, &f->t, f->err);
     floe_schema_free(d);
     if (rc != FLOE_OK)
         return -1;
     committer_for(f, "s", 1);
     return 0;
 }
+
+static int fix_open(fix *f, const char *name) { return fix_open_with(f, name, NULL); }
 
 static void fix_close(fix *f)
 {
@@ -405,6 +407,131 @@ out:
     fix_close(&f);
 }
 
+/* ---- copy-on-write ------------------------------------------------------------------------ */
+
+/* What the hooks saw: the deletes to give, the rewrites handed over (their
+ * first new file) and withdrawn. */
+typedef struct cow_probe {
+    floe__posdel_set *deletes;
+    char handed[4][512];
+    int n_handed, withdrawn;
+} cow_probe;
+
+static int cow_prepare(void *ctx, floe__sealed *s, uint64_t token, floe__posdel_set **deletes,
+                       floe_error *err)
+{
+    (void)s, (void)token, (void)err;
+    *deletes = ((cow_probe *)ctx)->deletes;
+    return FLOE_OK;
+}
+
+static void cow_rewrote(void *ctx, uint64_t token, const floe__cow *w)
+{
+    (void)token;
+    cow_probe *p = ctx;
+    if (!w)
+        p->withdrawn++;
+    else if (p->n_handed < 4)
+        snprintf(p->handed[p->n_handed++], sizeof p->handed[0], "%s",
+                 w->files.n ? w->files.files[0].path : "");
+}
+
+static bool exists(const char *uri)
+{
+    return access(floe__local_path(uri), F_OK) == 0;
+}
+
+/* The rows and delete files of the current snapshot. */
+static void current_files(fix *f, uint64_t *rows, size_t *n_data, size_t *n_deletes)
+{
+    floe__plan *p = NULL;
+    CHECK_EQ_INT(floe__table_refresh(f->t, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__table_plan(f->t, -1, &p, NULL), FLOE_OK);
+    *rows = 0;
+    for (size_t i = 0; p && i < p->n_data; i++)
+        *rows += p->data[i].f.file.metrics.record_count;
+    *n_data = p ? p->n_data : 0;
+    *n_deletes = p ? p->n_deletes : 0;
+    floe__plan_free(p);
+}
+
+TEST(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_have_landed)
+{
+    fix f;
+    json_t *props = json_pack("{s:s}", "write.update.mode", "copy-on-write");
+    cow_probe probe = {0};
+    if (fix_open_with(&f, "cow", props) != 0)
+        goto out;
+    CHECK_EQ_INT(commit(&f, 0, 1, 10), FLOE_OK);              /* ids 0..9 in one file */
+    floe__plan *p = NULL;
+    CHECK_EQ_INT(floe__table_plan(f.t, -1, &p, NULL), FLOE_OK);
+    char old[512];
+    snprintf(old, sizeof old, "%s", p->data[0].f.file.path);
+    floe__plan_free(p);
+    CHECK_EQ_INT(floe__posdel_set_new(&probe.deletes, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__posdel_set_add(probe.deletes, old, 2, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__posdel_set_add(probe.deletes, old, 7, NULL), FLOE_OK);
+    f.cfg.prepare = cow_prepare;
+    f.cfg.prepare_ctx = &probe;
+    f.cfg.rewrote = cow_rewrote;
+    f.cfg.rewrote_ctx = &probe;
+    floe__committer_free(f.c);
+    CHECK_EQ_INT(floe__committer_new(&f.cfg, &f.c, NULL), FLOE_OK);
+    sc_script(f.sc, SC_CONFLICT);                              /* attempt 1: refused */
+    sc_script(f.sc, SC_LOST);                                  /* attempt 2: lands, no answer */
+    CHECK_EQ_INT(commit(&f, 1, 2, 1), FLOE_OK);
+    CHECK_EQ_INT(probe.n_handed, 2);
+    CHECK_EQ_INT(probe.withdrawn, 1);
+    CHECK(!exists(probe.handed[0]));                           /* the refused rewrite's file */
+    CHECK(exists(probe.handed[1]));                            /* the one that landed */
+    uint64_t rows;
+    size_t n_data, n_deletes;
+    current_files(&f, &rows, &n_data, &n_deletes);
+    CHECK_EQ_INT(rows, 9);                                     /* 10 - 2 + the batch's 1 */
+    CHECK_EQ_INT(n_data, 2);
+    CHECK_EQ_INT(n_deletes, 0);
+    const floe__snapshot *cur = floe__metadata_current_snapshot(md(&f));
+    CHECK_EQ_STR(cur->operation, "overwrite");
+    CHECK_EQ_STR(floe__snapshot_summary_get(cur, "deleted-data-files"), "1");
+    floe__committer_stats st;
+    floe__committer_get_stats(f.c, &st);
+    CHECK_EQ_INT(st.lost_responses, 1);
+out:
+    floe__posdel_set_free(probe.deletes);
+    json_decref(props);
+    fix_close(&f);
+}
+
+TEST(merge_on_read_tables_get_deletes_not_rewrites)
+{
+    fix f;
+    cow_probe probe = {0};
+    if (fix_open(&f, "mor") != 0)
+        goto out;
+    CHECK_EQ_INT(commit(&f, 0, 1, 10), FLOE_OK);
+    floe__plan *p = NULL;
+    CHECK_EQ_INT(floe__table_plan(f.t, -1, &p, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__posdel_set_new(&probe.deletes, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__posdel_set_add(probe.deletes, p->data[0].f.file.path, 2, NULL), FLOE_OK);
+    floe__plan_free(p);
+    f.cfg.prepare = cow_prepare;
+    f.cfg.prepare_ctx = &probe;
+    f.cfg.rewrote = cow_rewrote;
+    f.cfg.rewrote_ctx = &probe;
+    floe__committer_free(f.c);
+    CHECK_EQ_INT(floe__committer_new(&f.cfg, &f.c, NULL), FLOE_OK);
+    CHECK_EQ_INT(commit(&f, 1, 2, 1), FLOE_OK);
+    CHECK_EQ_INT(probe.n_handed, 0);
+    uint64_t rows;
+    size_t n_data, n_deletes;
+    current_files(&f, &rows, &n_data, &n_deletes);
+    CHECK_EQ_INT(rows, 11);                                    /* records, deletes aside */
+    CHECK_EQ_INT(n_deletes, 1);
+out:
+    floe__posdel_set_free(probe.deletes);
+    fix_close(&f);
+}
+
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "committer");
@@ -420,6 +547,8 @@ int main(void)
     RUN(expired_history_is_walked_through_older_metadata_files);
     RUN(history_nobody_can_vouch_for_stops_the_sink);
     RUN(resume_decisions);
+    RUN(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_have_landed);
+    RUN(merge_on_read_tables_get_deletes_not_rewrites);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
 }
