@@ -6,6 +6,7 @@ of 1 s commits, with the sink's own maintenance (--maintain auto) and without
     python3 bench/bench_aging.py [--keys N] [--commits C] [--update-share F]
                                  [--every E] [--rounds R] [--max-age-ms MS]
                                  [--modes auto,off] [--off-commits K] [--pace S]
+                                 [--update-mode merge-on-read|copy-on-write]
                                  [--property KEY=VALUE]...
 
 N keys (default 1,000,000) inserted at time 0, then C commits (default
@@ -44,6 +45,9 @@ out), auto against off over the same commits.  Targets (auto, at every checkpoin
 most 1.3x the compacted table for DuckDB and Java; commit p50 over the last
 100 commits at most 1.5x that over the first 100; metadata bytes and
 manifest count bounded; throughput at least 0.8x the off run's.
+--update-mode copy-on-write makes both runs' table rewrite the files each
+commit deletes from (write.update.mode) instead of adding deletes; results
+then go to bench/out/aging[-paced]-cow.json.
 --property sets a table property for the auto run (e.g.
 floe.compact.delete-ratio, to try another compaction threshold).
 Results go to bench/out/aging.json (a mode run alone, --modes off, is
@@ -133,7 +137,7 @@ def wait_committed(port, frontier, proc):
 
 def start_sink(d, mode, a, port):
     os.makedirs(d, exist_ok=True)
-    extra = []
+    extra = ["--property", f"write.update.mode={a.update_mode}"]
     if mode == "auto":
         extra = ["--property", f"history.expire.max-snapshot-age-ms={a.max_age_ms}"]
         extra += [x for p in a.property for x in ("--property", p)]
@@ -318,6 +322,9 @@ def main():
     ap.add_argument("--modes", default="auto,off")
     ap.add_argument("--property", action="append", default=[],
                     help="KEY=VALUE: a table property of the auto run (repeatable)")
+    ap.add_argument("--update-mode", default="merge-on-read",
+                    choices=["merge-on-read", "copy-on-write"],
+                    help="the table's write.update.mode, both runs")
     ap.add_argument("--off-commits", type=int, default=1800,
                     help="the off run stops here (its commits slow down as the table ages)")
     a = ap.parse_args()
@@ -325,12 +332,15 @@ def main():
     inputs, values = generate(a)
     result = {"keys": a.keys, "commits": a.commits, "update_share": a.update_share,
               "every": a.every, "max_age_ms": a.max_age_ms, "pace": a.pace,
-              "properties": a.property}
-    path = os.path.join(HERE, "out", "aging-paced.json" if a.pace else "aging.json")
+              "properties": a.property, "update_mode": a.update_mode}
+    name = "aging-paced" if a.pace else "aging"
+    if a.update_mode == "copy-on-write":
+        name += "-cow"
+    path = os.path.join(HERE, "out", name + ".json")
     if os.path.exists(path):            # a mode run earlier with the same parameters is kept
         with open(path) as f:
             old = json.load(f)
-        unset = {"pace": 0.0, "properties": []}
+        unset = {"pace": 0.0, "properties": [], "update_mode": "merge-on-read"}
         if all(old.get(k, unset.get(k)) == v for k, v in result.items()):
             result.update({m: old[m] for m in ("auto", "off") if m in old})
     for mode in a.modes.split(","):

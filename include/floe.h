@@ -787,7 +787,8 @@ typedef struct floe_sink_stats {
     uint64_t index_rebuilds;                /* full reads of the table's files */
     uint64_t index_snapshots_synced;        /* other writers' snapshots read */
     uint64_t index_rows_read;               /* rows read back from data files (builds, syncs) */
-    uint64_t index_rows_moved;              /* re-pointed after the sink's own compactions */
+    uint64_t index_rows_moved;              /* re-pointed after the sink's own compactions
+                                               and copy-on-write commits */
     uint64_t deletes_retargeted;            /* moved onto a file a compaction wrote */
     uint64_t retractions_missing;           /* retracted a key with no live row */
     uint64_t retractions_mismatched;        /* retracted a row other than the key's live row */
@@ -799,6 +800,9 @@ typedef struct floe_sink_stats {
     uint64_t maintenance_us;                /* time spent, summed */
     uint64_t compactions, files_compacted, deletes_carried;
     uint64_t snapshots_expired, files_removed, bytes_removed, orphans_removed;
+    /* Copy-on-write commits (the table's write.update.mode): data files
+     * they rewrote and the rows the new files hold. */
+    uint64_t files_rewritten, rows_rewritten;
 } floe_sink_stats;
 /* Current figures: the input counters, the input frontier and the
  * freshness are read live (they never lag the input), the rest as of the

@@ -116,15 +116,17 @@ def test_the_key_index_follows_the_rewrites_without_reading(tmp_path):
     rewrite's own account: nothing is read back."""
     stream = Stream(42, steps=200, keys=50, burst=0.3)
     sink = CowSink(tmp_path, stream, interval=10)
-    run = Running(sink, "--quiet", "--maintain", "off")
+    run = Running(sink, "--close", "--maintain", "off")
     for i in range(0, len(stream.lines), 20):
         run.send(stream.lines[i:i + 20])
         time.sleep(0.01)
     run.wait_for(lambda: (metric(run.port, "floe_index_rows_moved_total") or 0) > 0)
     moved = metric(run.port, "floe_index_rows_moved_total")
     read = metric(run.port, "floe_index_rows_read_total")
-    run.finish()
+    rewritten = metric(run.port, "floe_rewritten_files_total")
+    err = run.finish()
     assert moved > 0 and read == 0, (moved, read)
+    assert rewritten > 0 and "data files rewritten" in err, (rewritten, err)
     assert live_delete_files(sink) == []
     check_position(sink)
 

@@ -150,6 +150,8 @@ static void publish(floe_sink *s)
         st.commit_seconds_total_us = cs.commit_ns_total / 1000;
         commit_quantiles(&cs, &st);
         st.batches_skipped = cs.covered;
+        st.files_rewritten = cs.rewritten_files;
+        st.rows_rewritten = cs.rewritten_rows;
         st.has_committed_frontier = cs.has_frontier;
         st.committed_frontier_empty = cs.frontier.empty;
         st.committed_frontier = cs.frontier.t;
@@ -1165,7 +1167,7 @@ static const metric_def METRICS[] = {
     {"floe_index_rebuilds_total", "counter", "Full reads of the table's files into the key index."},
     {"floe_index_snapshots_synced_total", "counter", "Snapshots of other writers read into the key index."},
     {"floe_index_rows_read_total", "counter", "Rows the key index read back from data files."},
-    {"floe_index_rows_moved_total", "counter", "Rows the key index re-pointed after the sink's own compactions, without reading."},
+    {"floe_index_rows_moved_total", "counter", "Rows the key index re-pointed after the sink's own compactions and copy-on-write commits, without reading."},
     {"floe_deletes_retargeted_total", "counter", "Position deletes moved onto files a compaction wrote."},
     {"floe_retractions_missing_total", "counter", "Retractions of a key with no live row."},
     {"floe_retractions_mismatched_total", "counter", "Retractions whose row differs from the key's live row."},
@@ -1189,6 +1191,8 @@ static const metric_def METRICS[] = {
     {"floe_table_snapshots", "gauge", "Snapshots in the table metadata."},
     {"floe_table_oldest_snapshot_age_seconds", "gauge", "Age of the oldest snapshot."},
     {"floe_table_metadata_bytes", "gauge", "Size of the current metadata file."},
+    {"floe_rewritten_files_total", "counter", "Data files copy-on-write commits rewrote."},
+    {"floe_rewritten_rows_total", "counter", "Rows the files copy-on-write commits wrote hold."},
 };
 #define N_METRICS (sizeof METRICS / sizeof METRICS[0])
 
@@ -1218,7 +1222,7 @@ static void metric_values(const floe_sink_stats *st, double v[N_METRICS])
         d->deletion_vectors + unknown, d->equality_delete_files + unknown,
         d->deleted_ratio + unknown, d->data_manifests + d->delete_manifests + unknown,
         d->snapshots + unknown, d->oldest_snapshot_age_ms / 1e3 + unknown,
-        d->metadata_bytes + unknown,
+        d->metadata_bytes + unknown, (double)st->files_rewritten, (double)st->rows_rewritten,
     };
     _Static_assert(sizeof all / sizeof all[0] == N_METRICS, "a value per metric");
     memcpy(v, all, sizeof all);
