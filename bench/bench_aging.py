@@ -139,7 +139,7 @@ def start_sink(d, mode, a, port):
     os.makedirs(d, exist_ok=True)
     extra = ["--property", f"write.update.mode={a.update_mode}"]
     if mode == "auto":
-        extra = ["--property", f"history.expire.max-snapshot-age-ms={a.max_age_ms}"]
+        extra += ["--property", f"history.expire.max-snapshot-age-ms={a.max_age_ms}"]
         extra += [x for p in a.property for x in ("--property", p)]
     cmd = [FLOE, "sink", "--table", TABLE, "--schema", SCHEMA, "--key", "id", "--input", "-",
            "--commit-interval", "1", "--catalog", f"sqlite:{d}/catalog.db", "--warehouse",

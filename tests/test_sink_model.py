@@ -5,7 +5,8 @@ expected table at every committed frontier.  After the run, every snapshot
 is read back by time travel with DuckDB's iceberg extension, with Java
 Iceberg (IcebergGenerics, which applies every delete kind) and, where the
 table has no equality deletes, with pyiceberg: upsert by position on format
-2 and 3 (the default), upsert by equality, and append.  The seed is in the
+2 and 3 (the default), upsert by position on a copy-on-write table, upsert
+by equality, and append.  The seed is in the
 test id: rerun one with -k.
 """
 import pytest
@@ -23,6 +24,7 @@ VARIANTS = {
     "upsert": ("upsert", []),                                  # position deletes, v2
     "upsert-v3": ("upsert", ["--format-version", "3"]),        # deletion vectors
     "upsert-equality": ("upsert", ["--delete-mode", "equality"]),
+    "upsert-cow": ("upsert", ["--property", "write.update.mode=copy-on-write"]),  # rewrites
     "append": ("append", []),
 }
 
@@ -53,7 +55,7 @@ def check_files(tmp_path, variant):
     kinds = set(files_ever_added(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh",
                                  TABLE).values())
     deletes = {k for k in kinds if k[0] != "DATA"}
-    if variant == "upsert":
+    if variant in ("upsert", "upsert-cow"):    # copy-on-write: deletes of a commit's own rows
         assert deletes <= {("POSITION_DELETES", "PARQUET")}, kinds
     elif variant == "upsert-v3":
         assert deletes <= {("POSITION_DELETES", "PUFFIN")}, kinds

@@ -12,7 +12,7 @@ import java_reader
 from iceberg_readers import duckdb_rows
 from sinkmodel import (APPEND_EXTRA, COLS, INF, Stream, frontier_value, metadata_location,
                        table_snapshots)
-from test_sink_model import TABLE, sink_args
+from test_sink_model import TABLE, mode_of, sink_args
 
 
 def check_final(tmp_path, stream, mode):
@@ -32,14 +32,15 @@ def check_final(tmp_path, stream, mode):
     return fronts
 
 
-@pytest.mark.parametrize("mode,seed", [("upsert", 1), ("upsert", 2), ("append", 3),
-                                       ("append", 4)])
-def test_sigkill_and_rerun_until_done(tmp_path, mode, seed):
+@pytest.mark.parametrize("variant,seed", [("upsert", 1), ("upsert", 2), ("append", 3),
+                                          ("append", 4), ("upsert-cow", 5)])
+def test_sigkill_and_rerun_until_done(tmp_path, variant, seed):
+    mode = mode_of(variant)
     r = random.Random(seed)
     stream = Stream(seed, steps=300, keys=60, burst=0.3)
     src = tmp_path / "changes.ndjson"
     src.write_text(stream.text())
-    args = [floe_bin(), *sink_args(tmp_path, mode, stream, 8, maintain="all"), "--input",
+    args = [floe_bin(), *sink_args(tmp_path, variant, stream, 8, maintain="all"), "--input",
             str(src)]
     kills = 0
     for attempt in range(200):
