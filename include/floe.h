@@ -599,7 +599,10 @@ typedef enum floe_delete_mode {
     /* By position (format 2) or deletion vector (format 3), found in a key
      * index of the table's live rows: every engine reads such tables, and
      * reads them fast.  The index is kept on local disk between runs
-     * (index_dir) and rebuilt from the table when it is missing. */
+     * (index_dir) and rebuilt from the table when it is missing.  On a
+     * table whose property write.update.mode is copy-on-write, each commit
+     * instead rewrites the data files it deletes rows from, so readers meet
+     * no delete file (docs/sink.md). */
     FLOE_DELETE_POSITION = 0,
     /* Equality deletes on the key: no index, but readers must check every
      * delete against every older data file (slow, and pyiceberg and some
