@@ -54,6 +54,23 @@ def test_model_over_rest(floe, rest, tmp_path, mode, seed):
     assert 3 <= len(snaps) <= 60, len(snaps)
 
 
+@pytest.mark.parametrize("rest", ["s3"], indirect=True)
+def test_copy_on_write_over_rest_and_s3(floe, rest, tmp_path):
+    """A copy-on-write table (write.update.mode) over REST with its warehouse
+    on S3: the commits that rewrite files remove them through the catalog,
+    and every snapshot equals the model."""
+    stream = Stream(2, steps=50, as_of=20, initial=40)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    table = f"{rest.namespace()}.orders"
+    floe(*rest_sink_args(rest.uri, table, "upsert", stream, 10, maintain="keep"),
+         "--property", "write.update.mode=copy-on-write", "--input", src, env=rest.floe_env)
+    snaps = check_rest_snapshots(rest, table, stream, "upsert")
+    rewrites = [s for s in snaps if int(s[1].get("deleted-data-files", 0)) > 0
+                and "floe.frontier" in s[1]]
+    assert rewrites, [s[1] for s in snaps]
+
+
 def own_late_commit(err, table):
     """A REST server finishes a commit whose client was killed: it may land
     after the next run loaded the table.  That run then finds its catch-up
