@@ -272,8 +272,10 @@ static int with_rewrite(const floe__sealed *s, const floe__cow *w, floe__commit_
     *files = floe__malloc((n ? n : 1) * sizeof **files);
     if (!*files)
         return FLOE_OOM(err);
-    memcpy(*files, s->files.files, s->files.n * sizeof **files);
-    memcpy(*files + s->files.n, w->files.files, w->files.n * sizeof **files);
+    if (s->files.n)
+        memcpy(*files, s->files.files, s->files.n * sizeof **files);
+    if (w->files.n)                       /* none when every row of the old files went */
+        memcpy(*files + s->files.n, w->files.files, w->files.n * sizeof **files);
     req->files = *files;
     req->n_files = n;
     req->remove = w->remove;
