@@ -6,8 +6,8 @@ snapshot back).
 
 Every snapshot of the sink on main's history and the final table are checked
 against the model with Java IcebergGenerics and DuckDB, the final table with
-pyiceberg (check_position); the table's delete files are read from its
-manifests with pyiceberg.
+pyiceberg (check_position); the delete files are read from the manifests
+by pyiceberg (the current snapshot's) and Java (what each snapshot added).
 """
 import re
 import time
