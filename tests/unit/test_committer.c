@@ -455,6 +455,29 @@ static void current_files(fix *f, uint64_t *rows, size_t *n_data, size_t *n_dele
     floe__plan_free(p);
 }
 
+/* Commit 10 rows (ids 0..9, one file), then give the committer hooks that
+ * delete positions pos[0..n) of that file at every attempt and record the
+ * rewrites; *old: the file's path. */
+static void probed(fix *f, cow_probe *probe, const uint64_t *pos, size_t n, char *old,
+                   size_t cap)
+{
+    CHECK_EQ_INT(commit(f, 0, 1, 10), FLOE_OK);
+    floe__plan *p = NULL;
+    CHECK_EQ_INT(floe__table_plan(f->t, -1, &p, NULL), FLOE_OK);
+    snprintf(old, cap, "%s", p && p->n_data ? p->data[0].f.file.path : "");
+    floe__plan_free(p);
+    CHECK_EQ_INT(floe__posdel_set_new(&probe->deletes, NULL), FLOE_OK);
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ_INT(floe__posdel_set_add(probe->deletes, old, pos[i], NULL), FLOE_OK);
+    f->cfg.prepare = cow_prepare;
+    f->cfg.prepare_ctx = probe;
+    f->cfg.rewrote = cow_rewrote;
+    f->cfg.rewrote_ctx = probe;
+    floe__committer_free(f->c);
+    f->c = NULL;
+    CHECK_EQ_INT(floe__committer_new(&f->cfg, &f->c, NULL), FLOE_OK);
+}
+
 TEST(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_have_landed)
 {
     fix f;
@@ -462,21 +485,8 @@ TEST(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_
     cow_probe probe = {0};
     if (fix_open_with(&f, "cow", props) != 0)
         goto out;
-    CHECK_EQ_INT(commit(&f, 0, 1, 10), FLOE_OK);              /* ids 0..9 in one file */
-    floe__plan *p = NULL;
-    CHECK_EQ_INT(floe__table_plan(f.t, -1, &p, NULL), FLOE_OK);
     char old[512];
-    snprintf(old, sizeof old, "%s", p->data[0].f.file.path);
-    floe__plan_free(p);
-    CHECK_EQ_INT(floe__posdel_set_new(&probe.deletes, NULL), FLOE_OK);
-    CHECK_EQ_INT(floe__posdel_set_add(probe.deletes, old, 2, NULL), FLOE_OK);
-    CHECK_EQ_INT(floe__posdel_set_add(probe.deletes, old, 7, NULL), FLOE_OK);
-    f.cfg.prepare = cow_prepare;
-    f.cfg.prepare_ctx = &probe;
-    f.cfg.rewrote = cow_rewrote;
-    f.cfg.rewrote_ctx = &probe;
-    floe__committer_free(f.c);
-    CHECK_EQ_INT(floe__committer_new(&f.cfg, &f.c, NULL), FLOE_OK);
+    probed(&f, &probe, (const uint64_t[]){2, 7}, 2, old, sizeof old);
     sc_script(f.sc, SC_CONFLICT);                              /* attempt 1: refused */
     sc_script(f.sc, SC_LOST);                                  /* attempt 2: lands, no answer */
     CHECK_EQ_INT(commit(&f, 1, 2, 1), FLOE_OK);
@@ -508,18 +518,8 @@ TEST(merge_on_read_tables_get_deletes_not_rewrites)
     cow_probe probe = {0};
     if (fix_open(&f, "mor") != 0)
         goto out;
-    CHECK_EQ_INT(commit(&f, 0, 1, 10), FLOE_OK);
-    floe__plan *p = NULL;
-    CHECK_EQ_INT(floe__table_plan(f.t, -1, &p, NULL), FLOE_OK);
-    CHECK_EQ_INT(floe__posdel_set_new(&probe.deletes, NULL), FLOE_OK);
-    CHECK_EQ_INT(floe__posdel_set_add(probe.deletes, p->data[0].f.file.path, 2, NULL), FLOE_OK);
-    floe__plan_free(p);
-    f.cfg.prepare = cow_prepare;
-    f.cfg.prepare_ctx = &probe;
-    f.cfg.rewrote = cow_rewrote;
-    f.cfg.rewrote_ctx = &probe;
-    floe__committer_free(f.c);
-    CHECK_EQ_INT(floe__committer_new(&f.cfg, &f.c, NULL), FLOE_OK);
+    char old[512];
+    probed(&f, &probe, (const uint64_t[]){2}, 1, old, sizeof old);
     CHECK_EQ_INT(commit(&f, 1, 2, 1), FLOE_OK);
     CHECK_EQ_INT(probe.n_handed, 0);
     uint64_t rows;
