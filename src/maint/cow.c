@@ -31,7 +31,7 @@ static int keep_rest(floe__cow *w, const floe__posdel_set *deletes, size_t i, fl
                                     floe__posdel_set_positions(deletes, i), err);
 }
 
-/* The group: the plan's data files `deletes` names, in plan order. */
+/* The group: the plan's data files `deletes` names, in the order it names them. */
 static int gather(floe__cow *w, const floe__posdel_set *deletes, floe_error *err)
 {
     struct floe__cow_state *st = w->state;
