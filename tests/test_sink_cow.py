@@ -65,9 +65,10 @@ def sink_snapshots(sink):
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_copy_on_write_commits_rewrite_instead_of_deleting(tmp_path, version):
-    """Two runs (the second replays the first's snapshots from the table, not
-    from its log: the log cannot say where rewritten rows went); at no point
-    does the table hold a delete file, and every snapshot equals the model."""
+    """Two runs: the commits that delete rows of earlier files are overwrites
+    removing those files, no snapshot adds a delete of a row committed before
+    it (as Java reads the manifests), the current snapshot holds no delete
+    file after the first run, and every snapshot equals the model."""
     stream = Stream(41, steps=160, keys=40, burst=0.3)
     sink = CowSink(tmp_path, stream, version=version, interval=10)
     pv = progress_points(stream)
