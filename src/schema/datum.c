@@ -353,7 +353,7 @@ static int put_json_string(walk *w, const uint8_t *s, size_t n)
 }
 
 /* The decimal digits of |v| with `scale` of them after a point. */
-static size_t format_decimal(i128 v, int scale, char *buf)
+size_t floe__format_decimal(__int128 v, int scale, char *buf)
 {
     unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
     char digits[48];
@@ -407,7 +407,7 @@ static int put_float(walk *w, const floe__field *f, const uint8_t *p)
     return puts_(w, buf);
 }
 
-static size_t format_date(int64_t days, char *buf)
+size_t floe__format_date(int64_t days, char *buf)
 {
     int64_t y;
     unsigned m, d;
@@ -417,7 +417,7 @@ static size_t format_date(int64_t days, char *buf)
 
 /* "HH:MM:SS" and the fraction with trailing zeros cut; us in [0, 86400e6).
  * Writes at most 16 bytes (the date at most 24): callers leave room. */
-static size_t format_time(int64_t us, char *buf)
+size_t floe__format_time(int64_t us, char *buf)
 {
     int64_t s = us / 1000000, frac = us % 1000000;
     size_t n = (size_t)snprintf(buf, 16, "%02d:%02d:%02d", (int)(s / 3600), (int)(s / 60 % 60),
@@ -437,20 +437,20 @@ static int put_temporal(walk *w, const floe__field *f, const uint8_t *p)
     size_t n = 0;
     buf[n++] = '"';
     if (f->kind == FLOE_K_DATE) {
-        n += format_date((int32_t)floe__get_le32(p), buf + n);
+        n += floe__format_date((int32_t)floe__get_le32(p), buf + n);
     } else if (f->kind == FLOE_K_TIME) {
         int64_t us = (int64_t)floe__get_le64(p);
         if (us < 0 || us >= 86400000000LL)
             return walk_fail(w, "time is out of range");
-        n += format_time(us, buf + n);
+        n += floe__format_time(us, buf + n);
     } else {
         int64_t us = (int64_t)floe__get_le64(p);
         int64_t day = us / 86400000000LL, rem = us % 86400000000LL;
         if (rem < 0)
             rem += 86400000000LL, day--;
-        n += format_date(day, buf + n);
+        n += floe__format_date(day, buf + n);
         buf[n++] = ' ';
-        n += format_time(rem, buf + n);
+        n += floe__format_time(rem, buf + n);
         if (f->kind == FLOE_K_TIMESTAMPTZ)
             buf[n++] = 'Z';
     }
@@ -490,7 +490,7 @@ static int put_scalar(walk *w, const floe__field *f, const uint8_t *p)
     case FLOE_K_DOUBLE:
         return put_float(w, f, p);
     case FLOE_K_DECIMAL: {
-        size_t n = format_decimal(get_i128(p), f->scale, buf + 1);
+        size_t n = floe__format_decimal(get_i128(p), f->scale, buf + 1);
         if (f->decl == FLOE_D_UINT8)
             return put(w, buf + 1, n);
         buf[0] = '"';

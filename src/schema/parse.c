@@ -3,7 +3,8 @@
  * tree with Iceberg field ids.
  *
  *   columns := column ("," column)*
- *   column  := name type ["not" "null" | "null"]
+ *   column  := name type clause*
+ *   clause  := "not" "null" | "null" | "default" literal | "was" name
  *   name    := identifier | '"' chars '"'        ("" inside quotes is one ")
  *   type    := base ("[" [digits] "]")*         each [] wraps in a list
  *   base    := scalar | "numeric" "(" p ["," s] ")" | "varchar" ["(" n ")"]
@@ -22,11 +23,19 @@
  * elements are always nullable.  Map keys are always required.  Range
  * parts (lower, upper, the three flags) are all nullable.
  *
+ * Clauses, each at most once, in any order (columns and record fields):
+ * `default` sets the write-default of a primitive field (Iceberg format 3)
+ * to a JSON literal in Iceberg's single-value form (5, 2.50, "text",
+ * "2024-01-31", "2024-01-31T10:00:00", true; bytea and fixed as hex
+ * strings); `was` names the column's earlier name, a rename when the
+ * declaration evolves a table (SPEC.md section 4).
+ *
  * Bare `numeric` / `numrange` are errors: an Iceberg decimal needs a fixed
  * precision and scale.  varchar(n) is read as text (the length is not
  * enforced: Iceberg strings are unbounded and the source already enforced
  * it).  Nesting is capped at FLOE__SCHEMA_MAX_DEPTH levels.
  */
+#include <jansson.h>
 #include <stdio.h>
 
 #include "schema/schema_internal.h"
@@ -589,6 +598,94 @@ static int add_child(parser *ps, floe__field *parent, uint32_t *cap, floe__field
     return FLOE_OK;
 }
 
+/* The declared type's range where it is narrower than the Iceberg type's. */
+static bool in_decl_range(const floe__field *f, const uint8_t *p)
+{
+    int64_t v = f->kind == FLOE_K_INT ? (int32_t)floe__get_le32(p)
+                : f->kind == FLOE_K_LONG ? (int64_t)floe__get_le64(p) : 0;
+    switch (f->decl) {
+    case FLOE_D_SMALLINT: return v >= -32768 && v <= 32767;
+    case FLOE_D_UINT2: return v >= 0 && v <= 65535;
+    case FLOE_D_UINT4: return v >= 0 && v <= 4294967295LL;
+    case FLOE_D_UINT8: {
+        floe__i128 d;
+        memcpy(&d, p, 16);
+        return d >= 0;
+    }
+    default: return true;
+    }
+}
+
+/* "default" literal: the write-default of a primitive field. */
+static int parse_default(parser *ps, floe__field *f)
+{
+    skip_ws(ps);
+    const char *at = ps->p;
+    if (f->kind == FLOE_K_STRUCT || f->kind == FLOE_K_LIST || f->kind == FLOE_K_MAP)
+        return fail(ps, at, "only a column of a primitive type takes a default");
+    json_error_t je;
+    json_t *v = json_loadb(at, strlen(at), JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, &je);
+    if (!v)
+        return fail(ps, at, "expected a JSON literal after \"default\" (%s)", je.text);
+    size_t used = (size_t)je.position;
+    ps->p = at + used;
+    floe_error *sub = floe_error_new();
+    int rc = sub ? floe__default_from_json(f, v, json_is_number(v) ? at : NULL,
+                                           json_is_number(v) ? used : 0, &f->write_default,
+                                           &f->write_default_len, sub)
+                 : FLOE_OOM(ps->err);
+    json_decref(v);
+    if (rc == FLOE_OK && f->write_default && !in_decl_range(f, f->write_default))
+        rc = floe__err_set(sub, FLOE_ESCHEMA, "the default is out of range for the type");
+    if (rc != FLOE_OK && rc != FLOE_ENOMEM) {
+        const char *msg = floe_error_message(sub);
+        const char *colon = strstr(msg, "): ");
+        rc = fail(ps, at, "bad default: %s", colon ? colon + 3 : msg);
+    } else if (rc == FLOE_ENOMEM) {
+        rc = FLOE_OOM(ps->err);
+    }
+    floe_error_free(sub);
+    return rc;
+}
+
+/* The clauses after a column's type, each at most once. */
+static int parse_clauses(parser *ps, floe__field *f)
+{
+    bool nullability = false, dflt = false;
+    for (;;) {
+        skip_ws(ps);
+        const char *at = ps->p, *save = ps->p;
+        word w = read_word(ps);
+        if (w.n == 0) {
+            ps->p = save;
+            return FLOE_OK;
+        }
+        bool is_not = word_is(w, "not");
+        if (is_not || word_is(w, "null")) {
+            if (is_not && !accept_kw(ps, "null")) {
+                ps->p = save;
+                return FLOE_OK;
+            }
+            if (nullability)
+                return fail(ps, at, "nullability is given twice");
+            nullability = true;
+            f->required = is_not;
+        } else if (word_is(w, "default")) {
+            if (dflt)
+                return fail(ps, at, "two defaults");
+            dflt = true;
+            FLOE_FORWARD(parse_default(ps, f));
+        } else if (word_is(w, "was")) {
+            if (f->was)
+                return fail(ps, at, "\"was\" is given twice");
+            FLOE_FORWARD(read_name(ps, &f->was));
+        } else {
+            ps->p = save;
+            return FLOE_OK;
+        }
+    }
+}
+
 /* Columns (or record fields) up to `close` ('\0' = end of input). */
 static int parse_fields(parser *ps, floe__field *parent, int level, int *height, char close)
 {
@@ -610,7 +707,7 @@ static int parse_fields(parser *ps, floe__field *parent, int level, int *height,
         ps->path[ps->path_len++] = f->name;
         int h = 0;
         FLOE_FORWARD(parse_type(ps, f, level, &h));
-        parse_nullability(ps, &f->required);
+        FLOE_FORWARD(parse_clauses(ps, f));
         ps->path_len--;
         if (h > *height)
             *height = h;

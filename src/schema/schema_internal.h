@@ -101,6 +101,17 @@ typedef struct floe__field {
     int32_t length;          /* FIXED */
     uint32_t n_children;     /* STRUCT: fields; LIST: 1 (element); MAP: 2 (key, value) */
     struct floe__field *children;
+    /* Iceberg default values of a primitive struct field (format 3): the
+     * payload of a present slot in the row format (no tag byte), or NULL
+     * for a null default.  initial-default: what rows written before the
+     * field was added read; write-default: what a row that does not supply
+     * the field gets.  Owned by the field. */
+    uint8_t *initial_default, *write_default;
+    uint32_t initial_default_len, write_default_len;
+    char *doc;               /* Iceberg "doc", or NULL; owned */
+    /* Column lists only: the name the field had before ("b bigint was a"),
+     * a rename for schema evolution; NULL otherwise.  Owned. */
+    char *was;
 } floe__field;
 
 /* The public floe_schema: a root STRUCT field and the Iceberg schema id. */
@@ -108,6 +119,8 @@ struct floe_schema {
     floe__field root;        /* kind STRUCT, id 0, name "" */
     int32_t schema_id;
     int32_t highest_id;      /* the largest field id in the tree */
+    int32_t *identifier_ids; /* Iceberg identifier-field-ids (owned), or NULL */
+    uint32_t n_identifier_ids;
 };
 typedef struct floe_schema floe__schema;
 
@@ -156,9 +169,18 @@ int floe__field_copy(floe__field *dst, const floe__field *src, floe_error *err);
 /* A schema with an empty root struct (no columns yet, schema id 0). */
 int floe__schema_new(floe__schema **out, floe_error *err);
 int floe__schema_copy(const floe__schema *s, floe__schema **out, floe_error *err);
+/* Replace s's identifier-field-ids with a copy of ids[0..n). */
+int floe__schema_set_identifiers(floe__schema *s, const int32_t *ids, size_t n, floe_error *err);
 /* Number the fields depth-first, pre-order, from 1 (root keeps id 0) and set
  * highest_id. */
 void floe__schema_assign_ids(floe__schema *s);
+/* A hash of the tree's shape: field ids, kinds, fixed lengths and nesting
+ * (not names, nullability or decimal precision: what the row format's bytes
+ * of it depend on, and what they mean). */
+uint64_t floe__schema_fingerprint(const floe__schema *s);
+/* The same Iceberg schema: field ids, names, types, nullability, defaults,
+ * order and identifier fields (not schema ids, docs or declared types). */
+bool floe__schema_equal(const floe__schema *a, const floe__schema *b);
 /* The field with Iceberg id `id`, or NULL. */
 const floe__field *floe__schema_find_id(const floe__schema *s, int32_t id);
 /* "int", "decimal", "list", ... (no parameters). */
@@ -181,6 +203,26 @@ int floe__schema_to_jansson(const floe__schema *s, struct json_t **out, floe_err
 int floe__schema_from_jansson(const struct json_t *j, floe__schema **out, floe_error *err);
 int floe__schema_from_json(const char *text, size_t len, floe__schema **out, floe_error *err);
 
+/* ---- default values (default_value.c) ---------------------------------------
+ * Iceberg's initial-default / write-default of a field: JSON single-value
+ * form (Iceberg spec, Appendix D) <-> the payload kept on the field. */
+
+/* The payload of JSON value v for field f (primitive fields only; a null
+ * or absent v is no payload: *out NULL).  raw (may be NULL): a number's
+ * text, read exactly for decimals.  *out is the caller's (floe__free).
+ * FLOE_ESCHEMA naming the field and why when v does not fit; a non-null
+ * default of a record, list or map is FLOE_EUNSUPPORTED. */
+int floe__default_from_json(const floe__field *f, const struct json_t *v, const char *raw,
+                            size_t raw_len, uint8_t **out, uint32_t *out_len,
+                            floe_error *err);
+/* The JSON single-value form of a payload (NULL p: JSON null); NULL when
+ * out of memory or malformed.  Caller decrefs. */
+struct json_t *floe__default_to_json(const floe__field *f, const uint8_t *p, uint32_t len);
+/* Replace f's defaults with copies (NULL: null). */
+int floe__field_set_defaults(floe__field *f, const uint8_t *initial, uint32_t initial_len,
+                             const uint8_t *write, uint32_t write_len, floe_error *err);
+bool floe__default_equal(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen);
+
 /* ---- rows (datum.c) --------------------------------------------------------
  * Walkers over the row format above.  They never read outside [p, end). */
 
@@ -197,6 +239,58 @@ int floe__datum_validate(const floe__schema *s, const uint8_t *p, size_t n, floe
  * (FLOE_EINPUT otherwise). */
 int floe__datum_to_json(const floe__schema *s, const uint8_t *p, size_t n, floe__buf *out,
                         floe_error *err);
+
+/* ---- scalar text parsers (value_text.c) ------------------------------------
+ * Pure functions over a text span (the contents of a JSON string, or a JSON
+ * number token).  Each returns NULL on success or a static reason for a
+ * message. */
+
+typedef __int128 floe__i128;
+
+/* Exact decimal text: [+-] digits [. digits] [(e|E) [+-] digits] (at least one
+ * digit; ".5" and "5." are accepted), no blanks.  The value is scaled to
+ * `scale` fraction digits, rounding half away from zero (as PostgreSQL
+ * does); *inexact tells whether non-zero digits were dropped.  A result of
+ * `precision` or more digits is an overflow (reason starts with
+ * "overflow").  Never goes through a double. */
+const char *floe__parse_decimal(const char *s, size_t n, int precision, int scale,
+                                floe__i128 *out, bool *inexact);
+/* A JSON number token as double / float, correctly rounded; -0 is kept;
+ * values beyond the type's range are errors (underflow goes to 0). */
+const char *floe__parse_double(const char *s, size_t n, double *out);
+const char *floe__parse_float(const char *s, size_t n, float *out);
+/* "NaN", "Infinity", "-Infinity" (also "+Infinity", "inf", "-inf", any
+ * case): sets *out and returns true. */
+bool floe__parse_float_special(const char *s, size_t n, double *out);
+/* "YYYY-MM-DD", years 0001..9999 -> days since 1970-01-01. */
+const char *floe__parse_date(const char *s, size_t n, int32_t *days);
+/* "HH:MM:SS[.f]" (1-6 fraction digits) -> microseconds since midnight. */
+const char *floe__parse_time(const char *s, size_t n, int64_t *us);
+/* "YYYY-MM-DD HH:MM:SS[.f]" ('T' also accepted) -> microseconds since the
+ * epoch.  with_zone: a zone is required ("Z", "+HH:MM", "+HHMM", "+HH", or
+ * '-') and the result is UTC; otherwise a zone is an error.  The result must
+ * lie within 0001-01-01 .. 9999-12-31 (UTC). */
+const char *floe__parse_timestamp(const char *s, size_t n, bool with_zone, int64_t *us);
+
+/* ---- schema changes (convert.c) ------------------------------------------
+ * The row [row, row+len) of `from` as a row of `to` (its evolution),
+ * appended to out: fields matched by id, values promoted along Iceberg's
+ * widenings, fields `to` adds take their write-default or null.
+ * FLOE_EINCOMPATIBLE when a value cannot be carried (a type change Iceberg
+ * does not allow, null into a required field); out is unchanged then. */
+int floe__datum_convert(const floe__schema *from, const floe__schema *to, const uint8_t *row,
+                        size_t len, floe__buf *out, floe_error *err);
+
+/* ---- value text (datum.c) --------------------------------------------------
+ * The text forms datum.c prints, for other printers of single values. */
+/* The decimal digits of v with `scale` of them after a point ("-12.30"),
+ * NUL-terminated; buf holds at least 44 bytes.  Returns the length. */
+size_t floe__format_decimal(__int128 v, int scale, char *buf);
+/* "YYYY-MM-DD" of days since 1970-01-01 (at most 24 bytes with the NUL). */
+size_t floe__format_date(int64_t days, char *buf);
+/* "HH:MM:SS[.f]" of microseconds since midnight (in [0, 86400e6)), the
+ * fraction's trailing zeros cut; at most 16 bytes with the NUL. */
+size_t floe__format_time(int64_t us, char *buf);
 
 /* ---- calendar arithmetic (datum.c) ----------------------------------------
  * Proleptic Gregorian; days are counted from 1970-01-01. */

@@ -26,7 +26,22 @@ void floe__field_clear(floe__field *f)
         floe__field_clear(&f->children[i]);
     floe__free(f->children);
     floe__free(f->name);
+    floe__free(f->initial_default);
+    floe__free(f->write_default);
+    floe__free(f->doc);
+    floe__free(f->was);
     memset(f, 0, sizeof *f);
+}
+
+/* The field's own strings and defaults copied into dst (whose pointers
+ * were cleared). */
+static int copy_extras(floe__field *dst, const floe__field *src, floe_error *err)
+{
+    if ((src->doc && !(dst->doc = floe__strdup(src->doc))) ||
+        (src->was && !(dst->was = floe__strdup(src->was))))
+        return FLOE_OOM(err);
+    return floe__field_set_defaults(dst, src->initial_default, src->initial_default_len,
+                                    src->write_default, src->write_default_len, err);
 }
 
 int floe__field_copy(floe__field *dst, const floe__field *src, floe_error *err)
@@ -35,9 +50,14 @@ int floe__field_copy(floe__field *dst, const floe__field *src, floe_error *err)
     dst->name = NULL;
     dst->children = NULL;
     dst->n_children = 0;
+    dst->initial_default = dst->write_default = NULL;
+    dst->doc = dst->was = NULL;
     dst->name = floe__strdup(src->name ? src->name : "");
-    if (!dst->name)
-        return FLOE_OOM(err);
+    int rc = dst->name ? copy_extras(dst, src, err) : FLOE_OOM(err);
+    if (rc != FLOE_OK) {
+        floe__field_clear(dst);
+        return rc;
+    }
     if (src->n_children == 0)
         return FLOE_OK;
     dst->children = floe__calloc(src->n_children, sizeof(floe__field));
@@ -47,7 +67,7 @@ int floe__field_copy(floe__field *dst, const floe__field *src, floe_error *err)
     }
     for (uint32_t i = 0; i < src->n_children; i++) {
         dst->n_children = i + 1;     /* so clear() frees what is copied so far */
-        int rc = floe__field_copy(&dst->children[i], &src->children[i], err);
+        rc = floe__field_copy(&dst->children[i], &src->children[i], err);
         if (rc != FLOE_OK) {
             floe__field_clear(dst);
             return rc;
@@ -78,7 +98,24 @@ void floe_schema_free(floe_schema *schema)
     if (!schema)
         return;
     floe__field_clear(&schema->root);
+    floe__free(schema->identifier_ids);
     floe__free(schema);
+}
+
+int floe__schema_set_identifiers(floe__schema *s, const int32_t *ids, size_t n, floe_error *err)
+{
+    int32_t *copy = NULL;
+    if (n) {
+        FLOE_RETURN_IF(n > UINT32_MAX / 8, err, FLOE_ELIMIT, "too many identifier fields");
+        copy = floe__malloc(n * sizeof *copy);
+        if (!copy)
+            return FLOE_OOM(err);
+        memcpy(copy, ids, n * sizeof *copy);
+    }
+    floe__free(s->identifier_ids);
+    s->identifier_ids = copy;
+    s->n_identifier_ids = (uint32_t)n;
+    return FLOE_OK;
 }
 
 int floe__schema_copy(const floe__schema *s, floe__schema **out, floe_error *err)
@@ -93,6 +130,11 @@ int floe__schema_copy(const floe__schema *s, floe__schema **out, floe_error *err
     }
     c->schema_id = s->schema_id;
     c->highest_id = s->highest_id;
+    rc = floe__schema_set_identifiers(c, s->identifier_ids, s->n_identifier_ids, err);
+    if (rc != FLOE_OK) {
+        floe_schema_free(c);
+        return rc;
+    }
     *out = c;
     return FLOE_OK;
 }
@@ -336,7 +378,16 @@ static json_t *fields_to_json(const floe__field *f)
             json_object_set_new(o, "id", json_integer(c->id)) ||
             json_object_set_new(o, "name", json_string(c->name)) ||
             json_object_set_new(o, "required", json_boolean(c->required)) ||
-            json_object_set_new(o, "type", type_to_json(c))) {
+            json_object_set_new(o, "type", type_to_json(c)) ||
+            (c->doc && json_object_set_new(o, "doc", json_string(c->doc))) ||
+            (c->initial_default &&
+             json_object_set_new(o, "initial-default",
+                                 floe__default_to_json(c, c->initial_default,
+                                                       c->initial_default_len))) ||
+            (c->write_default &&
+             json_object_set_new(o, "write-default",
+                                 floe__default_to_json(c, c->write_default,
+                                                       c->write_default_len)))) {
             json_decref(arr);
             return NULL;
         }
@@ -395,6 +446,18 @@ int floe__schema_to_jansson(const floe__schema *s, struct json_t **out, floe_err
         json_object_set_new(o, "fields", fields_to_json(&s->root))) {
         json_decref(o);
         return FLOE_OOM(err);
+    }
+    if (s->n_identifier_ids) {
+        json_t *ids = json_array();
+        for (uint32_t i = 0; ids && i < s->n_identifier_ids; i++)
+            if (json_array_append_new(ids, json_integer(s->identifier_ids[i])) != 0) {
+                json_decref(ids);
+                ids = NULL;
+            }
+        if (json_object_set_new(o, "identifier-field-ids", ids) != 0) {
+            json_decref(o);
+            return FLOE_OOM(err);
+        }
     }
     *out = o;
     return FLOE_OK;
@@ -517,6 +580,26 @@ static int take_id(reader *r, const json_t *v, int32_t *id, const char *what, co
     return FLOE_OK;
 }
 
+/* A struct field's "doc", "initial-default" and "write-default". */
+static int field_extras_from_json(reader *r, floe__field *c, const json_t *o)
+{
+    const json_t *doc = json_object_get(o, "doc");
+    if (doc && !json_is_null(doc)) {
+        if (!json_is_string(doc))
+            return bad_json(r, "\"doc\" must be a string", c->name);
+        if (!(c->doc = floe__strdup(json_string_value(doc))))
+            return FLOE_OOM(r->err);
+    }
+    int rc = floe__default_from_json(c, json_object_get(o, "initial-default"), NULL, 0,
+                                     &c->initial_default, &c->initial_default_len, r->err);
+    if (rc == FLOE_OK)
+        rc = floe__default_from_json(c, json_object_get(o, "write-default"), NULL, 0,
+                                     &c->write_default, &c->write_default_len, r->err);
+    if (rc == FLOE_ESCHEMA)
+        return floe__err_recode(r->err, FLOE_EFORMAT, "Iceberg schema");
+    return rc;
+}
+
 /* Fills f->children from an array of Iceberg fields. */
 static int fields_from_json(reader *r, floe__field *f, const json_t *arr, int depth)
 {
@@ -550,6 +633,7 @@ static int fields_from_json(reader *r, floe__field *f, const json_t *arr, int de
         FLOE_FORWARD(take_id(r, json_object_get(o, "id"), &c->id, "a field needs a positive \"id\"",
                              c->name));
         FLOE_FORWARD(type_from_json(r, c, json_object_get(o, "type"), depth + 1));
+        FLOE_FORWARD(field_extras_from_json(r, c, o));
     }
     return FLOE_OK;
 }
@@ -640,6 +724,30 @@ static int check_unique_ids(reader *r, const floe__field *root)
     return rc;
 }
 
+static int identifiers_from_json(reader *r, floe__schema *s, const json_t *ids)
+{
+    if (!ids || json_is_null(ids))
+        return FLOE_OK;
+    if (!json_is_array(ids))
+        return bad_json(r, "\"identifier-field-ids\" must be an array", NULL);
+    size_t n = json_array_size(ids);
+    int32_t *v = floe__calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return FLOE_OOM(r->err);
+    int rc = FLOE_OK;
+    for (size_t i = 0; rc == FLOE_OK && i < n; i++) {
+        const json_t *x = json_array_get(ids, i);
+        if (!json_is_integer(x) || !floe__schema_find_id(s, (int32_t)json_integer_value(x)))
+            rc = bad_json(r, "an identifier field id is not a field of the schema", NULL);
+        else
+            v[i] = (int32_t)json_integer_value(x);
+    }
+    if (rc == FLOE_OK)
+        rc = floe__schema_set_identifiers(s, v, n, r->err);
+    floe__free(v);
+    return rc;
+}
+
 int floe__schema_from_jansson(const struct json_t *j, floe__schema **out, floe_error *err)
 {
     reader r = {err, 0};
@@ -660,6 +768,8 @@ int floe__schema_from_jansson(const struct json_t *j, floe__schema **out, floe_e
     }
     if (rc == FLOE_OK)
         rc = check_unique_ids(&r, &s->root);
+    if (rc == FLOE_OK)
+        rc = identifiers_from_json(&r, s, json_object_get(j, "identifier-field-ids"));
     if (rc != FLOE_OK) {
         floe_schema_free(s);
         return rc;
@@ -679,4 +789,51 @@ int floe__schema_from_json(const char *text, size_t len, floe__schema **out, flo
     int rc = floe__schema_from_jansson(j, out, err);
     json_decref(j);
     return rc;
+}
+
+/* ---- comparing -------------------------------------------------------------------------- */
+
+static uint64_t shape_hash(const floe__field *f, uint64_t h)
+{
+    uint8_t b[16];
+    floe__put_le32(b, (uint32_t)f->id);
+    floe__put_le32(b + 4, (uint32_t)f->kind);
+    floe__put_le32(b + 8, (uint32_t)f->length);
+    floe__put_le32(b + 12, f->n_children);
+    h = floe__hash64(b, sizeof b, h);
+    for (uint32_t i = 0; i < f->n_children; i++)
+        h = shape_hash(&f->children[i], h);
+    return h;
+}
+
+uint64_t floe__schema_fingerprint(const floe__schema *s)
+{
+    return shape_hash(&s->root, 0x666c6f65u);
+}
+
+static bool field_equal(const floe__field *a, const floe__field *b)
+{
+    if (a->id != b->id || a->kind != b->kind || a->required != b->required ||
+        strcmp(a->name, b->name) != 0 || a->n_children != b->n_children ||
+        (a->kind == FLOE_K_DECIMAL && (a->precision != b->precision || a->scale != b->scale)) ||
+        (a->kind == FLOE_K_FIXED && a->length != b->length) ||
+        !floe__default_equal(a->initial_default, a->initial_default_len, b->initial_default,
+                             b->initial_default_len) ||
+        !floe__default_equal(a->write_default, a->write_default_len, b->write_default,
+                             b->write_default_len))
+        return false;
+    for (uint32_t i = 0; i < a->n_children; i++)
+        if (!field_equal(&a->children[i], &b->children[i]))
+            return false;
+    return true;
+}
+
+bool floe__schema_equal(const floe__schema *a, const floe__schema *b)
+{
+    if (!field_equal(&a->root, &b->root) || a->n_identifier_ids != b->n_identifier_ids)
+        return false;
+    for (uint32_t i = 0; i < a->n_identifier_ids; i++)
+        if (a->identifier_ids[i] != b->identifier_ids[i])
+            return false;
+    return true;
 }

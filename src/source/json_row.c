@@ -25,9 +25,10 @@
  *   uuid      a string in 8-4-4-4-12 form, any case; stored lower-case (kind
  *        string) or as 16 bytes (kind uuid or fixed[16])
  *   bytea     base64 (standard alphabet, padded) in a string
- *   date, time, timestamp, timestamptz   strings, see json_value.c
+ *   date, time, timestamp, timestamptz   strings, see schema/value_text.c
  *   T[], list<T>   arrays
- *   record(...), ranges   objects: unknown key = error, missing = null
+ *   record(...), ranges   objects: unknown key = error, missing = null (or the
+ *                         field's write-default)
  *   map[text=>T]   objects; entries are stored sorted by key bytes (equal
  *        maps give equal rows); a repeated key is an error
  *   null      null, except in a not-null column, record field, list<T not
@@ -179,6 +180,39 @@ static inline int put_nulls(ctx *c, size_t n)
     FLOE_FORWARD(reserve(c, n));
     memset(c->out->data + c->out->len, FLOE_SLOT_NULL, n);
     c->out->len += n;
+    return FLOE_OK;
+}
+
+/* The slot of a field the object left out: its write-default, else null. */
+static inline size_t missing_len(const floe__field *f)
+{
+    return f->write_default ? 1 + (size_t)f->write_default_len : 1;
+}
+
+static inline uint8_t *put_missing_at(uint8_t *o, const floe__field *f)
+{
+    if (!f->write_default) {
+        *o = FLOE_SLOT_NULL;
+        return o + 1;
+    }
+    *o = FLOE_SLOT_PRESENT;
+    memcpy(o + 1, f->write_default, f->write_default_len);
+    return o + 1 + f->write_default_len;
+}
+
+/* The slots of children [from, to) of f, left out by the object. */
+static int put_missing(ctx *c, const floe__field *f, uint32_t from, uint32_t to)
+{
+    size_t need = 0;
+    for (uint32_t j = from; j < to; j++)
+        need += missing_len(&f->children[j]);
+    if (need == to - from)
+        return put_nulls(c, need);
+    FLOE_FORWARD(reserve(c, need));
+    uint8_t *o = c->out->data + c->out->len;
+    for (uint32_t j = from; j < to; j++)
+        o = put_missing_at(o, &f->children[j]);
+    c->out->len += need;
     return FLOE_OK;
 }
 
@@ -643,7 +677,7 @@ static int reorder(ctx *c, const floe__field *f, size_t frame, size_t base)
     size_t total = 0;
     for (uint32_t j = 0; j < f->n_children; j++) {
         const size_t *e = c->stk + frame + 2 * (size_t)j;
-        total += e[0] == UNSEEN ? 1 : e[1] - e[0];
+        total += e[0] == UNSEEN ? missing_len(&f->children[j]) : e[1] - e[0];
     }
     FLOE_FORWARD(reserve(c, total));
     uint8_t *d = c->out->data;
@@ -651,7 +685,7 @@ static int reorder(ctx *c, const floe__field *f, size_t frame, size_t base)
     for (uint32_t j = 0; j < f->n_children; j++) {
         const size_t *e = c->stk + frame + 2 * (size_t)j;
         if (e[0] == UNSEEN) {
-            d[o++] = FLOE_SLOT_NULL;
+            o = (size_t)(put_missing_at(d + o, &f->children[j]) - d);
         } else {
             memcpy(d + o, d + base + e[0], e[1] - e[0]);
             o += e[1] - e[0];
@@ -698,8 +732,8 @@ static int read_struct_body(ctx *c, const floe__field *f, const char **pp, bool 
         if (j < next) {
             in_order = false;
         } else {
-            if (in_order && j > next)
-                FLOE_FORWARD(put_nulls(c, j - next));    /* provisional nulls */
+            if (in_order && j > next)                    /* provisional */
+                FLOE_FORWARD(put_missing(c, f, next, j));
             next = j + 1;
         }
         size_t start = c->out->len - base;
@@ -715,14 +749,16 @@ static int read_struct_body(ctx *c, const floe__field *f, const char **pp, bool 
     }
     if (seen < n) {
         for (uint32_t j = 0; j < n; j++) {
-            if (f->children[j].required && c->stk[frame + 2 * (size_t)j] == UNSEEN) {
+            if (f->children[j].required && !f->children[j].write_default &&
+                c->stk[frame + 2 * (size_t)j] == UNSEEN) {
                 path_name(c, f->children[j].name);
                 return fail(c, p - 1, "missing value for a not-null %s",
                             top ? "column" : "field");
             }
         }
     }
-    int rc = in_order ? (next < n ? put_nulls(c, n - next) : FLOE_OK) : reorder(c, f, frame, base);
+    int rc = in_order ? (next < n ? put_missing(c, f, next, n) : FLOE_OK)
+                      : reorder(c, f, frame, base);
     c->stk_len = frame;
     *pp = p;
     return rc;

@@ -83,38 +83,6 @@ int floe__json_skip_value(const char *p, const char *end, const char **endp, flo
 int floe__json_compact_value(const char *p, const char *end, const char **endp, floe__buf *out,
                              floe_error *err);
 
-/* ---- scalar text parsers (json_value.c) ------------------------------------
- * Pure functions over a text span (the contents of a JSON string, or a JSON
- * number token).  Each returns NULL on success or a static reason for a
- * message. */
-
-typedef __int128 floe__i128;
-
-/* Exact decimal text: [+-] digits [. digits] [(e|E) [+-] digits] (at least one
- * digit; ".5" and "5." are accepted), no blanks.  The value is scaled to
- * `scale` fraction digits, rounding half away from zero (as PostgreSQL
- * does); *inexact tells whether non-zero digits were dropped.  A result of
- * `precision` or more digits is an overflow (reason starts with
- * "overflow").  Never goes through a double. */
-const char *floe__parse_decimal(const char *s, size_t n, int precision, int scale,
-                                floe__i128 *out, bool *inexact);
-/* A JSON number token as double / float, correctly rounded; -0 is kept;
- * values beyond the type's range are errors (underflow goes to 0). */
-const char *floe__parse_double(const char *s, size_t n, double *out);
-const char *floe__parse_float(const char *s, size_t n, float *out);
-/* "NaN", "Infinity", "-Infinity" (also "+Infinity", "inf", "-inf", any
- * case): sets *out and returns true. */
-bool floe__parse_float_special(const char *s, size_t n, double *out);
-/* "YYYY-MM-DD", years 0001..9999 -> days since 1970-01-01. */
-const char *floe__parse_date(const char *s, size_t n, int32_t *days);
-/* "HH:MM:SS[.f]" (1-6 fraction digits) -> microseconds since midnight. */
-const char *floe__parse_time(const char *s, size_t n, int64_t *us);
-/* "YYYY-MM-DD HH:MM:SS[.f]" ('T' also accepted) -> microseconds since the
- * epoch.  with_zone: a zone is required ("Z", "+HH:MM", "+HHMM", "+HH", or
- * '-') and the result is UTC; otherwise a zone is an error.  The result must
- * lie within 0001-01-01 .. 9999-12-31 (UTC). */
-const char *floe__parse_timestamp(const char *s, size_t n, bool with_zone, int64_t *us);
-
 /* ---- JSON rows (json_row.c) ------------------------------------------------ */
 
 /* Parses one JSON object at p (after optional whitespace) whose keys are the
@@ -136,17 +104,25 @@ int floe__json_parse_row(const floe__schema *s, const char *p, const char *end,
                          const char **endp, floe__buf *out, floe_error *err);
 
 /* ---- change records (changes.c) --------------------------------------------- */
-typedef enum floe__change_kind { FLOE__CHANGE_UPDATE = 1, FLOE__CHANGE_PROGRESS = 2 } floe__change_kind;
+typedef enum floe__change_kind {
+    FLOE__CHANGE_UPDATE = 1,
+    FLOE__CHANGE_PROGRESS = 2,
+    FLOE__CHANGE_SCHEMA = 3,
+} floe__change_kind;
 
 typedef struct floe__change {
     floe__change_kind kind;
-    uint64_t time;           /* UPDATE: its time; PROGRESS: the new frontier time */
+    uint64_t time;           /* UPDATE: its time; PROGRESS: the new frontier time; SCHEMA:
+                                when it takes effect */
     int64_t diff;            /* UPDATE */
     bool closed;             /* PROGRESS given as null or []: the input is complete */
+    size_t schema_at;        /* SCHEMA: the column list, a NUL-terminated string in `row` */
+    size_t key_at;           /* SCHEMA: the key columns in `row`; SIZE_MAX: not given */
 } floe__change;
 
 /* Parses one NDJSON change line [line, line+n): an update (its row appended
- * to `row` in the row format) or a progress record.  FLOE_EINPUT with the
+ * to `row` in the row format), a progress record, or a schema change (its
+ * strings appended to `row`).  FLOE_EINPUT with the
  * reason and byte offset for anything else; `row` is unchanged on failure. */
 int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__change *out,
                        floe__buf *row, floe_error *err);

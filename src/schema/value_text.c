@@ -1,9 +1,10 @@
 /*
- * json_value.c - text -> value parsers for scalar types: exact decimals,
+ * value_text.c - text -> value parsers for scalar types: exact decimals,
  * correctly rounded floats, dates, times and timestamps.
  *
  * These see only a span of text (a JSON number token or a string's
- * contents); the JSON structure around them is json_row.c's business.
+ * contents); the JSON structure around them is the caller's business (json_row.c for
+ * input rows, type.c for Iceberg's default values).
  *
  * Floats: a number with at most 19 significant digits whose mantissa is
  * below 2^53 and whose decimal exponent is within +-22 is converted with one
@@ -16,7 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "source/source_internal.h"
+#include "schema/schema_internal.h"
 
 static inline bool is_digit(char c) { return (unsigned)(c - '0') <= 9; }
 
