@@ -80,4 +80,36 @@ void floe__schema_adopt_decl(floe__field *t, const floe__field *d);
 int floe__schema_project(const floe__schema *s, const char *const *names, size_t n,
                          floe__schema **out, floe_error *err);
 
+/* ---- schema evolution (schema_evolve.c) ------------------------------------------------ */
+
+/* A table's schema evolved into a declared one (SPEC.md section 4). */
+typedef struct floe__evolution {
+    floe__schema *schema;        /* the evolved schema (owned): the table's field ids for
+                                    the fields it keeps, fresh ones above the table's
+                                    last-column-id for those it adds, the declared source
+                                    types; schema_id is the table's (the catalog assigns
+                                    the new one) */
+    int32_t last_column_id;      /* the table's last-column-id after it */
+    bool changed;                /* the Iceberg schema differs from the table's */
+    floe__buf summary;           /* what changed, for people ("added c (long); renamed a
+                                    to b; ..."); empty when nothing did */
+} floe__evolution;
+
+/* Match the declared schema against the table's by name (a declared `was`
+ * is a rename) and evolve by the Iceberg spec's rules for `format_version`
+ * (see schema_evolve.c).  FLOE_EINCOMPATIBLE naming the column and the rule
+ * a change breaks (narrowing, an incompatible type, a new not-null column
+ * without a default, optional -> required, dropping an identifier field).
+ * *out is the caller's to clear, on success only. */
+int floe__schema_evolve(const floe__schema *table, int32_t last_column_id, int format_version,
+                        const floe__schema *declared, floe__evolution *out, floe_error *err);
+void floe__evolution_clear(floe__evolution *out);
+/* The table property schema.name-mapping.default after an evolution to
+ * `to`: a renamed field's new name added to its names (the old ones stay:
+ * files written before may carry them), an added field mapped, a dropped
+ * one kept (as Java's UpdateSchema does).  *out NULL when `mapping` is
+ * NULL; a mapping that is not a JSON list is FLOE_EFORMAT.  Caller frees. */
+int floe__name_mapping_update(const char *mapping, const floe__schema *to, char **out,
+                              floe_error *err);
+
 #endif /* FLOE_ICEBERG_INTERNAL_H */

@@ -19,8 +19,9 @@
  * added-rows (a first-row-id below next-row-id is a stale snapshot:
  * FLOE_ECONFLICT).
  *
- * Schemas, partition specs and sort orders stay JSON values here: this
- * layer does not depend on the type tree (src/schema converts).
+ * Schemas, partition specs and sort orders stay JSON values here (src/schema
+ * converts); only telling two schemas the same (add-schema reuses an equal
+ * one) parses them into type trees.
  *
  * Updates and requirements use the JSON shapes of the Iceberg REST catalog
  * OpenAPI (TableUpdate with "action", TableRequirement with "type"), so one
@@ -179,6 +180,11 @@ int floe__metadata_creation_updates(const floe__table_def *def, json_t **out, fl
  * empty table.  def->location is required. */
 int floe__metadata_create(const floe__table_def *def, int64_t now_ms, floe__metadata **out,
                           floe_error *err);
+
+/* The schema id an add-schema of `schema` gets in md (as Java's
+ * TableMetadata builder assigns it): that of a schema with the same fields
+ * and identifier field ids, else one above every schema id. */
+int32_t floe__metadata_schema_id_for(const floe__metadata *md, const json_t *schema);
 
 /* Check a JSON array of requirements against `base` (NULL: the table does
  * not exist).  A failed requirement is FLOE_ECONFLICT saying which and why;

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "iceberg/metadata_internal.h"
+#include "schema/schema_internal.h"
 
 typedef struct added_id {
     bool have;
@@ -289,9 +290,20 @@ static int up_upgrade_format_version(apply_ctx *a, const json_t *u)
 /* ---- schemas, specs, sort orders ----------------------------------------------- */
 
 /* Two schemas are the same when their fields and identifier field ids
- * (absent = none) agree; ids and other keys do not matter. */
+ * (absent = none) agree; ids and other keys do not matter.  Compared as
+ * schemas where both parse (writers spell types differently:
+ * "decimal(10, 2)", "decimal(10,2)"), else as JSON. */
 static bool same_schema(const json_t *x, const json_t *y)
 {
+    floe__schema *a = NULL, *b = NULL;
+    if (floe__schema_from_jansson(x, &a, NULL) == FLOE_OK &&
+        floe__schema_from_jansson(y, &b, NULL) == FLOE_OK) {
+        bool same = floe__schema_equal(a, b);
+        floe_schema_free(a);
+        floe_schema_free(b);
+        return same;
+    }
+    floe_schema_free(a);
     if (!json_equal(json_object_get(x, "fields"), json_object_get(y, "fields")))
         return false;
     const json_t *ix = json_object_get(x, "identifier-field-ids");
@@ -299,6 +311,17 @@ static bool same_schema(const json_t *x, const json_t *y)
     if (json_array_size(ix) == 0 && json_array_size(iy) == 0)
         return true;
     return ix && iy && json_equal(ix, iy);
+}
+
+int32_t floe__metadata_schema_id_for(const floe__metadata *md, const json_t *schema)
+{
+    const json_t *list = floe__metadata_schemas(md);
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+        if (same_schema(e, schema))
+            return (int32_t)doc_int(e, "schema-id", 0);
+    return next_id(list, "schema-id", 0);
 }
 
 static int up_add_schema(apply_ctx *a, const json_t *u)
