@@ -198,10 +198,19 @@ static int group(asm_ctx *a, const floe__pq_rnode *nd, uint8_t rep)
     return entries(a, nd, c, rep);
 }
 
+/* A field the file lacks: its initial-default, else null. */
+static int absent(asm_ctx *a, const floe__field *f)
+{
+    if (!f || !f->initial_default)
+        return put_byte(a->out, FLOE_SLOT_NULL, a->err);
+    FLOE_FORWARD(put_byte(a->out, FLOE_SLOT_PRESENT, a->err));
+    return floe__buf_append(a->out, f->initial_default, f->initial_default_len, a->err);
+}
+
 static int node(asm_ctx *a, const floe__pq_rnode *nd, uint8_t rep)
 {
     switch (nd->shape) {
-    case PQ_R_ABSENT: return put_byte(a->out, FLOE_SLOT_NULL, a->err);
+    case PQ_R_ABSENT: return absent(a, nd->f);
     case PQ_R_PRIM: return leaf(a, nd, rep);
     default: return group(a, nd, rep);
     }
@@ -385,10 +394,12 @@ static int flat_chunk(floe__pq_reader *r, chunk *ch, floe__buf *out, size_t *res
     memset(ch->size, 0, ch->rows * sizeof ch->size[0]);
     for (uint32_t k = 0; k < root->n_children; k++) {
         size_t bad = SIZE_MAX;
-        if (ops[k] == FW_ABSENT)
+        if (ops[k] == FW_ABSENT) {
+            const floe__field *f = fields[k].f;
+            size_t w = 1 + (f->initial_default ? f->initial_default_len : 0);
             for (size_t i = 0; i < ch->rows; i++)
-                ch->size[i] += 1;
-        else
+                ch->size[i] += w;
+        } else
             bad = size_field(ch, &r->cols[fields[k].col_begin], ops[k], fields[k].required);
         if (bad != SIZE_MAX)
             return flat_required(r, pos + bad, k, err);
@@ -403,8 +414,16 @@ static int flat_chunk(floe__pq_reader *r, chunk *ch, floe__buf *out, size_t *res
     uint8_t *restrict o = out->data + out->len;
     for (uint32_t k = 0; k < root->n_children; k++) {
         if (ops[k] == FW_ABSENT) {
-            for (size_t i = 0; i < ch->rows; i++)
-                o[ch->at[i]++] = FLOE_SLOT_NULL;
+            const floe__field *f = fields[k].f;
+            for (size_t i = 0; i < ch->rows; i++) {
+                if (!f->initial_default) {
+                    o[ch->at[i]++] = FLOE_SLOT_NULL;
+                    continue;
+                }
+                o[ch->at[i]++] = FLOE_SLOT_PRESENT;
+                memcpy(o + ch->at[i], f->initial_default, f->initial_default_len);
+                ch->at[i] += f->initial_default_len;
+            }
             continue;
         }
         put_field(ch, &r->cols[fields[k].col_begin], ops[k], o);

@@ -60,6 +60,11 @@ void floe__file_metrics_free(floe__file_metrics *m);
 int floe__pq_writer_new(const floe__schema *s, const floe_parquet_options *o,
                         floe__output *out, floe__pq_writer **w, floe_error *err);
 
+/* A key_value_metadata entry of the footer (copied), e.g. Iceberg's
+ * "iceberg.schema"; at most FLOE__PQ_MAX_KV (4) of them (FLOE_ELIMIT). */
+int floe__pq_writer_add_kv(floe__pq_writer *w, const char *key, const char *value,
+                           floe_error *err);
+
 /* Append one row in the row format.  A row of the wrong shape (truncated,
  * a bad slot tag, null in a required field, a decimal that does not fit its
  * precision's storage, trailing bytes) is FLOE_EINPUT and leaves the writer

@@ -321,6 +321,8 @@ typedef struct floe__pq_snap {
     size_t n_levels, n_vals, vals_len;
 } floe__pq_snap;
 
+#define FLOE__PQ_MAX_KV 4
+
 struct floe__pq_writer {
     const floe__schema *schema;
     floe_parquet_options opts;
@@ -358,6 +360,10 @@ struct floe__pq_writer {
     size_t n_rgs, cap_rgs;
     floe__pq_chunk **rg_chunks;     /* per row group: n_cols chunks */
     uint64_t *rg_rows_list;
+
+    /* key_value_metadata of the footer (strings in `arena`) */
+    const char *kv[2 * FLOE__PQ_MAX_KV];
+    size_t n_kv;
 };
 
 /* The page's PLAIN values in c->vals. */

@@ -7,8 +7,9 @@
  * matched by field id among the children of the group their parent
  * matched; without any field id in the file, by name.  List elements and
  * map keys and values are matched by position (fschema.c finds them, legacy
- * forms included).  A field the file lacks is ABSENT and reads as null (a
- * required one is an error here, at open).
+ * forms included).  A field the file lacks is ABSENT and reads as its
+ * initial-default, else null (a required one without a default is an error
+ * here, at open).
  *
  * Levels (see floe__pq_rnode): a field is null when its anchor column's
  * definition level is below the level of the file node it matched; a list or
@@ -224,8 +225,8 @@ static int plan_node(plan *p, size_t at, const floe__field *f, uint32_t fnode, b
     nd->col_begin = (uint32_t)r->n_cols;
     int rc;
     if (fnode == PQ_NONE) {
-        nd->shape = PQ_R_ABSENT;
-        FLOE_RETURN_IF(nd->required, p->err, FLOE_EINCOMPATIBLE,
+        nd->shape = PQ_R_ABSENT;           /* null, or its initial-default */
+        FLOE_RETURN_IF(nd->required && !f->initial_default, p->err, FLOE_EINCOMPATIBLE,
                        "column %s (field id %d) is required, but the file does not have it",
                        p->path, (int)f->id);
         rc = FLOE_OK;

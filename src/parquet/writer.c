@@ -258,6 +258,21 @@ int floe__pq_write_row(floe__pq_writer *w, const uint8_t *row, size_t len, floe_
 
 /* ---- footer -------------------------------------------------------------------- */
 
+int floe__pq_writer_add_kv(floe__pq_writer *w, const char *key, const char *value,
+                           floe_error *err)
+{
+    FLOE_RETURN_IF(w->n_kv >= FLOE__PQ_MAX_KV, err, FLOE_ELIMIT,
+                   "parquet: more than %d key-value metadata entries", FLOE__PQ_MAX_KV);
+    const char *k = floe__arena_strndup(w->arena, key, strlen(key));
+    const char *v = floe__arena_strndup(w->arena, value, strlen(value));
+    if (!k || !v)
+        return FLOE_OOM(err);
+    w->kv[2 * w->n_kv] = k;
+    w->kv[2 * w->n_kv + 1] = v;
+    w->n_kv++;
+    return FLOE_OK;
+}
+
 static void encoding_stat(floe__tc *t, int page_type, int encoding, uint32_t count)
 {
     floe__tc_elem_struct_begin(t);
@@ -351,6 +366,15 @@ static int write_footer(floe__pq_writer *w, floe_error *err)
     floe__tc_list_begin(&t, 4, TC_STRUCT, w->n_rgs);
     for (size_t r = 0; r < w->n_rgs; r++)
         row_group(w, &t, r);
+    if (w->n_kv) {
+        floe__tc_list_begin(&t, 5, TC_STRUCT, w->n_kv);
+        for (size_t i = 0; i < w->n_kv; i++) {
+            floe__tc_elem_struct_begin(&t);
+            floe__tc_string(&t, 1, w->kv[2 * i]);
+            floe__tc_string(&t, 2, w->kv[2 * i + 1]);
+            floe__tc_struct_end(&t);
+        }
+    }
     floe__tc_string(&t, 6, "floe version " FLOE_VERSION_STRING);
     floe__tc_list_begin(&t, 7, TC_STRUCT, w->n_cols);
     for (size_t i = 0; i < w->n_cols; i++) {
