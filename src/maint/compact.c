@@ -545,6 +545,7 @@ void floe__compaction_clear(floe__compaction *c)
     floe__deleted_free(c->deleted);
     floe__plan_free(c->plan);
     floe_schema_free(c->rows);
+    floe_schema_free(c->schema);
     floe__buf_free(&c->key);
     floe__buf_free(&c->row);
 }
@@ -558,6 +559,7 @@ int floe__compaction_start(floe__compaction *c, floe_error *err)
         c->wopts.target_file_size = c->o->target_file_size;
     const floe__snapshot *s = floe__metadata_current_snapshot(md);
     c->start_seq = s ? s->sequence_number : 0;
+    FLOE_FORWARD(floe__table_current_schema(c->t, &c->schema, err));
     FLOE_FORWARD(floe__compact_row_schema(c, err));
     FLOE_FORWARD(floe__table_plan(c->t, -1, &c->plan, err));
     c->eq = floe__calloc(c->plan->n_deletes + 1, sizeof *c->eq);

@@ -26,6 +26,8 @@ typedef struct floe__compaction {
     floe__table *t;
     const floe__compact_options *o;
     floe__compact_result *res;
+    floe__schema *schema;            /* the table's current schema as loaded (files of any
+                                        older schema are read into it, by field id) */
     floe__schema *rows;              /* rows as read and written: the table's columns, then on
                                         v3 the row lineage fields (_row_id,
                                         _last_updated_sequence_number), which move with them */
@@ -54,7 +56,7 @@ int floe__compact_removals(const floe__compaction *c, const char *const *paths, 
                            const floe__plan *p, const char ***out, size_t *n_out,
                            uint64_t *dropped, floe_error *err);
 
-/* c->rows for the table c->t (compact_rewrite.c). */
+/* c->rows for c->schema (compact_rewrite.c). */
 int floe__compact_row_schema(floe__compaction *c, floe_error *err);
 
 /* Rewrite group g's data files into new data files appended to `out`

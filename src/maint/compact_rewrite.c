@@ -24,11 +24,10 @@
 
 /* ---- equality delete sets ---------------------------------------------------------------- */
 
-/* The projection of t's schema onto an equality delete file's columns. */
-static int eq_schema(const floe__table *t, const floe__content_file *eq, floe__schema **out,
+/* The projection of the table's schema onto an equality delete file's columns. */
+static int eq_schema(const floe__schema *s, const floe__content_file *eq, floe__schema **out,
                      floe_error *err)
 {
-    const floe__schema *s = t->schema;
     const char **names = floe__calloc(eq->n_equality_ids ? eq->n_equality_ids : 1,
                                       sizeof *names);
     if (!names)
@@ -56,7 +55,7 @@ static int add_key(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe
 static int read_eq_set(floe__compaction *c, const floe__plan_file *eq, floe__eq_set *out,
                        floe_error *err)
 {
-    FLOE_FORWARD(eq_schema(c->t, &eq->file, &out->schema, err));
+    FLOE_FORWARD(eq_schema(c->schema, &eq->file, &out->schema, err));
     FLOE_FORWARD(floe__byteset_new(&out->keys, err));
     int rc = floe__file_rows_each(c->t->io, eq->file.path, out->schema, add_key, out->keys, err);
     return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "reading equality deletes %s",
@@ -118,7 +117,7 @@ static int add_long_field(floe__schema *s, const char *name, int32_t id, floe_er
 
 int floe__compact_row_schema(floe__compaction *c, floe_error *err)
 {
-    FLOE_FORWARD(floe__schema_copy(c->t->schema, &c->rows, err));
+    FLOE_FORWARD(floe__schema_copy(c->schema, &c->rows, err));
     if (floe__metadata_format_version(c->t->loaded->metadata) < 3)
         return FLOE_OK;
     floe__field *root = &c->rows->root;
@@ -132,7 +131,7 @@ int floe__compact_row_schema(floe__compaction *c, floe_error *err)
 
 static bool has_lineage(const floe__compaction *c)
 {
-    return c->rows->root.n_children > c->t->schema->root.n_children;
+    return c->rows->root.n_children > c->schema->root.n_children;
 }
 
 /* A long slot of the row format: present with v, or null when !present. */
@@ -160,7 +159,7 @@ static int with_lineage(const floe__compaction *c, const floe__plan_file *from,
                         const uint8_t *row, size_t len, uint64_t pos, floe__buf *out,
                         floe_error *err)
 {
-    const floe__schema *s = c->t->schema;
+    const floe__schema *s = c->schema;
     const uint8_t *p = row, *end = row + len;
     for (uint32_t i = 0; i < s->root.n_children && p; i++)
         p = floe__datum_skip(&s->root.children[i], p, end);
@@ -195,7 +194,7 @@ static int deleted_by_eq(floe__compaction *c, const filtering *x, const uint8_t 
                          size_t len, bool *gone, floe_error *err)
 {
     for (size_t i = 0; i < x->n_eq && !*gone; i++) {
-        FLOE_FORWARD(project(c->t->schema, x->eq[i]->schema, row, len, &c->key, err));
+        FLOE_FORWARD(project(c->schema, x->eq[i]->schema, row, len, &c->key, err));
         *gone = floe__byteset_has(x->eq[i]->keys, c->key.data, c->key.len);
     }
     return FLOE_OK;

@@ -433,8 +433,7 @@ static int rewrite_one(floe__attempt *a, uint32_t mi, int k, floe_error *err)
         floe__content_file_clear(&es.items[j].file);
     }
     es.n = n;
-    const json_t *schema = floe__metadata_schema_by_id(a->md, a->t->schema_id);
-    floe__manifest_meta m = {schema ? schema : floe__metadata_current_schema(a->md), spec,
+    floe__manifest_meta m = {a->schema_json, spec,
                              mf->content == 1, a->snapshot_id, a->seq};
     char name[64];
     snprintf(name, sizeof name, "%s-r%d.avro", a->uuid, k);

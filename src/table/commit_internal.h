@@ -39,6 +39,10 @@ typedef struct floe__attempt {
                                         sorted: entries this commit marks DELETED */
     size_t n_removed;
     floe__commit_counts added, gone;
+    int32_t schema_id;               /* the snapshot's schema: the request's (added), else
+                                        the table's current one */
+    const json_t *schema_json;       /* ... as JSON, for the manifests */
+    json_t *new_schema;              /* the request's schema as JSON with its id (owned) */
 } floe__attempt;
 
 /* Plan the parent, find the files req->remove names (and the DVs and

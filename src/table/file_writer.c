@@ -48,7 +48,27 @@ struct floe__file_writer {
     uint64_t rows;
     floe__content_list done;         /* finished files, in order */
     int broken;                      /* a failure that ruins the writer */
+    char *schema_json;               /* the footer's iceberg.schema: the schema the rows are
+                                        written with (data and equality delete files) */
 };
+
+/* Java Iceberg's writers record the schema a Parquet file was written with
+ * in its footer as "iceberg.schema"; floe's do too. */
+static int schema_text(const floe__schema *s, char **out, floe_error *err)
+{
+    json_t *j;
+    FLOE_FORWARD(floe__schema_to_jansson(s, &j, err));
+    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
+    *out = n ? floe__malloc(n + 1) : NULL;
+    if (*out && json_dumpb(j, *out, n, JSON_COMPACT) == n)
+        (*out)[n] = '\0';
+    else if (*out) {
+        floe__free(*out);
+        *out = NULL;
+    }
+    json_decref(j);
+    return *out ? FLOE_OK : FLOE_OOM(err);
+}
 
 /* ---- data and equality delete files ------------------------------------------------------ */
 
@@ -105,6 +125,8 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
             memcpy(w->eq_ids, eq_ids, n_eq_ids * sizeof *eq_ids);
         w->n_eq_ids = n_eq_ids;
     }
+    if (rc == FLOE_OK && content != FLOE_CONTENT_POSITION_DELETES)
+        rc = schema_text(file_schema, &w->schema_json, err);
     uint8_t u[16];
     if (rc == FLOE_OK)
         rc = floe__uuid_random(u, err);
@@ -128,6 +150,11 @@ static int open_file(floe__file_writer *w, floe_error *err)
     int rc = floe__fileio_open_output(w->t->io, path, &o, err);
     if (rc == FLOE_OK)
         rc = floe__pq_writer_new(w->schema, &w->pq, o, &w->cur, err);
+    if (rc == FLOE_OK && w->schema_json &&
+        (rc = floe__pq_writer_add_kv(w->cur, "iceberg.schema", w->schema_json, err)) != FLOE_OK) {
+        floe__pq_writer_abort(w->cur);
+        w->cur = NULL;
+    }
     if (rc != FLOE_OK) {
         floe__free(path);
         return floe__err_wrap(err, rc, "opening %s", name);
@@ -215,6 +242,7 @@ static void free_writer(floe__file_writer *w, bool remove_files)
     floe__content_list_clear(&w->done);
     floe__free(w->eq_ids);
     floe__free(w->prefix);
+    floe__free(w->schema_json);
     floe__free(w);
 }
 

@@ -94,9 +94,7 @@ static int write_merged(merging *g, const bin *b, floe_error *err)
     const floe__manifest_file *first = &a->list.items[g->cand[b->from]];
     floe__manifest_entries es = {0};
     int rc = gather(g, b, &es, err);
-    const json_t *schema = floe__metadata_schema_by_id(a->md, a->t->schema_id);
-    floe__manifest_meta m = {schema ? schema : floe__metadata_current_schema(a->md),
-                             floe__metadata_spec_by_id(a->md, first->spec_id),
+    floe__manifest_meta m = {a->schema_json, floe__metadata_spec_by_id(a->md, first->spec_id),
                              first->content == 1, a->snapshot_id, a->seq};
     char name[64];
     snprintf(name, sizeof name, "%s-g%d.avro", a->uuid, g->written);

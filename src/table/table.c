@@ -99,7 +99,9 @@ static int setup(floe__table *t, const floe__schema *declared, floe_error *err)
     const floe__metadata *md = t->loaded->metadata;
     FLOE_FORWARD_CTX(floe__schema_from_jansson(floe__metadata_current_schema(md), &t->schema,
                                                err), err, "the table's current schema");
-    if (declared) {
+    if (declared && !t->created && !t->compare) {
+        /* the caller evolves the table to the declaration */
+    } else if (declared) {
         FLOE_FORWARD(floe__schema_compatible(declared, t->schema, err));
         floe__schema_adopt_decl(&t->schema->root, &declared->root);
     }
@@ -119,6 +121,14 @@ int floe__table_open_v(floe__catalog *c, floe__fileio *io, const char *ns, const
                        const floe__schema *declared, const json_t *create_properties,
                        int format_version, floe__table **out, floe_error *err)
 {
+    return floe__table_open_x(c, io, ns, name, declared, create_properties, format_version, true,
+                              out, err);
+}
+
+int floe__table_open_x(floe__catalog *c, floe__fileio *io, const char *ns, const char *name,
+                       const floe__schema *declared, const json_t *create_properties,
+                       int format_version, bool compare, floe__table **out, floe_error *err)
+{
     FLOE_RETURN_IF(!c || !io || !ns || !name || !*ns || !*name, err, FLOE_EINVAL,
                    "opening a table needs a catalog, a FileIO, a namespace and a name");
     FLOE_RETURN_IF(format_version != 0 && format_version != 2 && format_version != 3, err,
@@ -129,6 +139,7 @@ int floe__table_open_v(floe__catalog *c, floe__fileio *io, const char *ns, const
         return FLOE_OOM(err);
     t->catalog = c;
     t->io = io;
+    t->compare = compare;
     t->ns = floe__strdup(ns);
     t->name = floe__strdup(name);
     int rc = t->ns && t->name ? FLOE_OK : FLOE_OOM(err);
@@ -137,6 +148,7 @@ int floe__table_open_v(floe__catalog *c, floe__fileio *io, const char *ns, const
     if (rc == FLOE_ENOTFOUND && declared) {
         floe_error_clear(err);
         rc = create(t, declared, create_properties, format_version, err);
+        t->created = rc == FLOE_OK;
     }
     if (rc == FLOE_OK)
         rc = setup(t, declared, err);
@@ -194,5 +206,37 @@ int floe__table_update(floe__table *t, const json_t *requirements, const json_t 
                      err, "updating table %s.%s", t->ns, t->name);
     floe__loaded_table_free(t->loaded);
     t->loaded = next;
+    return FLOE_OK;
+}
+
+/* ---- schemas ------------------------------------------------------------------------------------ */
+
+int floe__table_schema_id_for(const floe__table *t, const floe__schema *s, int32_t *out,
+                              floe_error *err)
+{
+    json_t *j;
+    FLOE_FORWARD(floe__schema_to_jansson(s, &j, err));
+    *out = floe__metadata_schema_id_for(t->loaded->metadata, j);
+    json_decref(j);
+    return FLOE_OK;
+}
+
+int floe__table_adopt_schema(floe__table *t, const floe__schema *schema, floe_error *err)
+{
+    int32_t id = floe__metadata_current_schema_id(t->loaded->metadata);
+    floe__schema *copy;
+    FLOE_FORWARD(floe__schema_copy(schema, &copy, err));
+    copy->schema_id = id;
+    floe_schema_free(t->schema);
+    t->schema = copy;
+    t->schema_id = id;
+    return FLOE_OK;
+}
+
+int floe__table_current_schema(const floe__table *t, floe__schema **out, floe_error *err)
+{
+    const floe__metadata *md = t->loaded->metadata;
+    FLOE_FORWARD_CTX(floe__schema_from_jansson(floe__metadata_current_schema(md), out, err), err,
+                     "the current schema of %s.%s", t->ns, t->name);
     return FLOE_OK;
 }

@@ -73,6 +73,7 @@ static void attempt_cleanup(attempt *a, bool remove_files)
     floe__manifest_list_clear(&a->list);
     floe__content_list_clear(&a->written);
     floe__plan_free(a->plan);
+    json_decref(a->new_schema);
     floe__free(a->removed);
     floe__free(a->merged);
     floe__free(a->dir);
@@ -187,9 +188,8 @@ static int write_manifest(attempt *a, bool deletes, floe_error *err)
         floe__free(es);
         return FLOE_OK;
     }
-    const json_t *schema = floe__metadata_schema_by_id(a->md, a->t->schema_id);
     floe__manifest_meta m = {
-        .schema = schema ? schema : floe__metadata_current_schema(a->md),
+        .schema = a->schema_json,
         .spec = floe__metadata_default_spec(a->md),
         .deletes = deletes,
         .snapshot_id = a->snapshot_id,
@@ -392,6 +392,45 @@ static int build_summary(attempt *a, floe_error *err)
 
 /* ---- the catalog commit ---------------------------------------------------------------------- */
 
+static int insert_at(json_t *arr, size_t at, json_t *v, floe_error *err)
+{
+    return v && json_array_insert_new(arr, at, v) == 0 ? FLOE_OK : FLOE_OOM(err);
+}
+
+/* The request's schema change: its updates before add-snapshot, so the
+ * snapshot names a schema the metadata has, and the requirements that
+ * nobody evolved the table meanwhile. */
+static int schema_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
+{
+    const floe__metadata *md = a->md;
+    int32_t last = floe__metadata_last_column_id(md);
+    if (a->req->last_column_id > last)
+        last = a->req->last_column_id;
+    FLOE_FORWARD(insert_at(ups, 0, json_pack("{s:s, s:O, s:i}", "action", "add-schema",
+                                             "schema", a->new_schema, "last-column-id",
+                                             (int)last), err));
+    FLOE_FORWARD(insert_at(ups, 1, json_pack("{s:s, s:i}", "action", "set-current-schema",
+                                             "schema-id", -1), err));
+    const char *mapping = floe__metadata_property(md, "schema.name-mapping.default");
+    char *updated = NULL;
+    FLOE_FORWARD(floe__name_mapping_update(mapping, a->req->schema, &updated, err));
+    if (updated) {
+        int rc = insert_at(ups, 2, json_pack("{s:s, s:{s:s}}", "action", "set-properties",
+                                             "updates", "schema.name-mapping.default", updated),
+                           err);
+        floe__free(updated);
+        FLOE_FORWARD(rc);
+    }
+    FLOE_FORWARD(insert_at(reqs, json_array_size(reqs),
+                           json_pack("{s:s, s:i}", "type", "assert-current-schema-id",
+                                     "current-schema-id",
+                                     (int)floe__metadata_current_schema_id(md)), err));
+    return insert_at(reqs, json_array_size(reqs),
+                     json_pack("{s:s, s:i}", "type", "assert-last-assigned-field-id",
+                               "last-assigned-field-id",
+                               (int)floe__metadata_last_column_id(md)), err);
+}
+
 static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err)
 {
     int64_t now = floe__now_ms(), last = floe__metadata_last_updated_ms(a->md);
@@ -399,7 +438,7 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
                              (json_int_t)a->snapshot_id, "sequence-number", (json_int_t)a->seq,
                              "timestamp-ms", (json_int_t)(now > last ? now : last),
                              "manifest-list", a->list_path, "summary", a->summary,
-                             "schema-id", (int)a->t->schema_id);
+                             "schema-id", (int)a->schema_id);
     if (snap && a->version >= 3 &&
         (json_object_set_new(snap, "first-row-id", json_integer(a->first_row_id)) != 0 ||
          json_object_set_new(snap, "added-rows", json_integer(a->added_rows)) != 0)) {
@@ -428,12 +467,15 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
     *reqs = json_pack("[{s:s, s:s}, {s:s, s:s, s:o}]", "type", "assert-table-uuid", "uuid",
                       uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref", "main",
                       "snapshot-id", a->parent < 0 ? json_null() : json_integer(a->parent));
-    if (!*ups || !*reqs) {
+    int rc = *ups && *reqs ? FLOE_OK : FLOE_OOM(err);
+    if (rc == FLOE_OK && a->req->schema)
+        rc = schema_change(a, *reqs, *ups, err);
+    if (rc != FLOE_OK) {
         json_decref(*ups);
         json_decref(*reqs);
-        return FLOE_OOM(err);
+        *ups = *reqs = NULL;
     }
-    return FLOE_OK;
+    return rc;
 }
 
 /* A failure the catalog reports as such (not a conflict, not an unknown
@@ -456,10 +498,30 @@ static int check_landed(floe__table *t, int64_t id, floe__loaded_table **next)
     return known ? -1 : 0;
 }
 
+/* The schema the snapshot and its manifests name: the request's new one
+ * (with the id the table gives it), else the table's current one, as Java
+ * records it (files of an older schema read in it by field id). */
+static int attempt_schema(attempt *a, floe_error *err)
+{
+    const floe__commit_request *r = a->req;
+    if (!r->schema) {
+        a->schema_id = floe__metadata_current_schema_id(a->md);
+        a->schema_json = floe__metadata_current_schema(a->md);
+        return FLOE_OK;
+    }
+    FLOE_FORWARD(floe__schema_to_jansson(r->schema, &a->new_schema, err));
+    a->schema_id = floe__metadata_schema_id_for(a->md, a->new_schema);
+    if (json_object_set_new(a->new_schema, "schema-id", json_integer(a->schema_id)) != 0)
+        return FLOE_OOM(err);
+    a->schema_json = a->new_schema;
+    return FLOE_OK;
+}
+
 /* Build and write everything up to the catalog call. */
 static int prepare(attempt *a, floe_error *err)
 {
     FLOE_FORWARD(check_request(a, err));
+    FLOE_FORWARD(attempt_schema(a, err));
     for (size_t i = 0; i < a->req->n_files; i++)
         floe__commit_count(&a->added, &a->req->files[i]);
     FLOE_FORWARD(new_snapshot_id(a->md, &a->snapshot_id, err));
@@ -541,5 +603,7 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
     t->loaded = next;
     if (snapshot_id)
         *snapshot_id = a.snapshot_id;
-    return FLOE_OK;
+    /* the commit landed: a failure to copy the schema leaves the handle on
+     * the old one, which the next commit's checks refuse */
+    return req->schema ? floe__table_adopt_schema(t, req->schema, err) : FLOE_OK;
 }

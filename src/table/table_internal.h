@@ -32,6 +32,9 @@ typedef struct floe__table {
     int32_t spec_id;             /* default partition spec id when opened */
     char *data_location;         /* SPEC 4: write.data.path | write.folder-storage.path |
                                     <root>/data, trailing '/' trimmed */
+    bool created;                /* by this open (from the declared schema) */
+    bool compare;                /* an existing table's schema is checked against the
+                                    declared one at open */
 } floe__table;
 
 /* Load ns.name; when absent and `declared` is not NULL, create it
@@ -50,6 +53,12 @@ int floe__table_open(floe__catalog *c, floe__fileio *io, const char *ns, const c
 int floe__table_open_v(floe__catalog *c, floe__fileio *io, const char *ns, const char *name,
                        const floe__schema *declared, const json_t *create_properties,
                        int format_version, floe__table **out, floe_error *err);
+/* floe__table_open_v; compare false: an existing table is opened with its
+ * own schema whatever `declared` says (the caller evolves it: SPEC 4), and
+ * t->created tells whether this open created it. */
+int floe__table_open_x(floe__catalog *c, floe__fileio *io, const char *ns, const char *name,
+                       const floe__schema *declared, const json_t *create_properties,
+                       int format_version, bool compare, floe__table **out, floe_error *err);
 /* Reload the current metadata from the catalog (schema and spec unchanged
  * in the struct: the caller compares ids to detect evolution). */
 int floe__table_refresh(floe__table *t, floe_error *err);
@@ -358,10 +367,31 @@ typedef struct floe__commit_request {
     const char *operation;            /* NULL: derived (see above) */
     bool has_data_sequence_number;
     int64_t data_sequence_number;     /* for the added data files */
+    /* A schema change in the same metadata update (the files are written
+     * in it): add-schema with last_column_id, set-current-schema, and the
+     * requirements assert-current-schema-id / assert-last-assigned-field-id
+     * of the metadata as loaded; the table's schema.name-mapping.default,
+     * when it has one, follows (floe__name_mapping_update).  The snapshot
+     * and its manifests name the new schema's id.  NULL: none. */
+    const floe__schema *schema;
+    int32_t last_column_id;
 } floe__commit_request;
 
 int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t *snapshot_id,
                        floe_error *err);
+
+/* After a commit with req->schema landed (committed here, or found landed
+ * on a reload, t->loaded showing it current): t->schema becomes a copy of
+ * `schema` and t->schema_id t->loaded's current schema id.  The old schema
+ * is freed: callers keep their own copies of what they write with. */
+int floe__table_adopt_schema(floe__table *t, const floe__schema *schema, floe_error *err);
+/* The schema id `s` has (or gets, when added) in t as loaded. */
+int floe__table_schema_id_for(const floe__table *t, const floe__schema *s, int32_t *out,
+                              floe_error *err);
+/* The table's current schema as loaded (t->loaded), parsed; for work that
+ * must read and write with it (compaction), not with t->schema (the one the
+ * handle was opened or last evolved with).  Caller frees. */
+int floe__table_current_schema(const floe__table *t, floe__schema **out, floe_error *err);
 
 /* Whether `key` is a summary property floe__table_commit computes itself
  * ("operation", "added-*", "deleted-*", "removed-*", "total-*",
