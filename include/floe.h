@@ -686,6 +686,11 @@ typedef struct floe_sink_options {
      * of wall-clock time (a Postgres LSN), with a clock of the caller's.
      * 0 (default): batches of commit_interval time units (SPEC 5). */
     int commit_on_advance;
+    /* Called with what the sink decides on its own (a schema change and
+     * when it lands, the key index rebuilt for new key columns); may be
+     * NULL.  From the sink's thread. */
+    void (*on_notice)(void *ctx, const char *message);
+    void *notice_ctx;
 } floe_sink_options;
 
 void floe_sink_options_init(floe_sink_options *opts);
@@ -752,6 +757,33 @@ int floe_sink_set_as_of(floe_sink *sink, uint64_t as_of, floe_error *err);
  * floe.sink-version, floe.attempt-id): FLOE_EINVAL. */
 int floe_sink_set_property(floe_sink *sink, const char *key, const char *value,
                            floe_error *err);
+/* The input's schema changes at `time` (SPEC.md section 4): updates at
+ * `time` and later are in `schema` (a column list parsed by
+ * floe_schema_parse; copied), those before it in the schema the sink had.
+ * The table's schema evolves by Iceberg's rules: columns are matched by
+ * name, a column declared `b bigint was a` renames a (its field id kept);
+ * new columns get fresh field ids (nullable, or, on format 3, with a
+ * default: their initial-default and write-default); types may widen (int
+ * to long, float to double, decimal precision up; on format 3 date to
+ * timestamp), not null may become nullable; columns not declared are
+ * dropped.  Everything before `time` is committed first (the batch that
+ * holds it ends there), and the snapshot after it makes the new schema the
+ * table's current one together with the first rows written in it.
+ * Updates the sink holds at `time` or later are carried into the new
+ * shape.  `key` (upsert mode; NULL: the same key columns, followed through
+ * renames) names the key columns from now on; when the key columns or
+ * their types change, the key index is read again from the table.
+ * Afterwards rows are made with the new floe_sink_row_schema() (the
+ * earlier schemas stay valid until the sink is freed).  A `time` below
+ * the sink's resume frontier is input replayed after a restart: the
+ * schema is what lines are read with from there on, and a change Iceberg
+ * refuses is only raised at the first update past the resume frontier.
+ * Errors: FLOE_EINCOMPATIBLE naming the column and the rule a change
+ * breaks (nothing of it is committed); FLOE_EINPUT for a time behind the
+ * frontier; the commit's errors.  After a failure other than a refusal
+ * the sink must be freed. */
+int floe_sink_evolve(floe_sink *sink, uint64_t time, const floe_schema *schema, const char *key,
+                     floe_error *err);
 /* The input frontier moves to `time`: every update still to come has a time
  * >= it.  Closed batches are written and committed before this returns. */
 int floe_sink_advance(floe_sink *sink, uint64_t time, floe_error *err);

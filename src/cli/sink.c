@@ -100,6 +100,13 @@ static void on_warning(void *ctx, const char *msg)
         cli_say("floe: warning: further warnings are counted, not shown\n");
 }
 
+static void on_notice(void *ctx, const char *msg)
+{
+    run *r = ctx;
+    if (r->mode != CLI_STATUS_QUIET)
+        cli_say("floe: %s\n", msg);
+}
+
 static int parse_mode(const char *v, floe_sink_mode *out)
 {
     if (!v)
@@ -217,6 +224,8 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_sink_options
     o->new_sink = cli_has(opts, "new-sink");
     o->on_warning = on_warning;
     o->warning_ctx = r;
+    o->on_notice = on_notice;
+    o->notice_ctx = r;
     if (numbers(opts, o) != 0 || parse_properties(r, opts, argc, argv, o) != 0)
         return -1;
     r->input = cli_get(opts, "input") ? cli_get(opts, "input") : "-";

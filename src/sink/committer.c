@@ -161,19 +161,39 @@ static int judge_absent(const judged *j, verdict *v, floe_error *err)
                          j->last);
 }
 
+/* Whether the table's current schema is the one batch s is written in
+ * (its schema change landed, or the table has it anyway). */
+static int schema_is_ours(const floe__table *t, const floe__sealed *s, bool *ours,
+                          floe_error *err)
+{
+    *ours = false;
+    if (!s->schema)
+        return FLOE_OK;
+    floe__schema *cur;
+    FLOE_FORWARD(floe__table_current_schema(t, &cur, err));
+    *ours = floe__schema_equal(cur, s->schema);
+    floe_schema_free(cur);
+    return FLOE_OK;
+}
+
 /* Steps 1-2 of an attempt on freshly reloaded metadata; *p is what the
- * table says of this sink. */
+ * table says of this sink, *adopt whether the table's current schema is
+ * already the batch's. */
 static int check_table(floe__committer *c, const floe__sealed *s, verdict *v, floe__progress *pp,
-                       floe_error *err)
+                       bool *adopt, floe_error *err)
 {
     floe__table *t = c->cfg.table;
     const floe__metadata *md = t->loaded->metadata;
-    if (floe__metadata_current_schema_id(md) != t->schema_id ||
-        floe__metadata_default_spec_id(md) != t->spec_id)
+    int32_t cur = floe__metadata_current_schema_id(md);
+    *adopt = false;
+    if (cur != t->schema_id)
+        FLOE_FORWARD(schema_is_ours(t, s, adopt, err));
+    if ((cur != t->schema_id && !*adopt) || floe__metadata_default_spec_id(md) != t->spec_id)
         return floe__err_set(err, FLOE_ESTATE,
                              "the table's schema or partition spec changed under the running "
-                             "sink (schema id %d -> %d, spec id %d -> %d); evolution is refused",
-                             t->schema_id, floe__metadata_current_schema_id(md), t->spec_id,
+                             "sink (schema id %d -> %d, spec id %d -> %d): another writer "
+                             "evolved it; run the sink again to write with the table's schema "
+                             "as it is now", t->schema_id, cur, t->spec_id,
                              floe__metadata_default_spec_id(md));
     FLOE_FORWARD(floe__progress_read(md, t->io, c->cfg.sink_id, pp, err));
     judged j;
@@ -308,7 +328,10 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
     floe__table *t = c->cfg.table;
     FLOE_FORWARD(floe__table_refresh(t, err));
     floe__progress p;
-    FLOE_FORWARD(check_table(c, s, v, &p, err));
+    bool adopt = false;
+    FLOE_FORWARD(check_table(c, s, v, &p, &adopt, err));
+    if (adopt)                           /* the table has the batch's schema already */
+        FLOE_FORWARD(floe__table_adopt_schema(t, s->schema, err));
     if (*v != PROCEED) {
         *id = p.snapshot_id;
         return FLOE_OK;
@@ -330,6 +353,10 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
         .tag = c->tag,
         .deletes = deletes,
     };
+    if (s->schema && !floe__schema_equal(s->schema, t->schema)) {
+        req.schema = s->schema;
+        req.last_column_id = s->last_column_id;
+    }
     floe__cow *w = NULL;
     floe__content_file *files = NULL;
     int rc = FLOE_OK;

@@ -496,13 +496,20 @@ static int moving_init(moving *mv, floe__keeper *k, const floe__moved *m, floe_e
         return FLOE_OOM(err);
     for (size_t i = 0; i < mv->n_ids; i++)
         mv->k_of[i] = SIZE_MAX;
+    int32_t hash_schema = INT32_MIN;                /* none seen yet */
     for (size_t j = 0; j < m->n_old; j++) {
         bool existed;
         uint32_t id;
         FLOE_FORWARD(floe__pathmap_put(&mv->old, m->old[j], j, &existed, err));
-        if (floe__kx_file_find(kx, m->old[j], &id))
+        if (floe__kx_file_find(kx, m->old[j], &id)) {
             mv->k_of[id] = j;
+            int32_t s = floe__kx_file_schema(kx, id);
+            hash_schema = hash_schema == INT32_MIN || hash_schema == s ? s : -1;
+        }
     }
+    /* the rows keep their hashes: the new files' are of the old files' schema */
+    for (size_t i = 0; i < m->n_out; i++)
+        floe__kx_file_set_schema(kx, mv->out_id[i], hash_schema == INT32_MIN ? -1 : hash_schema);
     return FLOE_OK;
 }
 
@@ -855,7 +862,8 @@ static int load_stored(floe__keeper *k, bool *loaded, floe_error *err)
 static int open_store(floe__keeper *k, floe_error *err)
 {
     const floe__metadata *md = table_md(k);
-    int rc = floe__kx_store_open(k->cfg->dir, floe__metadata_table_uuid(md), k->cfg->sink_id,
+    uint64_t fp = floe__schema_fingerprint(k->cfg->src.key_schema) ^ (k->cfg->src.whole_row ? 1 : 0);
+    int rc = floe__kx_store_open(k->cfg->dir, floe__metadata_table_uuid(md), k->cfg->sink_id, fp,
                                  &k->store, err);
     if (rc == FLOE_ESTATE && k->cfg->warn) {
         /* another process of this sink id (an older version about to be

@@ -35,6 +35,7 @@ typedef struct floe__kx_source {
     const floe__schema *key_schema;   /* the key columns in key order (the whole row when the
                                          key is the whole row) */
     bool whole_row;                   /* then rowhash is the row's hash, else 0 (unknown) */
+    int32_t hash_schema;              /* whole_row: the schema id of key_schema's rows */
 } floe__kx_source;
 
 typedef struct floe__kx_build_stats {

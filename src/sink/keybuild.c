@@ -224,6 +224,8 @@ int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err)
     const floe__plan_data *pd = &p->data[i];
     indexing x = {0};
     FLOE_FORWARD(floe__kx_file(b->kx, pd->f.file.path, &x.id, err));
+    if (b->src->whole_row)             /* rows read back in the key schema: hashes of it */
+        floe__kx_file_set_schema(b->kx, x.id, b->src->hash_schema);
     const floe__posbitmap *deleted;
     FLOE_FORWARD(floe__deleted_positions(b->deleted, i, &deleted, err));
     floe__posbitmap_seq_init(&x.deleted, deleted);

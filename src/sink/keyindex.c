@@ -43,6 +43,7 @@ typedef struct kfile {
     char *path;
     bool live;
     bool uncommitted;                   /* written by a batch not committed yet */
+    int32_t hash_schema;                /* the schema its rows' hashes were taken in; -1 */
 } kfile;
 
 struct floe__kx {
@@ -129,7 +130,7 @@ int floe__kx_file(floe__kx *kx, const char *path, uint32_t *id, floe_error *err)
     char *copy = floe__strdup(path);
     if (!copy)
         return FLOE_OOM(err);
-    kx->files[kx->n_files] = (kfile){copy, true, false};
+    kx->files[kx->n_files] = (kfile){copy, true, false, -1};
     kx->by_path[path_slot(kx, path)] = (uint32_t)kx->n_files + 1;
     *id = (uint32_t)kx->n_files++;
     return FLOE_OK;
@@ -146,6 +147,17 @@ bool floe__kx_file_live(const floe__kx *kx, uint32_t id)
 }
 
 size_t floe__kx_file_count(const floe__kx *kx) { return kx->n_files; }
+
+void floe__kx_file_set_schema(floe__kx *kx, uint32_t id, int32_t schema_id)
+{
+    if (id < kx->n_files)
+        kx->files[id].hash_schema = schema_id;
+}
+
+int32_t floe__kx_file_schema(const floe__kx *kx, uint32_t id)
+{
+    return id < kx->n_files ? kx->files[id].hash_schema : -1;
+}
 
 void floe__kx_file_set_committed(floe__kx *kx, uint32_t id, bool committed)
 {

@@ -79,6 +79,11 @@ const char *floe__kx_file_path(const floe__kx *kx, uint32_t id);
  * counting at once.  Its path may come back later under a new id. */
 void floe__kx_retire(floe__kx *kx, uint32_t id);
 bool floe__kx_file_live(const floe__kx *kx, uint32_t id);
+/* The schema id the row hashes of a file's rows were taken in (-1 when
+ * unknown: no hash of them may be compared with one of another schema's
+ * row; a schema change gives rows new bytes). */
+void floe__kx_file_set_schema(floe__kx *kx, uint32_t id, int32_t schema_id);
+int32_t floe__kx_file_schema(const floe__kx *kx, uint32_t id);
 /* Files a batch wrote are uncommitted until its commit lands; a row is
  * re-targeted after a compaction only onto committed files. */
 void floe__kx_file_set_committed(floe__kx *kx, uint32_t id, bool committed);
@@ -196,6 +201,7 @@ typedef struct floe__kx_log {
     char **paths;                   /* the data files they name (owned) */
     size_t n_paths;
     uint32_t n_ops;
+    int32_t hash_schema;            /* the schema its inserts' row hashes are of (-1) */
 } floe__kx_log;
 
 void floe__kx_log_init(floe__kx_log *l);
@@ -221,9 +227,11 @@ typedef struct floe__kx_mark {
 typedef struct floe__kx_store floe__kx_store;
 
 /* Open (creating) dir/<table uuid>-<sink id, escaped>; FLOE_ESTATE when
- * another process holds it. */
+ * another process holds it.  key_fingerprint identifies what keys are
+ * (floe__schema_fingerprint of the key columns): a checkpoint written for
+ * another is not loaded. */
 int floe__kx_store_open(const char *dir, const char *table_uuid, const char *sink_id,
-                        floe__kx_store **out, floe_error *err);
+                        uint64_t key_fingerprint, floe__kx_store **out, floe_error *err);
 void floe__kx_store_free(floe__kx_store *s);
 const char *floe__kx_store_path(const floe__kx_store *s);
 /* Load the checkpoint into the empty kx: *have false when there is none (or

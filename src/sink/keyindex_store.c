@@ -4,18 +4,22 @@
  *
  * Directory <dir>/<table uuid>-<sink id escaped>/:
  *   checkpoint   the whole index as of a mark (frontier, snapshot):
- *                "FLOEKXC1", u32 version, the mark, u32 file count, then per
- *                file u8 live + u32 length + path, then entries (u32 key
+ *                "FLOEKXC1", u32 version (2), the mark, u64 key
+ *                fingerprint, u32 file count, then per file u8 live + i32
+ *                hash schema + u32 length + path, then entries (u32 key
  *                length, key, u32 file, u64 pos, u64 rowhash) until a length
  *                of 0xFFFFFFFF, then u64 entry count and the CRC-32 of
  *                everything before it.  Written to a temporary name, synced
- *                and renamed.
+ *                and renamed.  A checkpoint of another version, or of
+ *                another key fingerprint (the key columns or their types
+ *                changed), is not loaded: the index is rebuilt.
  *   log          the commit attempts after the checkpoint: records of u32
  *                payload length, u32 CRC-32 of the payload, payload = u64
  *                attempt token, u8 upper empty, u64 upper, u32 path count,
- *                paths (u32 length + bytes), u32 op count, ops.  Synced
- *                after each append.  A torn tail is where the log ends; a
- *                record that does not verify is not used.
+ *                i32 hash schema, paths (u32 length + bytes), u32 op count,
+ *                ops.  Synced after each append.  A torn tail is where the
+ *                log ends; a record that does not verify is not used.  The
+ *                log belongs to the checkpoint (emptied by each new one).
  * Op: u8 kind (1 insert, 2 remove), u32 path index, u64 pos, u64 rowhash
  * (0 for removes), u32 key length, key.
  */
@@ -32,15 +36,16 @@
 #include "sink/keyindex_internal.h"
 
 #define CHECKPOINT_MAGIC "FLOEKXC1"
-#define VERSION 1
+#define VERSION 2
 #define END_OF_ENTRIES 0xFFFFFFFFu
 #define OP_INSERT 1
 #define OP_REMOVE 2
 #define MAX_RECORD FLOE__KX_MAX_RECORD
-#define RECORD_HEAD 21              /* token, upper empty, upper, path count */
+#define RECORD_HEAD 25              /* token, upper empty, upper, path count, hash schema */
 
 struct floe__kx_store {
     char *dir;
+    uint64_t fingerprint;           /* of the keys it holds */
     int lock_fd, log_fd;
     uint64_t log_bytes, checkpoint_bytes;
 };
@@ -51,6 +56,7 @@ void floe__kx_log_init(floe__kx_log *l)
 {
     memset(l, 0, sizeof *l);
     floe__buf_init(&l->ops, 0);
+    l->hash_schema = -1;
 }
 
 void floe__kx_log_free(floe__kx_log *l)
@@ -60,6 +66,7 @@ void floe__kx_log_free(floe__kx_log *l)
         floe__free(l->paths[i]);
     floe__free(l->paths);
     memset(l, 0, sizeof *l);
+    l->hash_schema = -1;
 }
 
 static int path_index(floe__kx_log *l, const char *path, uint32_t *out, floe_error *err)
@@ -123,6 +130,7 @@ static int apply_op(const floe__kx_log *l, floe__kx *kx, size_t *at, floe_error 
     uint32_t id;
     if (p[0] == OP_INSERT) {
         FLOE_FORWARD(floe__kx_file(kx, l->paths[pi], &id, err));
+        floe__kx_file_set_schema(kx, id, l->hash_schema);
         return floe__kx_insert(kx, key, len, (floe__kx_loc){id, pos, rowhash}, err);
     }
     FLOE_RETURN_IF(p[0] != OP_REMOVE, err, FLOE_EFORMAT, "key index log: unknown op %d", p[0]);
@@ -134,6 +142,7 @@ static int apply_op(const floe__kx_log *l, floe__kx *kx, size_t *at, floe_error 
 
 int floe__kx_log_append(floe__kx_log *dst, const floe__kx_log *src, floe_error *err)
 {
+    dst->hash_schema = src->hash_schema;
     for (size_t at = 0, i = 0; i < src->n_ops; i++) {
         const uint8_t *p = src->ops.data + at;
         uint32_t pi = floe__get_le32(p + 1), len = floe__get_le32(p + 21);
@@ -208,9 +217,11 @@ static int open_log(floe__kx_store *s, floe_error *err)
 }
 
 int floe__kx_store_open(const char *dir, const char *table_uuid, const char *sink_id,
-                        floe__kx_store **out, floe_error *err)
+                        uint64_t key_fingerprint, floe__kx_store **out, floe_error *err)
 {
     floe__kx_store *s = floe__calloc(1, sizeof *s);
+    if (s)
+        s->fingerprint = key_fingerprint;
     char *name = store_name(table_uuid ? table_uuid : "none", sink_id);
     if (!s || !name || !(s->dir = floe__path_join(dir, name))) {
         floe__free(s);
@@ -312,7 +323,8 @@ static int put_entry(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc
     return out_u64(o, loc.rowhash, err);
 }
 
-static int put_head(out *o, const floe__kx *kx, floe__kx_mark at, floe_error *err)
+static int put_head(out *o, const floe__kx *kx, floe__kx_mark at, uint64_t fingerprint,
+                    floe_error *err)
 {
     FLOE_FORWARD(out_put(o, CHECKPOINT_MAGIC, 8, err));
     FLOE_FORWARD(out_u32(o, VERSION, err));
@@ -320,12 +332,14 @@ static int put_head(out *o, const floe__kx *kx, floe__kx_mark at, floe_error *er
     FLOE_FORWARD(out_put(o, &empty, 1, err));
     FLOE_FORWARD(out_u64(o, at.frontier, err));
     FLOE_FORWARD(out_u64(o, (uint64_t)at.snapshot_id, err));
+    FLOE_FORWARD(out_u64(o, fingerprint, err));
     size_t n = floe__kx_file_count(kx);
     FLOE_FORWARD(out_u32(o, (uint32_t)n, err));
     for (uint32_t i = 0; i < n; i++) {
         const char *p = floe__kx_file_path(kx, i);
         uint8_t live = floe__kx_file_committed(kx, i);
         FLOE_FORWARD(out_put(o, &live, 1, err));
+        FLOE_FORWARD(out_u32(o, (uint32_t)floe__kx_file_schema(kx, i), err));
         FLOE_FORWARD(out_u32(o, (uint32_t)strlen(p), err));
         FLOE_FORWARD(out_put(o, p, strlen(p), err));
     }
@@ -349,13 +363,14 @@ static int count_entry(void *ctx, const uint8_t *key, size_t len, floe__kx_loc l
     return put_entry(c->o, key, len, loc, err);
 }
 
-static int write_checkpoint(int fd, floe__kx *kx, floe__kx_mark at, floe__kx_extra_fn extra,
-                            void *extra_ctx, uint64_t *bytes, floe_error *err)
+static int write_checkpoint(int fd, floe__kx *kx, floe__kx_mark at, uint64_t fingerprint,
+                            floe__kx_extra_fn extra, void *extra_ctx, uint64_t *bytes,
+                            floe_error *err)
 {
     out o = {.fd = fd, .crc = crc32(0, Z_NULL, 0)};
     floe__buf_init(&o.buf, 0);
     counted c = {&o, kx, 0};
-    int rc = put_head(&o, kx, at, err);
+    int rc = put_head(&o, kx, at, fingerprint, err);
     if (rc == FLOE_OK)
         rc = floe__kx_each(kx, count_entry, &c, err);
     if (rc == FLOE_OK && extra)
@@ -400,7 +415,7 @@ int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
         rc = floe__err_set(err, FLOE_EIO, "cannot write %s: %s", tmp, strerror(errno));
     uint64_t bytes = 0;
     if (rc == FLOE_OK)
-        rc = write_checkpoint(fd, kx, at, extra, extra_ctx, &bytes, err);
+        rc = write_checkpoint(fd, kx, at, s->fingerprint, extra, extra_ctx, &bytes, err);
     if (fd >= 0)
         close(fd);
     if (rc == FLOE_OK && rename(tmp, final) != 0)
@@ -512,16 +527,19 @@ static int read_files(loading *l, bool *ok, floe_error *err)
     l->n_ids = n;
     for (uint32_t i = 0; i < n; i++) {
         uint8_t live;
-        uint32_t len;
+        uint32_t len, schema;
         floe__buf_reset(&l->key);
-        if (!(*ok = in_take(&l->r, &live, 1, true) && in_u32(&l->r, &len) && len < 65536 &&
+        if (!(*ok = in_take(&l->r, &live, 1, true) && in_u32(&l->r, &schema) &&
+                    in_u32(&l->r, &len) && len < 65536 &&
                     floe__buf_reserve(&l->key, len + 1, NULL) == FLOE_OK &&
                     in_take(&l->r, l->key.data, len, true)))
             return bad(l, "file path"), FLOE_OK;
         l->key.data[len] = '\0';
         l->ids[i] = UINT32_MAX;
-        if (live)
+        if (live) {
             FLOE_FORWARD(floe__kx_file(l->kx, (const char *)l->key.data, &l->ids[i], err));
+            floe__kx_file_set_schema(l->kx, l->ids[i], (int32_t)schema);
+        }
     }
     return FLOE_OK;
 }
@@ -558,8 +576,8 @@ static int read_entries(loading *l, bool *ok, floe_error *err)
     return FLOE_OK;
 }
 
-/* The header: magic, version and the mark. */
-static bool read_head(in *r, floe__kx_mark *at)
+/* The header: magic, version, the mark and the key fingerprint. */
+static bool read_head(in *r, floe__kx_mark *at, uint64_t *fingerprint)
 {
     char magic[8];
     uint32_t version;
@@ -567,17 +585,24 @@ static bool read_head(in *r, floe__kx_mark *at)
     uint64_t snap;
     if (!(in_take(r, magic, 8, true) && memcmp(magic, CHECKPOINT_MAGIC, 8) == 0 &&
           in_u32(r, &version) && version == VERSION && in_take(r, &empty, 1, true) &&
-          in_u64(r, &at->frontier) && in_u64(r, &snap)))
+          in_u64(r, &at->frontier) && in_u64(r, &snap) && in_u64(r, fingerprint)))
         return false;
     at->empty_frontier = empty != 0;
     at->snapshot_id = (int64_t)snap;
     return true;
 }
 
-static int load_from(loading *l, floe__kx_mark *at, bool *ok, floe_error *err)
+static int load_from(loading *l, floe__kx_mark *at, uint64_t fingerprint, bool *ok,
+                     floe_error *err)
 {
-    if (!(*ok = read_head(&l->r, at)))
-        return bad(l, "header"), FLOE_OK;
+    uint64_t fp = 0;
+    if (!(*ok = read_head(&l->r, at, &fp)))
+        return bad(l, "header, or written by an older floe"), FLOE_OK;
+    if (!(*ok = fp == fingerprint)) {
+        snprintf(l->why, l->why_len, "the stored index is keyed by other columns or types "
+                 "(the key changed)");
+        return FLOE_OK;
+    }
     FLOE_FORWARD(read_files(l, ok, err));
     return *ok ? read_entries(l, ok, err) : FLOE_OK;
 }
@@ -610,7 +635,8 @@ int floe__kx_store_peek(floe__kx_store *s, bool *have, floe__kx_mark *at, uint64
         pread(fd, tail, sizeof tail, st.st_size - (off_t)sizeof tail) == (ssize_t)sizeof tail) {
         r.len = (size_t)got;
         r.eof = true;                   /* in_fill must not read past the head */
-        *have = read_head(&r, at);
+        uint64_t fp = 0;
+        *have = read_head(&r, at, &fp) && fp == s->fingerprint;
         *entries = floe__get_le64(tail);
     }
     close(fd);
@@ -630,7 +656,7 @@ int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_ma
                  .why_len = why_len};
     floe__buf_init(&l.key, 0);
     l.r.buf = floe__malloc(IN_BUF);
-    int rc = l.r.buf ? load_from(&l, at, have, err) : FLOE_OOM(err);
+    int rc = l.r.buf ? load_from(&l, at, s->fingerprint, have, err) : FLOE_OOM(err);
     struct stat st;
     if (rc == FLOE_OK && *have && fstat(fd, &st) == 0)
         s->checkpoint_bytes = (uint64_t)st.st_size;
@@ -651,6 +677,7 @@ static int encode_record(const floe__kx_log *l, const floe__kx_logged *at, floe_
     head[16] = at->upper_empty;
     floe__put_le64(head + 17, at->upper);
     floe__put_le32(head + 25, (uint32_t)l->n_paths);
+    floe__put_le32(head + 29, (uint32_t)l->hash_schema);
     FLOE_FORWARD(floe__buf_append(b, head, sizeof head, err));
     for (size_t i = 0; i < l->n_paths; i++) {
         uint8_t n[4];
@@ -691,6 +718,7 @@ int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, uint64_t token,
 static bool decode_record(const uint8_t *p, size_t n, floe__kx_log *l)
 {
     uint32_t np = floe__get_le32(p + 17);
+    l->hash_schema = (int32_t)floe__get_le32(p + 21);
     size_t at = RECORD_HEAD;
     for (uint32_t i = 0; i < np; i++) {
         if (at + 4 > n)

@@ -16,68 +16,16 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sink/keeper_internal.h"
+#include "sink/sink_state_internal.h"
 #include "source/source_internal.h"
 
 #define PUBLISH_EVERY 4096
 
-struct floe_sink {
-    char *ns, *name, *sink_id;
-    bool own_catalog;                /* false when given by floe__sink_open_with */
-    uint64_t version, as_of;
-    bool upsert, synthetic, complete;
-    floe__fileio *io;
-    floe__catalog *catalog;
-    floe__table *table;
-    floe__schema *input_owned;       /* append mode: the table schema without the extras */
-    const floe__schema *input;       /* rows are parsed with this */
-    floe__schema *eq_schema_owned;
-    const floe__schema *eq_schema;
-    int32_t *eq_ids;
-    size_t n_eq;
-    size_t *key_cols;                /* top-level indexes of the key columns, in key order */
-    size_t n_key;
-    size_t key_span;                 /* 1 + the largest of key_cols */
-    floe__resume resume;
-    char resume_text[32];
-    bool ended;                      /* floe_sink_end ran: nothing more comes */
-    bool has_newest;
-    uint64_t newest;                 /* the newest update time stashed (after as-of) */
-    floe__minter *minter;
-    floe__stash *stash;
-    floe__writer *writer;
-    floe__committer *committer;
-    floe__keeper *keeper;            /* position mode */
-    floe__maintainer *maintainer;    /* FLOE_MAINTAIN_AUTO */
-    floe__moves *moves;              /* position mode and FLOE_MAINTAIN_AUTO: from the
-                                        maintainer's compactions to the keeper */
-    floe__keeper_config kcfg;
-    char *index_dir;
-    char index_report[512];
-    int64_t last_snapshot;           /* of the last commit */
-    floe__writer_config wcfg;
-    floe__committer_config ccfg;
-    floe__frontier input_frontier;
-    floe__buf row, key;
-    const uint8_t **spans;           /* scratch: start of each top-level slot */
-    floe_sink_options opts;          /* its strings point into `strings` */
-    floe__arena *strings;
-    json_t *props;                   /* floe_sink_set_property's, for every commit */
-    bool touched;                    /* something was pushed or advanced */
-    uint64_t since_publish;
-    uint64_t close_ns_total, batches_sealed;
-    floe__freshness fresh;
-    /* read live by floe_sink_stats_get from any thread */
-    _Atomic uint64_t updates_in, bytes_in, live_frontier, oldest_uncommitted_ns;
-    _Atomic bool live_closed;
-    pthread_mutex_t lock;            /* guards `published` */
-    floe_sink_stats published;
-};
+
 
 void floe_sink_options_init(floe_sink_options *o)
 {
@@ -109,7 +57,7 @@ static void commit_quantiles(const floe__committer_stats *cs, floe_sink_stats *s
     st->commit_p99_us = v[(n * 99 + 99) / 100 - 1] / 1000;
 }
 
-static void publish(floe_sink *s)
+void floe__sink_publish(floe_sink *s)
 {
     floe_sink_stats st = {0};
     if (s->stash) {
@@ -291,14 +239,16 @@ static int add_key_column(floe_sink *s, char *tok, size_t cap, floe_error *err)
 }
 
 /* The key columns (declared, or all of them) and the equality-delete schema. */
-static int setup_key(floe_sink *s, floe_error *err)
+int floe__sink_setup_key(floe_sink *s, const char *key_text, floe_error *err)
 {
     const floe__schema *in = s->input;
     size_t cap = in->root.n_children;
     s->key_cols = floe__calloc(cap ? cap : 1, sizeof *s->key_cols);
+    s->spans = floe__calloc(cap + 1, sizeof *s->spans);
     const char **names = floe__calloc(cap ? cap : 1, sizeof *names);
-    char *copy = s->opts.key ? floe__strdup(s->opts.key) : NULL;
-    int rc = (!s->key_cols || !names || (s->opts.key && !copy)) ? FLOE_OOM(err) : FLOE_OK;
+    char *copy = key_text ? floe__strdup(key_text) : NULL;
+    int rc = (!s->key_cols || !s->spans || !names || (key_text && !copy)) ? FLOE_OOM(err)
+                                                                          : FLOE_OK;
     char *save = NULL;
     for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; rc == FLOE_OK && tok;
          tok = strtok_r(NULL, ",", &save))
@@ -345,9 +295,9 @@ static int declared_schema(floe_sink *s, floe__schema **out, floe_error *err)
 
 /* Append mode: the table ends with _diff int, _timestamp long; rows are
  * parsed with the columns before them. */
-static int setup_append_input(floe_sink *s, floe_error *err)
+int floe__sink_append_input(floe_sink *s, floe_error *err)
 {
-    const floe__schema *t = s->table->schema;
+    const floe__schema *t = s->data;
     size_t n = t->root.n_children;
     if (n < 3 || strcmp(t->root.children[n - 2].name, "_diff") != 0 ||
         strcmp(t->root.children[n - 1].name, "_timestamp") != 0 ||
@@ -373,6 +323,18 @@ static void on_warning(void *ctx, const char *msg)
         s->opts.on_warning(s->opts.warning_ctx, msg);
 }
 
+void floe__sink_notice(floe_sink *s, const char *fmt, ...)
+{
+    if (!s->opts.on_notice)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->opts.on_notice(s->opts.notice_ctx, msg);
+}
+
 static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
 {
     floe_sink *s = ctx;
@@ -380,7 +342,7 @@ static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)
     floe__fresh_committed(&s->fresh, upper);
     atomic_store_explicit(&s->oldest_uncommitted_ns, floe__fresh_oldest_ns(&s->fresh),
                           memory_order_relaxed);
-    publish(s);
+    floe__sink_publish(s);
     floe__maintainer_committed(s->maintainer, s->keeper ? snapshot_id : 0);
     if (s->opts.on_commit) {
         char f[32];
@@ -441,30 +403,38 @@ static void report_index(floe_sink *s)
                  "key index started empty (the table holds no rows), kept in %s", where);
 }
 
-/* Position mode: the key index, true to the table as loaded. */
-static int setup_keeper(floe_sink *s, floe_error *err)
+/* Position mode: the key index of s->eq_schema, true to the table as
+ * loaded (opened again after a schema change of the key columns). */
+int floe__sink_open_keeper(floe_sink *s, floe_error *err)
 {
     const floe_sink_options *o = &s->opts;
-    if (!s->upsert || o->delete_mode == FLOE_DELETE_EQUALITY || s->complete)
-        return FLOE_OK;
-    FLOE_FORWARD(resolve_index_dir(s, err));
     floe__keeper_config *k = &s->kcfg;
     k->table = s->table;
     k->sink_id = s->sink_id;
     k->src.io = s->table->io;
     k->src.key_schema = s->eq_schema;
     k->src.whole_row = s->synthetic;
+    k->src.hash_schema = s->data->schema_id;
     k->kx.memory_limit = o->memory_limit ? o->memory_limit / 2 : 0;
     k->kx.spill_dir = o->spill_dir;
     k->dir = s->index_dir;
     k->warn = on_warning;
     k->warn_ctx = s;
-    if (o->maintain != FLOE_MAINTAIN_OFF)
-        FLOE_FORWARD(floe__moves_new(&s->moves, err));
     k->moves = s->moves;
     FLOE_FORWARD(floe__keeper_open(k, &s->keeper, err));
     report_index(s);
     return FLOE_OK;
+}
+
+static int setup_keeper(floe_sink *s, floe_error *err)
+{
+    const floe_sink_options *o = &s->opts;
+    if (!s->upsert || o->delete_mode == FLOE_DELETE_EQUALITY || s->complete)
+        return FLOE_OK;
+    FLOE_FORWARD(resolve_index_dir(s, err));
+    if (o->maintain != FLOE_MAINTAIN_OFF)
+        FLOE_FORWARD(floe__moves_new(&s->moves, err));
+    return floe__sink_open_keeper(s, err);
 }
 
 /* The table's write properties for files of `content`, under what the
@@ -491,7 +461,8 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->wcfg.table = s->table;
     s->wcfg.upsert = s->upsert;
     s->wcfg.synthetic_key = s->synthetic;
-    s->wcfg.data_schema = s->table->schema;
+    s->wcfg.data_schema = s->data;
+    s->wcfg.schema_id = s->data->schema_id;
     s->wcfg.eq_schema = s->eq_schema;
     s->wcfg.eq_ids = s->eq_ids;
     s->wcfg.n_eq_ids = s->n_eq;
@@ -527,6 +498,7 @@ static int setup_parts(floe_sink *s, floe_error *err)
                                   s->resume.has, s->resume.frontier, &s->minter, err));
     if (o->commit_on_advance)
         floe__minter_per_advance(s->minter);
+    s->stash_memory = stash_memory;
     FLOE_FORWARD(floe__stash_new(o->spill_dir, stash_memory, &s->stash, err));
     FLOE_FORWARD(floe__writer_new(&s->wcfg, &s->writer, err));
     return floe__committer_new(&s->ccfg, &s->committer, err);
@@ -588,15 +560,17 @@ static int read_resume(floe_sink *s, floe_error *err)
     return FLOE_OK;
 }
 
-static void clear_key(floe_sink *s)
+void floe__sink_clear_key(floe_sink *s)
 {
     floe_schema_free(s->eq_schema_owned);
     floe__free(s->eq_ids);
     floe__free(s->key_cols);
+    floe__free((void *)s->spans);
     s->eq_schema_owned = NULL;
     s->eq_schema = NULL;
     s->eq_ids = NULL;
     s->key_cols = NULL;
+    s->spans = NULL;
     s->n_key = s->n_eq = s->key_span = 0;
 }
 
@@ -624,8 +598,8 @@ static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err
     if (!declared || !s->upsert)
         return FLOE_OK;
     s->input = declared;
-    int rc = setup_key(s, err);
-    clear_key(s);
+    int rc = floe__sink_setup_key(s, s->opts.key, err);
+    floe__sink_clear_key(s);
     s->input = NULL;
     return rc;
 }
@@ -656,8 +630,8 @@ static int open_table(floe_sink *s, const floe__schema *declared, floe_error *er
     int v = s->opts.format_version;
     json_t *props = NULL;
     FLOE_FORWARD(create_properties(s, &props, err));
-    int rc = floe__table_open_v(s->catalog, s->io, s->ns, s->name, declared, props, v, &s->table,
-                                err);
+    int rc = floe__table_open_x(s->catalog, s->io, s->ns, s->name, declared, props, v, false,
+                                &s->table, err);
     json_decref(props);
     if (rc == FLOE_ENOTFOUND && !declared)
         return floe__err_set(err, rc, "table %s.%s does not exist: pass --schema to create it",
@@ -693,22 +667,16 @@ static int sink_setup(floe_sink *s, floe_error *err)
     }
     if (rc == FLOE_OK)
         rc = open_table(s, declared, err);
+    if (rc == FLOE_OK)
+        rc = read_resume(s, err);
+    if (rc == FLOE_OK)
+        rc = floe__sink_declare(s, declared, err);
     floe_schema_free(declared);
     FLOE_FORWARD(rc);
-    if (s->upsert)
-        s->input = s->table->schema;
-    else
-        FLOE_FORWARD(setup_append_input(s, err));
-    if (s->upsert)
-        FLOE_FORWARD(setup_key(s, err));
-    s->spans = floe__calloc(s->input->root.n_children + 1, sizeof *s->spans);
-    if (!s->spans)
-        return FLOE_OOM(err);
-    FLOE_FORWARD(read_resume(s, err));
     FLOE_FORWARD(setup_keeper(s, err));
     FLOE_FORWARD(setup_parts(s, err));
     FLOE_FORWARD(setup_maintainer(s, err));
-    publish(s);
+    floe__sink_publish(s);
     return FLOE_OK;
 }
 
@@ -806,6 +774,11 @@ void floe_sink_free(floe_sink *s)
         floe__fileio_free(s->io);
     }
     floe_schema_free(s->input_owned);
+    floe_schema_free(s->data);
+    for (size_t i = 0; i < s->n_retired; i++)
+        floe_schema_free(s->retired[i]);
+    floe__free(s->retired);
+    floe__free(s->refused);
     floe_schema_free(s->eq_schema_owned);
     floe__free(s->eq_ids);
     floe__free(s->key_cols);
@@ -836,7 +809,7 @@ const floe_schema *floe_sink_row_schema(const floe_sink *s) { return s->input; }
 /* ---- input -------------------------------------------------------------------------------- */
 
 /* The key bytes of a row: its key columns' slots, in key order. */
-static int extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error *err)
+int floe__sink_extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error *err)
 {
     floe__buf_reset(&s->key);
     if (!s->upsert || s->synthetic)
@@ -893,17 +866,18 @@ static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t tim
     atomic_fetch_add_explicit(&s->updates_in, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->bytes_in, len, memory_order_relaxed);
     if (++s->since_publish >= PUBLISH_EVERY)
-        publish(s);
+        floe__sink_publish(s);
     if (s->resume.has && time < s->resume.frontier.t)
         return FLOE_OK;                       /* committed before a restart */
     if (time < s->as_of)
         time = s->as_of;
+    FLOE_FORWARD(floe__sink_reconcile(s, err));
     note_input(s, time);
     if (!s->has_newest || time > s->newest)
         s->newest = time;
     s->has_newest = true;
     FLOE_RETURN_IF(len > UINT32_MAX, err, FLOE_ELIMIT, "row of %zu bytes is too large", len);
-    FLOE_FORWARD(extract_key(s, row, len, err));
+    FLOE_FORWARD(floe__sink_extract_key(s, row, len, err));
     if (key_only)
         len = 0;
     return floe__stash_push(s->stash, time, diff, s->key.data, (uint32_t)s->key.len, row,
@@ -997,12 +971,22 @@ static int write_closed(floe_sink *s, floe__frontier f, floe_error *err)
     return rc;
 }
 
-/* Commit one batch; the key index learns how it went. */
+/* Commit one batch; the key index learns how it went.  A batch written
+ * in a schema the table does not have yet carries it (a schema change of
+ * the sink, sink_evolve.c): its commit makes it the table's. */
 static int commit_sealed(floe_sink *s, floe__sealed *sealed, floe_error *err)
 {
     floe__committer_stats before, after;
     floe__committer_get_stats(s->committer, &before);
+    if (!floe__schema_equal(s->data, s->table->schema)) {
+        sealed->schema = s->data;
+        sealed->last_column_id = s->data_last_column_id;
+    }
     FLOE_FORWARD(floe__committer_commit(s->committer, sealed, err));
+    if (sealed->schema && s->data->schema_id != s->table->schema_id) {
+        s->data->schema_id = s->table->schema_id;      /* the id the catalog gave it */
+        s->wcfg.schema_id = s->kcfg.src.hash_schema = s->data->schema_id;
+    }
     if (!s->keeper)
         return FLOE_OK;
     floe__committer_get_stats(s->committer, &after);
@@ -1011,7 +995,7 @@ static int commit_sealed(floe_sink *s, floe__sealed *sealed, floe_error *err)
     return floe__keeper_committed(s->keeper, sealed, s->last_snapshot, s->writer, err);
 }
 
-static int seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
+int floe__sink_seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
 {
     for (;;) {
         floe__sealed *sealed = NULL;
@@ -1027,7 +1011,7 @@ static int seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
     }
 }
 
-static int advance(floe_sink *s, floe__frontier f, floe_error *err)
+int floe__sink_advance(floe_sink *s, floe__frontier f, floe_error *err)
 {
     FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
     if (floe__frontier_cmp(f, s->input_frontier) < 0) {
@@ -1037,6 +1021,9 @@ static int advance(floe_sink *s, floe__frontier f, floe_error *err)
         return floe__err_set(err, FLOE_EINPUT, "the frontier moved backwards, from %s to %s",
                              have, want);
     }
+    uint64_t start = s->resume.has ? s->resume.frontier.t : s->as_of;
+    if (f.empty || f.t > start)
+        FLOE_FORWARD(floe__sink_reconcile(s, err));
     s->input_frontier = f;
     s->touched = true;
     if (!f.empty && f.t > 0)
@@ -1051,14 +1038,14 @@ static int advance(floe_sink *s, floe__frontier f, floe_error *err)
     }
     show_frontier(s, f);
     if (rc == FLOE_OK && !s->complete)
-        rc = seal_and_commit(s, f, err);
-    publish(s);
+        rc = floe__sink_seal_and_commit(s, f, err);
+    floe__sink_publish(s);
     return rc;
 }
 
 int floe_sink_advance(floe_sink *s, uint64_t time, floe_error *err)
 {
-    return advance(s, floe__frontier_at(time), err);
+    return floe__sink_advance(s, floe__frontier_at(time), err);
 }
 
 /* After the input ended: the key index is checkpointed, so the next run
@@ -1072,7 +1059,7 @@ static int index_at_end(floe_sink *s, int rc, floe_error *err)
 
 int floe_sink_finish(floe_sink *s, floe_error *err)
 {
-    return index_at_end(s, advance(s, floe__frontier_closed(), err), err);
+    return index_at_end(s, floe__sink_advance(s, floe__frontier_closed(), err), err);
 }
 
 /* SPEC 5.7: the last batch ends just past the newest update, or at the
@@ -1092,7 +1079,7 @@ int floe_sink_end(floe_sink *s, floe_error *err)
     FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended already");
     floe__frontier f = end_frontier(s);
     if (f.empty || s->complete)
-        return index_at_end(s, advance(s, f, err), err);
+        return index_at_end(s, floe__sink_advance(s, f, err), err);
     note_frontier(s, f);
     int rc = floe__minter_end(s->minter, f, err);
     if (rc == FLOE_OK)
@@ -1102,10 +1089,23 @@ int floe_sink_end(floe_sink *s, floe_error *err)
     if (rc == FLOE_OK)
         rc = floe__writer_truncate(s->writer, f, err);
     if (rc == FLOE_OK)
-        rc = seal_and_commit(s, f, err);
+        rc = floe__sink_seal_and_commit(s, f, err);
     s->ended = true;
     rc = index_at_end(s, rc, err);
-    publish(s);
+    floe__sink_publish(s);
+    return rc;
+}
+
+/* {"time": T, "schema": "COLUMNS"[, "key": "a,b"]}: floe_sink_evolve. */
+static int evolve_json(floe_sink *s, const floe__change *ch, floe_error *err)
+{
+    floe_schema *schema = NULL;
+    int rc = floe_schema_parse((const char *)s->row.data + ch->schema_at, &schema, err);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "\"schema\"");
+    const char *key = ch->key_at == SIZE_MAX ? NULL : (const char *)s->row.data + ch->key_at;
+    rc = floe_sink_evolve(s, ch->time, schema, key, err);
+    floe_schema_free(schema);
     return rc;
 }
 
@@ -1116,190 +1116,7 @@ int floe_sink_push_json(floe_sink *s, const char *line, size_t len, floe_error *
     FLOE_FORWARD(floe__change_parse(s->input, line, len, &ch, &s->row, err));
     if (ch.kind == FLOE__CHANGE_PROGRESS)
         return ch.closed ? floe_sink_finish(s, err) : floe_sink_advance(s, ch.time, err);
+    if (ch.kind == FLOE__CHANGE_SCHEMA)
+        return evolve_json(s, &ch, err);
     return push_bytes(s, s->row.data, s->row.len, ch.time, ch.diff, false, err);
-}
-
-/* ---- metrics ----------------------------------------------------------------------------------- */
-
-/* A label value with \, " and newlines escaped (Prometheus text format). */
-static int escaped_label(floe__buf *b, const char *v, floe_error *err)
-{
-    for (; *v; v++) {
-        const char *e = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
-        FLOE_FORWARD(e ? floe__buf_append(b, e, 2, err) : floe__buf_putc(b, (uint8_t)*v, err));
-    }
-    return FLOE_OK;
-}
-
-static int sample(floe__buf *b, const char *name, const char *label, double v, floe_error *err)
-{
-    FLOE_FORWARD(floe__buf_printf(b, err, "%s{sink=\"", name));
-    FLOE_FORWARD(escaped_label(b, label, err));
-    if (isnan(v))                        /* Prometheus spells it NaN */
-        return floe__buf_printf(b, err, "\"} NaN\n");
-    return floe__buf_printf(b, err, "\"} %.17g\n", v);
-}
-
-typedef struct metric_def {
-    const char *name, *type, *help;
-} metric_def;
-
-static const metric_def METRICS[] = {
-    {"floe_snapshots_committed_total", "counter", "Snapshots committed."},
-    {"floe_data_files_written_total", "counter", "Data files committed."},
-    {"floe_delete_files_written_total", "counter", "Delete files committed."},
-    {"floe_stashed_rows", "gauge", "Updates waiting for the frontier."},
-    {"floe_commit_failures_total", "counter", "Commit attempts that failed."},
-    {"floe_commit_conflicts_total", "counter", "Commit attempts that hit a conflict."},
-    {"floe_commit_lost_responses_total", "counter", "Commits found to have landed after an unknown outcome."},
-    {"floe_messages_staged_total", "counter", "Updates received."},
-    {"floe_bytes_staged_total", "counter", "Row bytes received."},
-    {"floe_messages_committed_total", "counter", "Data rows committed."},
-    {"floe_bytes_committed_total", "counter", "File bytes committed."},
-    {"floe_primary_key_violations_total", "counter", "Insertions of a key that was live (within a time or across them)."},
-    {"floe_input_frontier", "gauge", "The input frontier (-1 once the input is closed)."},
-    {"floe_committed_frontier", "gauge", "The last committed frontier (-1: closed input; NaN: nothing committed yet)."},
-    {"floe_freshness_seconds", "gauge", "Seconds since the oldest input no commit covers yet arrived (0: all committed)."},
-    {"floe_batches_skipped_total", "counter", "Batches an earlier run of this sink had committed already."},
-    {"floe_index_keys", "gauge", "Live rows in the key index (position mode)."},
-    {"floe_index_memory_bytes", "gauge", "The key index's memory tier."},
-    {"floe_index_disk_bytes", "gauge", "The key index's disk tier."},
-    {"floe_index_rebuilds_total", "counter", "Full reads of the table's files into the key index."},
-    {"floe_index_snapshots_synced_total", "counter", "Snapshots of other writers read into the key index."},
-    {"floe_index_rows_read_total", "counter", "Rows the key index read back from data files."},
-    {"floe_index_rows_moved_total", "counter", "Rows the key index re-pointed after the sink's own compactions and copy-on-write commits, without reading."},
-    {"floe_deletes_retargeted_total", "counter", "Position deletes moved onto files a compaction wrote."},
-    {"floe_retractions_missing_total", "counter", "Retractions of a key with no live row."},
-    {"floe_retractions_mismatched_total", "counter", "Retractions whose row differs from the key's live row."},
-    {"floe_maintenance_runs_total", "counter", "Table maintenance rounds (--maintain auto)."},
-    {"floe_maintenance_failures_total", "counter", "Table maintenance rounds that failed."},
-    {"floe_maintenance_seconds_total", "counter", "Time table maintenance took."},
-    {"floe_maintenance_compactions_total", "counter", "Compaction groups committed."},
-    {"floe_maintenance_files_compacted_total", "counter", "Data files compaction rewrote."},
-    {"floe_maintenance_deletes_carried_total", "counter", "Rows deleted while compaction ran, deleted from its new files."},
-    {"floe_maintenance_snapshots_expired_total", "counter", "Snapshots expired."},
-    {"floe_maintenance_files_removed_total", "counter", "Files deleted by expiry and orphan removal."},
-    {"floe_maintenance_bytes_removed_total", "counter", "Bytes of the files deleted by maintenance."},
-    {"floe_maintenance_orphans_removed_total", "counter", "Orphan files deleted."},
-    {"floe_table_data_files", "gauge", "Live data files (NaN before maintenance first looked)."},
-    {"floe_table_small_data_files", "gauge", "Live data files below 75% of the target file size."},
-    {"floe_table_delete_files", "gauge", "Live delete files (each DV counts one)."},
-    {"floe_table_deletion_vectors", "gauge", "Live deletion vectors."},
-    {"floe_table_equality_delete_files", "gauge", "Live equality delete files."},
-    {"floe_table_deleted_rows_ratio", "gauge", "Rows position deletes and DVs delete, over data rows."},
-    {"floe_table_manifests", "gauge", "Manifests in the current manifest list."},
-    {"floe_table_snapshots", "gauge", "Snapshots in the table metadata."},
-    {"floe_table_oldest_snapshot_age_seconds", "gauge", "Age of the oldest snapshot."},
-    {"floe_table_metadata_bytes", "gauge", "Size of the current metadata file."},
-    {"floe_rewritten_files_total", "counter", "Data files copy-on-write commits rewrote."},
-    {"floe_rewritten_rows_total", "counter", "Rows the files copy-on-write commits wrote hold."},
-};
-#define N_METRICS (sizeof METRICS / sizeof METRICS[0])
-
-/* The values of METRICS, in its order. */
-static void metric_values(const floe_sink_stats *st, double v[N_METRICS])
-{
-    double committed = !st->has_committed_frontier ? NAN
-                       : st->committed_frontier_empty ? -1.0 : (double)st->committed_frontier;
-    const floe_table_debt *d = &st->debt;
-    double unknown = st->debt_known ? 0 : NAN;      /* before maintenance first looked */
-    double all[] = {
-        (double)st->snapshots_committed, (double)st->data_files, (double)st->delete_files,
-        (double)st->updates_stashed, (double)st->commit_failures, (double)st->commit_conflicts,
-        (double)st->lost_responses, (double)st->updates_in, (double)st->bytes_in,
-        (double)st->rows_committed, (double)st->bytes_committed, (double)st->pk_violations,
-        st->input_frontier_empty ? -1.0 : (double)st->input_frontier, committed,
-        st->freshness_seconds, (double)st->batches_skipped, (double)st->index_keys,
-        (double)st->index_memory_bytes, (double)st->index_disk_bytes,
-        (double)st->index_rebuilds, (double)st->index_snapshots_synced,
-        (double)st->index_rows_read, (double)st->index_rows_moved, (double)st->deletes_retargeted, (double)st->retractions_missing,
-        (double)st->retractions_mismatched, (double)st->maintenance_runs,
-        (double)st->maintenance_failures, st->maintenance_us / 1e6, (double)st->compactions,
-        (double)st->files_compacted, (double)st->deletes_carried,
-        (double)st->snapshots_expired, (double)st->files_removed, (double)st->bytes_removed,
-        (double)st->orphans_removed,
-        d->data_files + unknown, d->small_data_files + unknown, d->delete_files + unknown,
-        d->deletion_vectors + unknown, d->equality_delete_files + unknown,
-        d->deleted_ratio + unknown, d->data_manifests + d->delete_manifests + unknown,
-        d->snapshots + unknown, d->oldest_snapshot_age_ms / 1e3 + unknown,
-        d->metadata_bytes + unknown, (double)st->files_rewritten, (double)st->rows_rewritten,
-    };
-    _Static_assert(sizeof all / sizeof all[0] == N_METRICS, "a value per metric");
-    memcpy(v, all, sizeof all);
-}
-
-static int quantile(floe__buf *b, const char *name, const char *sink, const char *q, double v,
-                    floe_error *err)
-{
-    FLOE_FORWARD(floe__buf_printf(b, err, "%s{sink=\"", name));
-    FLOE_FORWARD(escaped_label(b, sink, err));
-    return floe__buf_printf(b, err, "\",quantile=\"%s\"} %.9g\n", q, v);
-}
-
-/* A summary, NAME_sum and NAME_count per sink; the commit durations also
- * with their p50 and p99 over the last FLOE__COMMIT_WINDOW commits. */
-static int summaries(floe__buf *b, const char *name, const char *help,
-                     const floe_sink *const *sinks, const floe_sink_stats *st, size_t n,
-                     bool close, floe_error *err)
-{
-    FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s summary\n", name, help, name));
-    char sum[96], count[96];
-    snprintf(sum, sizeof sum, "%s_sum", name);
-    snprintf(count, sizeof count, "%s_count", name);
-    for (size_t i = 0; i < n; i++) {
-        double us = (double)(close ? st[i].close_seconds_total_us : st[i].commit_seconds_total_us);
-        double k = (double)(close ? st[i].batches_sealed : st[i].snapshots_committed);
-        if (!close && k > 0) {
-            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.5", st[i].commit_p50_us / 1e6,
-                                  err));
-            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.99", st[i].commit_p99_us / 1e6,
-                                  err));
-        }
-        FLOE_FORWARD(sample(b, sum, sinks[i]->sink_id, us / 1e6, err));
-        FLOE_FORWARD(sample(b, count, sinks[i]->sink_id, k, err));
-    }
-    return FLOE_OK;
-}
-
-static int sinks_metrics(const floe_sink *const *sinks, size_t n, floe_sink_stats *st,
-                         floe__buf *b, floe_error *err)
-{
-    for (size_t i = 0; i < n; i++)
-        floe_sink_stats_get(sinks[i], &st[i]);
-    FLOE_FORWARD(summaries(b, "floe_commit_duration_seconds", "Time spent committing a batch "
-                           "(quantiles over the last 100 commits).", sinks, st, n, false, err));
-    FLOE_FORWARD(summaries(b, "floe_close_duration_seconds", "Time spent closing a batch's files.",
-                           sinks, st, n, true, err));
-    for (size_t m = 0; m < N_METRICS; m++) {
-        FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n", METRICS[m].name,
-                                      METRICS[m].help, METRICS[m].name, METRICS[m].type));
-        for (size_t i = 0; i < n; i++) {
-            double v[N_METRICS];
-            metric_values(&st[i], v);
-            FLOE_FORWARD(sample(b, METRICS[m].name, sinks[i]->sink_id, v[m], err));
-        }
-    }
-    return FLOE_OK;
-}
-
-int floe__sinks_metrics(const floe_sink *const *sinks, size_t n, floe__buf *out,
-                        floe_error *err)
-{
-    floe_sink_stats *st = floe__calloc(n ? n : 1, sizeof *st);
-    if (!st)
-        return FLOE_OOM(err);
-    int rc = sinks_metrics(sinks, n, st, out, err);
-    floe__free(st);
-    return rc;
-}
-
-int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err)
-{
-    floe__buf b;
-    floe__buf_init(&b, (size_t)1 << 24);
-    int rc = floe__sinks_metrics(&sink, 1, &b, err);
-    if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
-        rc = FLOE_OOM(err);
-    floe__buf_free(&b);
-    return rc;
 }

@@ -160,6 +160,7 @@ typedef struct floe__writer_config {
     bool synthetic_key;                 /* upsert keyed by the whole row */
     struct floe__kx *kx;                /* position mode: the key index; NULL: equality mode */
     const floe__schema *data_schema;    /* data file rows (append: + _diff, _timestamp) */
+    int32_t schema_id;                  /* its id in the table (its rows' hashes are of it) */
     const floe__schema *eq_schema;      /* upsert: the key columns, in key order */
     const int32_t *eq_ids;
     size_t n_eq_ids;
@@ -199,6 +200,11 @@ typedef struct floe__sealed {
     uint64_t position_deletes, equality_deletes;
     floe__delrecs dels;                 /* the rows it deletes by position */
     struct floe__kx_log *kx_log;        /* position mode: the rows it indexed (owned) */
+    /* The schema its files are written in when the table's current one is
+     * another (a schema change of the sink: its commit makes it current);
+     * NULL otherwise.  Borrowed from the sink. */
+    const floe__schema *schema;
+    int32_t last_column_id;             /* with schema: the table's last-column-id */
 } floe__sealed;
 void floe__sealed_free(floe__sealed *s);   /* frees files and s; accepts NULL */
 
@@ -383,7 +389,10 @@ void floe__committer_free(floe__committer *c);
  * reloaded and this sink id's progress read (SPEC 7.2): our own earlier
  * attempt that landed is success; a batch an earlier run of this sink
  * (same id and version) already committed entirely is skipped with a
- * warning.  Fatal errors: FLOE_EFENCED; FLOE_ESTATE (schema/spec changed,
+ * warning.  A batch with a schema (s->schema) makes it the table's
+ * current one in the same commit (SPEC 4); the table handle adopts it once
+ * it landed.  Fatal errors: FLOE_EFENCED; FLOE_ESTATE (schema/spec changed
+ * by another writer,
  * a range another writer covered, a rollback of main past what this sink
  * committed, progress that can no longer be verified); the last failure
  * after max_tries. */

@@ -87,6 +87,7 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
             return FLOE_OOM(err);
         }
         floe__kx_log_init(ob->log);
+        ob->log->hash_schema = w->cfg->schema_id;
     }
     if (w->tail)
         w->tail->next = ob;

@@ -141,7 +141,9 @@ static int retract_older(resolving *r, const uint8_t *row, uint32_t len, uint64_
                           "ignored", key_text(r), (unsigned long long)time);
         return FLOE_OK;
     }
-    if (len && loc.rowhash && loc.rowhash != rh) {      /* len 0: by key, any row */
+    /* len 0: by key, any row; a row hashed in another schema has other bytes */
+    if (len && loc.rowhash && loc.rowhash != rh &&
+        floe__kx_file_schema(index_of(r), loc.file) == w->cfg->schema_id) {
         w->stats.retract_mismatch++;
         floe__writer_warn(w, "a retraction of key %s at time %llu names a row that differs "
                           "from the key's live row; the live row is deleted", key_text(r),
@@ -207,6 +209,7 @@ static int index_row(resolving *r, const char *path, uint64_t pos, const survivo
     uint32_t id;
     FLOE_FORWARD(floe__kx_file(kx, path, &id, err));
     floe__kx_file_set_committed(kx, id, false);
+    floe__kx_file_set_schema(kx, id, r->w->cfg->schema_id);
     uint64_t rh = floe__hash64(s->row, s->len, 0);
     bool check = first && !r->w->cfg->synthetic_key && !r->b->desc.snapshot, was_live = false;
     FLOE_FORWARD(floe__kx_insert_checked(kx, r->key, r->klen, (floe__kx_loc){id, pos, rh},

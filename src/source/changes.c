@@ -5,6 +5,8 @@
  *   {"progress": 7}                          the frontier moves to [7]
  *   {"progress": [7]}                        the same in frontier form
  *   {"progress": null} / {"progress": []}    the input is complete (closed)
+ *   {"time": 9, "schema": "COLUMNS"}         the schema changes at time 9
+ *   {"time": 9, "schema": "...", "key": "a,b"}   ... and so do the key columns
  *
  * Members may come in any order; unknown members, missing ones and values of
  * the wrong type are errors naming the member.  The row is parsed in place
@@ -14,7 +16,8 @@
  */
 #include "source/source_internal.h"
 
-enum { HAVE_TIME = 1, HAVE_DIFF = 2, HAVE_ROW = 4, HAVE_PROGRESS = 8 };
+enum { HAVE_TIME = 1, HAVE_DIFF = 2, HAVE_ROW = 4, HAVE_PROGRESS = 8, HAVE_SCHEMA = 16,
+       HAVE_KEY = 32 };
 
 static int bad(floe_error *err, const char *start, const char *at, const char *why)
 {
@@ -59,10 +62,13 @@ static int parse_member(const floe__schema *s, const char *start, const floe__js
     int flag = floe__json_str_eq(key, "time")       ? HAVE_TIME
                : floe__json_str_eq(key, "diff")     ? HAVE_DIFF
                : floe__json_str_eq(key, "row")      ? HAVE_ROW
-               : floe__json_str_eq(key, "progress") ? HAVE_PROGRESS : 0;
+               : floe__json_str_eq(key, "progress") ? HAVE_PROGRESS
+               : floe__json_str_eq(key, "schema")   ? HAVE_SCHEMA
+               : floe__json_str_eq(key, "key")      ? HAVE_KEY : 0;
     if (!flag)
         return floe__err_set(err, FLOE_EINPUT, "unknown member \"%.*s\" (byte %zu); a change is "
-                             "{\"time\",\"diff\",\"row\"} or {\"progress\"}",
+                             "{\"time\",\"diff\",\"row\"}, {\"progress\"} or "
+                             "{\"time\",\"schema\"}",
                              (int)(key->len > 40 ? 40 : key->len), key->raw,
                              (size_t)(key->raw - start));
     if (*seen & flag)
@@ -86,6 +92,21 @@ static int parse_member(const floe__schema *s, const char *start, const floe__js
         int rc = floe__json_parse_row(s, p, end, &q, row, err);
         if (rc != FLOE_OK)
             return floe__err_wrap(err, rc, "row (at byte %zu)", (size_t)(p - start));
+        break;
+    }
+    case HAVE_SCHEMA:
+    case HAVE_KEY: {
+        if (p >= end || *p != '"')
+            return bad(err, start, p, flag == HAVE_SCHEMA
+                       ? "\"schema\" must be a column list (a string)"
+                       : "\"key\" must be the key columns (a string \"a,b\")");
+        size_t at = row->len;
+        FLOE_FORWARD(floe__json_read_string(p, end, &q, row, err));
+        FLOE_FORWARD(floe__buf_putc(row, 0, err));
+        if (flag == HAVE_SCHEMA)
+            out->schema_at = at;
+        else
+            out->key_at = at;
         break;
     }
     default:
@@ -141,6 +162,7 @@ static int general(const floe__schema *s, const char *line, const char *p, const
                    floe__change *out, floe__buf *row, floe_error *err)
 {
     memset(out, 0, sizeof *out);
+    out->schema_at = out->key_at = SIZE_MAX;
     if (p >= end || *p != '{')
         return bad(err, line, p, "a change must be a JSON object");
     p = floe__json_ws(p + 1, end);
@@ -173,6 +195,14 @@ static int general(const floe__schema *s, const char *line, const char *p, const
         out->kind = FLOE__CHANGE_UPDATE;
         return FLOE_OK;
     }
+    if (seen == (HAVE_TIME | HAVE_SCHEMA) || seen == (HAVE_TIME | HAVE_SCHEMA | HAVE_KEY)) {
+        out->kind = FLOE__CHANGE_SCHEMA;
+        return FLOE_OK;
+    }
+    if (seen & (HAVE_SCHEMA | HAVE_KEY))
+        return bad(err, line, line, (seen & HAVE_TIME) ? "a schema change is {\"time\", "
+                   "\"schema\"} with an optional \"key\" and nothing else"
+                   : "a schema change needs the \"time\" it takes effect");
     if (seen & HAVE_PROGRESS)
         return bad(err, line, line, "\"progress\" cannot be mixed with time, diff or row");
     return floe__err_set(err, FLOE_EINPUT, "an update needs \"time\", \"diff\" and \"row\" (missing %s)",
@@ -185,6 +215,7 @@ int floe__change_parse(const floe__schema *s, const char *line, size_t n, floe__
     const char *p = floe__json_ws(line, line + n), *end = line + n;
     size_t row_start = row->len;
     memset(out, 0, sizeof *out);
+    out->schema_at = out->key_at = SIZE_MAX;
     if (p < end && *p == '{' && fast_update(s, p, end, out, row))
         return FLOE_OK;
     int rc = general(s, line, p, end, out, row, err);

@@ -213,7 +213,7 @@ static floe__kx_store *open_store(void)
 {
     floe__kx_store *st = NULL;
     CHECK_EQ_INT(floe__kx_store_open(tmp_root, "9c12d441-03fe-4693-9a96-a0705ddf69c1",
-                                     "shop.orders/v 1", &st, NULL), FLOE_OK);
+                                     "shop.orders/v 1", 7, &st, NULL), FLOE_OK);
     return st;
 }
 
@@ -276,7 +276,7 @@ TEST(a_restart_has_the_index_of_the_last_commit)
     floe__kx_store *st = open_store();
     floe__kx_store *again = NULL;
     CHECK_EQ_INT(floe__kx_store_open(tmp_root, "9c12d441-03fe-4693-9a96-a0705ddf69c1",
-                                     "shop.orders/v 1", &again, NULL), FLOE_ESTATE);   /* locked */
+                                     "shop.orders/v 1", 7, &again, NULL), FLOE_ESTATE);   /* locked */
     floe__kx *kx = open_kx(0);
     for (int b = 0; b < 4; b++) {
         floe__kx_log l;
@@ -341,7 +341,7 @@ static int put_taken(void *ctx, floe__kx_visit_fn emit, void *emit_ctx, floe_err
 TEST(a_checkpoint_holds_what_the_table_holds)
 {
     floe__kx_store *st = NULL;
-    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u3", "s", &st, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u3", "s", 7, &st, NULL), FLOE_OK);
     floe__kx *kx = open_kx(0);
     floe__kx_log l;
     floe__kx_log_init(&l);
@@ -392,7 +392,7 @@ static FILE *checkpoint_of_batch0(floe__kx_store *st, floe__kx_mark m)
 TEST(a_damaged_checkpoint_is_not_used)
 {
     floe__kx_store *st = NULL;
-    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u2", "s", &st, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u2", "s", 7, &st, NULL), FLOE_OK);
     FILE *f = checkpoint_of_batch0(st, (floe__kx_mark){false, 7, 1});
     if (!f)
         return;
@@ -417,7 +417,7 @@ TEST(a_damaged_checkpoint_is_not_used)
 TEST(a_checkpoint_is_peeked_and_a_wild_position_is_unusable)
 {
     floe__kx_store *st = NULL;
-    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u4", "s", &st, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u4", "s", 7, &st, NULL), FLOE_OK);
     bool have = true;
     floe__kx_mark at;
     uint64_t entries = 0;

@@ -1,0 +1,413 @@
+/*
+ * sink_evolve.c - schema changes of a sink (floe_sink_evolve, and --schema
+ * against an existing table; SPEC.md section 4): the table's schema
+ * evolves at a time T of the input, so every snapshot holds the input as
+ * of its frontier in the schema the input had then.
+ *
+ * A change at T past the sink's start (the first time not committed):
+ *   1. plan it: the declaration matched against the schema the sink writes
+ *      with (iceberg/schema_evolve.c); a refusal changes nothing;
+ *   2. cut at T: the frontier moves to T (every batch below it is written
+ *      and committed), the batch that holds T ends there and is committed,
+ *      later (empty) batches go, and the minter starts again at T;
+ *   3. switch: the updates held at T and later (in memory and spilled) are
+ *      carried into the new shape (schema/convert.c); rows are read, keyed
+ *      and written in the new schema from now on; the key index carries
+ *      over, or is rebuilt from the table when the key columns or their
+ *      types changed (its stored form is keyed by a fingerprint of them);
+ *   4. the next commit (the batch [T, ...)) makes the new schema the
+ *      table's current one in the same metadata update as its files
+ *      (committer.c, table_commit.c), so the schema change and the first
+ *      rows of the new shape land together.
+ * A change at or below the start needs no cut (nothing after the start is
+ * written yet): it is planned against the table's schema and switched to
+ * at once.  Below a resuming sink's start the input is a replay of what is
+ * committed, and a later line may undo what an earlier one declares: a
+ * change Iceberg refuses there is kept (s->refused) and raised only at the
+ * first update or frontier past the start.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "sink/sink_state_internal.h"
+
+/* ---- the declaration ------------------------------------------------------------------------ */
+
+static int add_extra(floe__schema *s, const char *name, floe__kind kind, floe__decl decl,
+                     floe_error *err)
+{
+    floe__field *root = &s->root;
+    floe__field *v = floe__realloc(root->children, (root->n_children + 1) * sizeof *v);
+    if (!v)
+        return FLOE_OOM(err);
+    root->children = v;
+    v[root->n_children] = (floe__field){.name = floe__strdup(name), .kind = kind, .decl = decl,
+                                        .required = true};
+    if (!v[root->n_children].name)
+        return FLOE_OOM(err);
+    root->n_children++;
+    return FLOE_OK;
+}
+
+/* The table's columns for a declaration of the input's: append mode's end
+ * with _diff and _timestamp. */
+static int table_declaration(const floe_sink *s, const floe__schema *user, floe__schema **out,
+                             floe_error *err)
+{
+    FLOE_FORWARD(floe__schema_copy(user, out, err));
+    int rc = FLOE_OK;
+    if (!s->upsert) {
+        rc = add_extra(*out, "_diff", FLOE_K_INT, FLOE_D_INTEGER, err);
+        if (rc == FLOE_OK)
+            rc = add_extra(*out, "_timestamp", FLOE_K_LONG, FLOE_D_BIGINT, err);
+    }
+    if (rc != FLOE_OK) {
+        floe_schema_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* ---- switching ------------------------------------------------------------------------------- */
+
+static int reserve_retired(floe_sink *s, size_t more, floe_error *err)
+{
+    floe__schema **v = floe__realloc(s->retired, (s->n_retired + more) * sizeof *v);
+    if (!v)
+        return FLOE_OOM(err);
+    s->retired = v;
+    return FLOE_OK;
+}
+
+/* "a,b": the names the key columns (of s->data) have in `data`, by field id. */
+static int key_names(const floe_sink *s, const floe__schema *data, floe__buf *out,
+                     floe_error *err)
+{
+    for (size_t k = 0; k < s->n_key; k++) {
+        const floe__field *old = &s->data->root.children[s->key_cols[k]], *f = NULL;
+        for (uint32_t i = 0; !f && i < data->root.n_children; i++)
+            if (data->root.children[i].id == old->id)
+                f = &data->root.children[i];
+        if (!f)
+            return floe__err_set(err, FLOE_EINCOMPATIBLE, "key column \"%s\" is dropped: name "
+                                 "the key columns of the new schema", old->name);
+        FLOE_FORWARD(floe__buf_printf(out, err, "%s%s", k ? "," : "", f->name));
+    }
+    return floe__buf_putc(out, 0, err);
+}
+
+typedef struct carrying {
+    const floe__schema *from, *from_key;     /* the old input and key schemas */
+    floe__stash *into;
+    floe__buf row, key;
+} carrying;
+
+/* One held update into the new shape, and into the new stash. */
+static int carry(floe_sink *s, carrying *c, const floe__upd *u, floe_error *err)
+{
+    floe__buf_reset(&c->row);
+    if (u->row_len == 0) {                 /* a retraction by key: its key alone */
+        floe__buf_reset(&c->key);
+        if (!c->from_key || floe__schema_fingerprint(c->from_key) !=
+                                floe__schema_fingerprint(s->eq_schema))
+            return floe__err_set(err, FLOE_EINCOMPATIBLE, "the key columns change while a "
+                                 "retraction by key at time %" PRIu64 " is held: it cannot "
+                                 "name its row in the new key", u->time);
+        FLOE_FORWARD(floe__datum_convert(c->from_key, s->eq_schema, u->key, u->key_len, &c->key,
+                                         err));
+        return floe__stash_push(c->into, u->time, u->diff, c->key.data, (uint32_t)c->key.len,
+                                c->row.data, 0, err);
+    }
+    FLOE_FORWARD(floe__datum_convert(c->from, s->input, u->row, u->row_len, &c->row, err));
+    FLOE_RETURN_IF(c->row.len > UINT32_MAX, err, FLOE_ELIMIT, "a row grew too large");
+    FLOE_FORWARD(floe__sink_extract_key(s, c->row.data, c->row.len, err));
+    return floe__stash_push(c->into, u->time, u->diff, s->key.data, (uint32_t)s->key.len,
+                            c->row.data, (uint32_t)c->row.len, err);
+}
+
+static uint64_t held(const floe_sink *s)
+{
+    floe__stash_stats st = {0};
+    if (s->stash)
+        floe__stash_get_stats(s->stash, &st);
+    return st.rows;
+}
+
+/* The updates the stash holds (all at or after the change), carried from
+ * the old input schema into the new one. */
+static int carry_stash(floe_sink *s, const floe__schema *from, const floe__schema *from_key,
+                       floe_error *err)
+{
+    if (held(s) == 0)
+        return FLOE_OK;
+    carrying c = {from, from_key, NULL, {0}, {0}};
+    floe__buf_init(&c.row, 0);
+    floe__buf_init(&c.key, 0);
+    int rc = floe__stash_new(s->opts.spill_dir, s->stash_memory, &c.into, err);
+    if (rc == FLOE_OK)
+        rc = floe__stash_begin_close(s->stash, floe__frontier_closed(), err);
+    for (bool got = true; rc == FLOE_OK && got;) {
+        floe__upd u;
+        rc = floe__stash_next(s->stash, &u, &got, err);
+        if (rc == FLOE_OK && got)
+            rc = carry(s, &c, &u, err);
+    }
+    floe__stash_end_close(s->stash);
+    floe__buf_free(&c.row);
+    floe__buf_free(&c.key);
+    if (rc != FLOE_OK) {
+        floe__stash_free(c.into);
+        return floe__err_wrap(err, rc, "carrying the updates held across the schema change");
+    }
+    floe__stash_free(s->stash);
+    s->stash = c.into;
+    return FLOE_OK;
+}
+
+/* The key index after a switch: kept when the keys' bytes mean what they
+ * did, else read again from the table (which holds everything before the
+ * change and nothing after it). */
+static int rekey_index(floe_sink *s, uint64_t old_fp, bool was_synthetic, floe_error *err)
+{
+    s->kcfg.src.key_schema = s->eq_schema;
+    s->kcfg.src.whole_row = s->synthetic;
+    s->kcfg.src.hash_schema = s->data->schema_id;
+    if (!s->keeper ||
+        (floe__schema_fingerprint(s->eq_schema) == old_fp && s->synthetic == was_synthetic))
+        return FLOE_OK;
+    floe__keeper_free(s->keeper);
+    s->keeper = NULL;
+    FLOE_FORWARD(floe__sink_open_keeper(s, err));
+    s->wcfg.kx = floe__keeper_kx(s->keeper);
+    floe__sink_notice(s, "%s.%s: the key columns changed shape: %s", s->ns, s->name,
+                      s->index_report);
+    return FLOE_OK;
+}
+
+/* From now on the sink reads, keys and writes rows of `data` (taken), an
+ * evolution of its schema; `key` names new key columns (NULL: the same
+ * ones, followed through renames). */
+static int switch_to(floe_sink *s, floe__schema *data, int32_t last_column_id, const char *key,
+                     floe_error *err)
+{
+    floe__buf names;
+    floe__buf_init(&names, 1 << 16);
+    int rc = reserve_retired(s, 2, err);
+    if (rc == FLOE_OK)
+        rc = floe__table_schema_id_for(s->table, data, &data->schema_id, err);
+    if (rc == FLOE_OK && s->upsert && !key && !s->synthetic)
+        rc = key_names(s, data, &names, err);
+    if (rc != FLOE_OK) {
+        floe__buf_free(&names);
+        floe_schema_free(data);
+        return rc;
+    }
+    const floe__schema *old_in = s->input;
+    floe__schema *old_key = s->eq_schema_owned;
+    uint64_t old_fp = old_key ? floe__schema_fingerprint(old_key) : 0;
+    bool was_synthetic = s->synthetic;
+    s->retired[s->n_retired++] = s->data;         /* callers' rows may point at them */
+    if (s->input_owned)
+        s->retired[s->n_retired++] = s->input_owned;
+    s->data = data;
+    s->data_last_column_id = last_column_id;
+    s->input_owned = NULL;
+    s->input = data;
+    s->eq_schema_owned = NULL;
+    floe__sink_clear_key(s);
+    if (!s->upsert)
+        rc = floe__sink_append_input(s, err);
+    else
+        rc = floe__sink_setup_key(s, key ? key : names.data ? (const char *)names.data : NULL,
+                                  err);
+    floe__buf_free(&names);
+    if (rc == FLOE_OK)
+        rc = carry_stash(s, old_in, old_key, err);
+    floe_schema_free(old_key);
+    s->wcfg.data_schema = s->data;
+    s->wcfg.schema_id = s->data->schema_id;
+    s->wcfg.eq_schema = s->eq_schema;
+    s->wcfg.eq_ids = s->eq_ids;
+    s->wcfg.n_eq_ids = s->n_eq;
+    s->wcfg.synthetic_key = s->synthetic;
+    if (rc == FLOE_OK && s->upsert)
+        rc = rekey_index(s, old_fp, was_synthetic, err);
+    return rc;
+}
+
+/* ---- planning --------------------------------------------------------------------------------- */
+
+/* The evolution of `base` (last-column-id `last`) into the user's
+ * declaration. */
+static int plan(floe_sink *s, const floe__schema *base, int32_t last, const floe__schema *user,
+                floe__evolution *evo, floe_error *err)
+{
+    floe__schema *decl;
+    FLOE_FORWARD(table_declaration(s, user, &decl, err));
+    int rc = floe__schema_evolve(base, last, floe__metadata_format_version(
+                                     s->table->loaded->metadata), decl, evo, err);
+    floe_schema_free(decl);
+    return rc;
+}
+
+static void announce(floe_sink *s, const floe__evolution *evo, const char *when)
+{
+    if (evo->changed)
+        floe__sink_notice(s, "%s.%s: schema change %s: %.*s (committed with the first snapshot "
+                          "after it)", s->ns, s->name, when, (int)evo->summary.len,
+                          (const char *)evo->summary.data);
+}
+
+/* Lines of the input are read by `user` until a later declaration below
+ * the start is accepted (the sink's own schemas stay the table's). */
+static int parse_as(floe_sink *s, const floe__schema *user, floe_error *err)
+{
+    FLOE_FORWARD(reserve_retired(s, 1, err));
+    floe__schema *copy;
+    FLOE_FORWARD(floe__schema_copy(user, &copy, err));
+    s->retired[s->n_retired++] = copy;
+    s->input = copy;
+    return FLOE_OK;
+}
+
+/* A declaration below the start, planned against the table's schema: the
+ * sink switches to it at once (nothing after the start is written yet). */
+static int at_start(floe_sink *s, const floe__schema *user, const char *key, const char *when,
+                    floe_error *err)
+{
+    floe__evolution evo;
+    int32_t last = floe__metadata_last_column_id(s->table->loaded->metadata);
+    floe_error *why = floe_error_new();
+    if (!why)
+        return FLOE_OOM(err);
+    int rc = plan(s, s->table->schema, last, user, &evo, why);
+    if (rc == FLOE_EINCOMPATIBLE && s->resume.has && held(s) == 0) {
+        /* a replayed line: a later one may set it right */
+        floe__free(s->refused);
+        s->refused = floe__sprintf("%s: %s", when, floe_error_message(why));
+        s->refused_code = rc;
+        floe_error_free(why);
+        return s->refused ? parse_as(s, user, err) : FLOE_OOM(err);
+    }
+    if (rc != FLOE_OK) {
+        rc = floe__err_set(err, rc, "%s", floe_error_message(why));
+        floe_error_free(why);
+        return rc;
+    }
+    floe_error_free(why);
+    floe__free(s->refused);
+    s->refused = NULL;
+    announce(s, &evo, when);
+    floe__schema *data = evo.schema;
+    evo.schema = NULL;
+    last = evo.last_column_id;
+    floe__evolution_clear(&evo);
+    return switch_to(s, data, last, key, err);
+}
+
+int floe__sink_reconcile(floe_sink *s, floe_error *err)
+{
+    if (!s->refused)
+        return FLOE_OK;
+    return floe__err_set(err, s->refused_code, "%s", s->refused);
+}
+
+/* ---- at open ---------------------------------------------------------------------------------- */
+
+int floe__sink_declare(floe_sink *s, const floe__schema *declared, floe_error *err)
+{
+    FLOE_FORWARD(floe__schema_copy(s->table->schema, &s->data, err));
+    s->data_last_column_id = floe__metadata_last_column_id(s->table->loaded->metadata);
+    s->input = s->data;
+    if (!s->upsert)
+        FLOE_FORWARD(floe__sink_append_input(s, err));
+    else
+        FLOE_FORWARD(floe__sink_setup_key(s, s->opts.key, err));
+    if (!declared || s->table->created)
+        return FLOE_OK;
+    floe__schema *user = NULL;
+    int rc;
+    if (!s->upsert) {                      /* the declaration without the extras again */
+        const char **names = floe__calloc(declared->root.n_children, sizeof *names);
+        for (uint32_t i = 0; names && i + 2 < declared->root.n_children; i++)
+            names[i] = declared->root.children[i].name;
+        rc = names ? floe__schema_project(declared, names, declared->root.n_children - 2, &user,
+                                          err) : FLOE_OOM(err);
+        floe__free(names);
+    } else {
+        rc = floe__schema_copy(declared, &user, err);
+    }
+    if (rc == FLOE_OK)
+        rc = at_start(s, user, s->opts.key, "declared by --schema", err);
+    floe_schema_free(user);
+    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "--schema");
+}
+
+/* ---- a change at a time ----------------------------------------------------------------------- */
+
+/* Everything below t is committed and the minter starts again at t: the
+ * batch holding t ends there. */
+static int cut_at(floe_sink *s, uint64_t t, floe_error *err)
+{
+    floe__frontier f = floe__frontier_at(t);
+    if (floe__frontier_cmp(f, s->input_frontier) > 0)
+        FLOE_FORWARD(floe__sink_advance(s, f, err));
+    FLOE_FORWARD(floe__writer_truncate(s->writer, f, err));
+    FLOE_FORWARD(floe__sink_seal_and_commit(s, f, err));
+    floe__minter *m = NULL;
+    FLOE_FORWARD(floe__minter_new(s->as_of, s->opts.commit_on_advance ? 1 : s->opts.commit_interval,
+                                  true, f, &m, err));
+    if (s->opts.commit_on_advance)
+        floe__minter_per_advance(m);
+    floe__minter_free(s->minter);
+    s->minter = m;
+    return FLOE_OK;
+}
+
+static int check_evolve(const floe_sink *s, uint64_t time, const floe_schema *schema,
+                        const char *key, floe_error *err)
+{
+    FLOE_RETURN_IF(!schema, err, FLOE_EINVAL, "floe_sink_evolve: no schema");
+    FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
+    FLOE_RETURN_IF(key && !s->upsert, err, FLOE_EINVAL, "key columns need upsert mode");
+    if (s->complete)
+        return floe__err_set(err, FLOE_ESTATE, "%s.%s records frontier [] for sink '%s': its "
+                             "input was closed, so its schema no longer changes", s->ns,
+                             s->name, s->sink_id);
+    FLOE_RETURN_IF(s->input_frontier.empty, err, FLOE_EINPUT, "a schema change after the input "
+                   "was closed");
+    if (time < s->input_frontier.t)
+        return floe__err_set(err, FLOE_EINPUT, "a schema change at time %" PRIu64 " is behind "
+                             "the frontier [%" PRIu64 "]", time, s->input_frontier.t);
+    return FLOE_OK;
+}
+
+int floe_sink_evolve(floe_sink *s, uint64_t time, const floe_schema *schema, const char *key,
+                     floe_error *err)
+{
+    FLOE_FORWARD(check_evolve(s, time, schema, key, err));
+    uint64_t t = time < s->as_of ? s->as_of : time;
+    uint64_t start = s->resume.has ? s->resume.frontier.t : s->as_of;
+    char when[64];
+    snprintf(when, sizeof when, "at time %" PRIu64, time);
+    s->touched = true;
+    if (t <= start)
+        return at_start(s, schema, key, when, err);
+    FLOE_FORWARD(floe__sink_reconcile(s, err));
+    floe__evolution evo;
+    FLOE_FORWARD(plan(s, s->data, s->data_last_column_id, schema, &evo, err));
+    int rc = cut_at(s, t, err);
+    if (rc == FLOE_OK)
+        announce(s, &evo, when);
+    floe__schema *data = evo.schema;
+    evo.schema = NULL;
+    int32_t last = evo.last_column_id;
+    floe__evolution_clear(&evo);
+    if (rc != FLOE_OK) {
+        floe_schema_free(data);
+        return rc;
+    }
+    rc = switch_to(s, data, last, key, err);
+    floe__sink_publish(s);
+    return rc;
+}
