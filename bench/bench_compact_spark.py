@@ -51,8 +51,8 @@ Reported: wall and CPU seconds of each; Spark / floe wall; Spark / floe CPU
 least 3x faster per core (CPU ratio >= 3).  Results go to
 bench/out/compact_spark.json.
 
-The jars come from Maven Central through bench/spark/pom.xml into
-bench/spark/jars/ (fetched on the first run; `pip install pyspark==4.1.1`
+The jars come from Maven Central through tests/spark/pom.xml into
+tests/spark/jars/ (fetched on the first run; `pip install pyspark==4.1.1`
 first).  A small run to check the set-up: --keys 50000 --commits 30.
 """
 import argparse
@@ -72,7 +72,7 @@ sys.path.insert(0, HERE)
 from icebench import FLOE, SCHEMA, TABLE, metadata_location, stream  # noqa: E402
 from procstat import PeakWatcher, peak_rss_mib, run_measured  # noqa: E402
 OUT = os.path.join(HERE, "out", "compact_spark")
-SPARK_DIR = os.path.join(HERE, "spark")
+SPARK_DIR = os.path.join(os.path.dirname(HERE), "tests", "spark")   # shared with the tests
 JARS = os.path.join(SPARK_DIR, "jars")
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing floe needs: Debian packages (compiler,
 # libraries, valgrind, a JDK and Maven), the Python readers the tests check
-# floe against, the Java reader and Apache's REST catalog server (Maven),
+# floe against (and pyspark), the Java reader, Spark's Iceberg runtime and
+# Apache's REST catalog server (Maven),
 # and versitygw, the S3 server of the S3 tests (built with Go into $GOBIN
 # or $(go env GOPATH)/bin).
 # Safe to run again: it skips what is already there.
@@ -63,6 +64,12 @@ fi
 if [ ! -d tests/rest/target/lib ] ||
    [ -n "$(find tests/rest/src tests/rest/pom.xml -newer tests/rest/target/lib)" ]; then
     (cd tests/rest && mvn -q -B package -DskipTests && touch target/lib)
+fi
+# Iceberg's Spark runtime and the SQLite JDBC driver, for the tests where
+# Spark reads and writes floe's tables (tests/spark_engine.py; pyspark is
+# in tests/requirements.txt).
+if [ ! -d tests/spark/jars ] || [ tests/spark/pom.xml -nt tests/spark/jars ]; then
+    mvn -q -B -f tests/spark/pom.xml dependency:copy-dependencies && touch tests/spark/jars
 fi
 # versitygw: an S3 server that verifies SigV4, for tests/test_s3*.py.
 VERSITYGW_VERSION=v1.7.0

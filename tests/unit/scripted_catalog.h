@@ -41,6 +41,9 @@ typedef struct scripted {
     void *hook_ctx;
     long calls;                      /* commit calls so far */
     long applied;                    /* commits that reached the inner catalog */
+    /* What the first commit call that adds a schema does instead of its
+     * scripted step (SC_PASS: its step); once. */
+    sc_action on_schema;
 } scripted;
 
 static scripted *SC(floe__catalog *c) { return (scripted *)c; }
@@ -157,6 +160,16 @@ static int sc_commit(floe__catalog *c, const char *ns, const char *name, const j
     scripted *sc = SC(c);
     sc->calls++;
     sc_action a = sc->next < sc->n_steps ? sc->steps[sc->next++] : sc->after;
+    size_t i;
+    const json_t *u;
+    json_array_foreach((json_t *)updates, i, u) {
+        const char *action = json_string_value(json_object_get(u, "action"));
+        if (sc->on_schema != SC_PASS && action && strcmp(action, "add-schema") == 0) {
+            a = sc->on_schema;
+            sc->on_schema = SC_PASS;
+            break;
+        }
+    }
     switch (a) {
     case SC_UNKNOWN:
         return floe__err_set(err, FLOE_EUNKNOWN_OUTCOME, "scripted: outcome unknown, not applied");

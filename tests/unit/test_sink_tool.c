@@ -13,11 +13,14 @@
  *   unsent          the commit fails before anything was sent (not applied)
  *   bad-request     the catalog rejects it (not applied; fatal)
  *   always-conflict this and every later commit is refused as a conflict
+ * FAULT@schema applies the fault (not always-conflict) to the first commit
+ * that adds a schema instead (a schema change's commit; N is ignored).
  * KEY "-" means no key (append mode).  Prints one JSON line of the sink's
  * stats and exits 0 when the sink finished, 1 otherwise.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "scripted_catalog.h"
@@ -35,15 +38,22 @@ static int script_fault(scripted *sc, const char *fault, long when)
         {"none", SC_PASS}, {"lost-response", SC_LOST}, {"conflict", SC_HOOK},
         {"unsent", SC_UNSENT}, {"bad-request", SC_REJECT}, {"always-conflict", SC_CONFLICT},
     };
+    size_t len = strcspn(fault, "@");
+    bool at_schema = strcmp(fault + len, "@schema") == 0;
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
-        if (strcmp(fault, faults[i].name) != 0)
+        if (strlen(faults[i].name) != len || strncmp(fault, faults[i].name, len) != 0 ||
+            (fault[len] && !at_schema))
             continue;
+        sc->hook = concurrent_compaction;
+        if (at_schema) {
+            sc->on_schema = faults[i].a;
+            return faults[i].a == SC_CONFLICT ? -1 : 0;
+        }
         for (long k = 1; k < when; k++)
             sc_script(sc, SC_PASS);
         sc_script(sc, faults[i].a);
         if (faults[i].a == SC_CONFLICT)
             sc->after = SC_CONFLICT;
-        sc->hook = concurrent_compaction;
         return 0;
     }
     return -1;

@@ -147,17 +147,25 @@ public final class Reader {
                     }
                     break;
                 case "read-snapshots":
+                    /* each snapshot in the schema it names (time travel reads it so) */
                     for (Snapshot s : table.snapshots()) {
+                        Schema schema = s.schemaId() != null && table.schemas().containsKey(s.schemaId())
+                            ? table.schemas().get(s.schemaId()) : table.schema();
                         out.append("{\"snapshot-id\":").append(s.snapshotId()).append(",\"summary\":");
                         summary(out, s);
-                        out.append(",\"rows\":[");
+                        out.append(",\"columns\":[");
+                        for (int i = 0; i < schema.columns().size(); i++) {
+                            if (i > 0) out.append(',');
+                            string(out, schema.columns().get(i).name());
+                        }
+                        out.append("],\"rows\":[");
                         boolean first = true;
                         try (CloseableIterable<Record> rows =
                                  IcebergGenerics.read(table).useSnapshot(s.snapshotId()).build()) {
                             for (Record r : rows) {
                                 if (!first) out.append(',');
                                 first = false;
-                                row(out, r, table.schema().columns().size());
+                                row(out, r, schema.columns().size());
                             }
                         }
                         out.append("]}\n");
