@@ -599,8 +599,7 @@ static int load_from(loading *l, floe__kx_mark *at, uint64_t fingerprint, bool *
     if (!(*ok = read_head(&l->r, at, &fp)))
         return bad(l, "header, or written by an older floe"), FLOE_OK;
     if (!(*ok = fp == fingerprint)) {
-        snprintf(l->why, l->why_len, "the stored index is keyed by other columns or types "
-                 "(the key changed)");
+        snprintf(l->why, l->why_len, "the stored index has other key columns or types");
         return FLOE_OK;
     }
     FLOE_FORWARD(read_files(l, ok, err));
