@@ -103,6 +103,13 @@ typedef struct floe__evolution {
  * *out is the caller's to clear, on success only. */
 int floe__schema_evolve(const floe__schema *table, int32_t last_column_id, int format_version,
                         const floe__schema *declared, floe__evolution *out, floe_error *err);
+/* The same for a table whose every row is written again in the same commit
+ * (a resync): a column whose type cannot change in place becomes a new
+ * column of the same name (a fresh field id; older snapshots keep the old
+ * one), and nothing becomes not null.  Only a dropped identifier field is
+ * refused. */
+int floe__schema_replace(const floe__schema *table, int32_t last_column_id, int format_version,
+                         const floe__schema *declared, floe__evolution *out, floe_error *err);
 void floe__evolution_clear(floe__evolution *out);
 /* The table property schema.name-mapping.default after an evolution to
  * `to`: a renamed field's new name added to its names (the old ones stay:

@@ -30,6 +30,7 @@
 
 typedef struct ev {
     int format_version;
+    bool replace;                    /* every row is written again: see floe__schema_replace */
     int32_t next_id;                 /* the next fresh field id */
     bool changed;
     floe__buf *summary;
@@ -102,14 +103,20 @@ static int check_added(ev *e, const floe__field *d, bool top)
 
 static int add_field(ev *e, const floe__field *d, floe__field *out)
 {
-    FLOE_FORWARD(check_added(e, d, true));
+    if (!e->replace)
+        FLOE_FORWARD(check_added(e, d, true));
     FLOE_FORWARD(floe__field_copy(out, d, e->err));
     floe__free(out->was);
     out->was = NULL;
     fresh_ids(e, out);
-    /* rows written before it read the default too (SQL's ADD COLUMN ... DEFAULT) */
-    FLOE_FORWARD(floe__field_set_defaults(out, d->write_default, d->write_default_len,
-                                          d->write_default, d->write_default_len, e->err));
+    /* rows written before it read the default too (SQL's ADD COLUMN ... DEFAULT);
+     * a v2 table written again whole needs none (and can have none) */
+    bool dflt = d->write_default && !(e->replace && e->format_version < 3);
+    FLOE_FORWARD(floe__field_set_defaults(out, dflt ? d->write_default : NULL,
+                                          d->write_default_len, dflt ? d->write_default : NULL,
+                                          d->write_default_len, e->err));
+    if (e->replace && !dflt)
+        out->required = false;          /* older snapshots' files do not have it */
     char type[160];
     type_text(out, type, sizeof type);
     note(e, "added %s (%s%s)", e->path, type,
@@ -215,7 +222,9 @@ static int evolve_field(ev *e, const floe__field *t, const floe__field *d, floe_
     out->name = floe__strdup(d->name);
     if (!out->name || (t->doc && !(out->doc = floe__strdup(t->doc))))
         return FLOE_OOM(e->err);
-    if (d->required && !t->required)
+    if (d->required && !t->required && e->replace)
+        out->required = false;          /* stays optional: the source enforces it */
+    else if (d->required && !t->required)
         return refuse(e, "an optional column cannot become not null: rows already written may "
                       "hold null");
     if (t->required && !d->required)
@@ -223,7 +232,7 @@ static int evolve_field(ev *e, const floe__field *t, const floe__field *d, floe_
     FLOE_FORWARD(evolve_type(e, t, d, out));
     const uint8_t *w = t->write_default;
     uint32_t wlen = t->write_default_len;
-    if (d->write_default) {
+    if (d->write_default && !(e->replace && e->format_version < 3)) {
         if (e->format_version < 3)
             return refuse(e, "a default needs a format version 3 table (this one is version %d)",
                           e->format_version);
@@ -297,6 +306,13 @@ static int evolve_children(ev *e, const floe__field *t, const floe__field *d, fl
             if (at != kept++)
                 note(e, "moved %s", e->path);
             rc = evolve_field(e, tf, df, &out->children[k]);
+            if (rc == FLOE_EINCOMPATIBLE && e->replace) {
+                /* a new column of the same name: the rows are written again */
+                floe_error_clear(e->err);
+                floe__field_clear(&out->children[k]);
+                note(e, "replaced %s (a type Iceberg cannot change in place)", e->path);
+                rc = add_field(e, df, &out->children[k]);
+            }
         } else if (rc == FLOE_OK) {
             rc = add_field(e, df, &out->children[k]);
         }
@@ -348,13 +364,30 @@ void floe__evolution_clear(floe__evolution *out)
     memset(out, 0, sizeof *out);
 }
 
+static int evolve(const floe__schema *table, int32_t last_column_id, int format_version,
+                  bool replace, const floe__schema *declared, floe__evolution *out,
+                  floe_error *err);
+
 int floe__schema_evolve(const floe__schema *table, int32_t last_column_id, int format_version,
                         const floe__schema *declared, floe__evolution *out, floe_error *err)
+{
+    return evolve(table, last_column_id, format_version, false, declared, out, err);
+}
+
+int floe__schema_replace(const floe__schema *table, int32_t last_column_id, int format_version,
+                         const floe__schema *declared, floe__evolution *out, floe_error *err)
+{
+    return evolve(table, last_column_id, format_version, true, declared, out, err);
+}
+
+static int evolve(const floe__schema *table, int32_t last_column_id, int format_version,
+                  bool replace, const floe__schema *declared, floe__evolution *out,
+                  floe_error *err)
 {
     memset(out, 0, sizeof *out);
     floe__buf_init(&out->summary, 1 << 16);
     int32_t top = highest(&table->root);
-    ev e = {.format_version = format_version,
+    ev e = {.format_version = format_version, .replace = replace,
             .next_id = (last_column_id > top ? last_column_id : top) + 1,
             .summary = &out->summary, .err = err};
     int rc = floe__schema_new(&out->schema, err);

@@ -184,6 +184,46 @@ TEST(drops_and_identifier_fields)
     floe_schema_free(d);
 }
 
+/* A table written again whole (a resync): a type Iceberg cannot change in
+ * place becomes a new column of the same name, renames keep their ids,
+ * nothing becomes required, format 2 drops defaults; a dropped identifier
+ * field is still refused. */
+TEST(replacing_a_table_frees_the_types)
+{
+    floe__schema *t = cols("id int not null, a bigint, b text, c int"), *d =
+        cols("id int not null, a int, b2 int was b, c int not null default 7, n int not null "
+             "default 1");
+    floe__evolution evo;
+    floe_error *e = floe_error_new();
+    CHECK_EQ_INT(floe__schema_evolve(t, 4, 2, d, &evo, e), FLOE_EINCOMPATIBLE);
+    floe_error_clear(e);
+    CHECK_EQ_INT(floe__schema_replace(t, 4, 2, d, &evo, e), FLOE_OK);
+    CHECK(evo.changed);
+    CHECK_EQ_INT(col(evo.schema, "id")->id, 1);
+    CHECK_EQ_INT(col(evo.schema, "a")->id, 5);          /* long -> int: a new column */
+    CHECK_EQ_INT(col(evo.schema, "a")->kind, FLOE_K_INT);
+    CHECK_EQ_INT(col(evo.schema, "b2")->id, 6);         /* renamed, and text -> int */
+    CHECK_EQ_INT(col(evo.schema, "c")->id, 4);
+    CHECK(!col(evo.schema, "c")->required && !col(evo.schema, "c")->write_default);
+    CHECK(!col(evo.schema, "n")->required && !col(evo.schema, "n")->initial_default);
+    CHECK_EQ_INT(evo.last_column_id, 7);
+    CHECK(strstr((const char *)evo.summary.data, "replaced a") != NULL);
+    floe__evolution_clear(&evo);
+    /* format 3 keeps a new column's default (and it may be required) */
+    CHECK_EQ_INT(floe__schema_replace(t, 4, 3, d, &evo, e), FLOE_OK);
+    CHECK(col(evo.schema, "n")->required && col(evo.schema, "n")->initial_default);
+    floe__evolution_clear(&evo);
+    floe_schema_free(d);
+    d = cols("a text");
+    int32_t ids[1] = {1};
+    CHECK_EQ_INT(floe__schema_set_identifiers(t, ids, 1, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__schema_replace(t, 4, 2, d, &evo, e), FLOE_EINCOMPATIBLE);
+    CHECK(strstr(floe_error_message(e), "identifier field") != NULL);
+    floe_error_free(e);
+    floe_schema_free(t);
+    floe_schema_free(d);
+}
+
 TEST(nested_fields_and_reorder)
 {
     floe__evolution evo;
@@ -451,6 +491,7 @@ int main(void)
     RUN(widenings_allowed_and_refused);
     RUN(nullability_and_defaults);
     RUN(drops_and_identifier_fields);
+    RUN(replacing_a_table_frees_the_types);
     RUN(nested_fields_and_reorder);
     RUN(rows_are_carried_by_field_id);
     RUN(a_widened_map_key_keeps_rows_canonical);
