@@ -318,6 +318,31 @@ static void rewrite_done(floe__committer *c, floe__cow *w, uint64_t token, int r
     floe__cow_free(w, !may_have_landed);
 }
 
+/* ---- replacing ------------------------------------------------------------------------------ */
+
+/* A batch that replaces the table (a resync): every data file of the
+ * current snapshot goes, with every delete file that does not go with one
+ * (equality deletes, unscoped position deletes; DVs and file-scoped
+ * deletes go with their data file).  *paths point into *plan. */
+static int replaced(floe__table *t, floe__plan **plan, const char ***paths, size_t *n,
+                    floe_error *err)
+{
+    FLOE_FORWARD(floe__table_plan(t, -1, plan, err));
+    const floe__plan *p = *plan;
+    *paths = floe__calloc(p->n_data + p->n_deletes + 1, sizeof **paths);
+    if (!*paths)
+        return FLOE_OOM(err);
+    *n = 0;
+    for (size_t i = 0; i < p->n_data; i++)
+        (*paths)[(*n)++] = p->data[i].f.file.path;
+    for (size_t i = 0; i < p->n_deletes; i++) {
+        const floe__content_file *f = &p->deletes[i].file;
+        if (!floe__content_is_dv(f) && !f->referenced_data_file)
+            (*paths)[(*n)++] = f->path;
+    }
+    return FLOE_OK;
+}
+
 /* ---- one attempt ------------------------------------------------------------------------- */
 
 /* One attempt: FLOE_OK when the batch is in the table (*v says how) and
@@ -359,8 +384,15 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
     }
     floe__cow *w = NULL;
     floe__content_file *files = NULL;
+    floe__plan *old = NULL;
+    const char **gone = NULL;
     int rc = FLOE_OK;
-    if (copy_on_write(c, deletes)) {
+    if (s->desc.replace) {
+        rc = replaced(t, &old, &gone, &req.n_remove, err);
+        req.remove = gone;
+        req.operation = "overwrite";
+    }
+    if (rc == FLOE_OK && copy_on_write(c, deletes)) {
         rc = floe__cow_rewrite(t, deletes, &w, err);
         if (rc == FLOE_OK)
             rc = with_rewrite(s, w, &req, &files, err);
@@ -371,6 +403,8 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
         rc = floe__table_commit(t, &req, id, err);
     if (w)
         rewrite_done(c, w, token, rc);
+    floe__free(gone);
+    floe__plan_free(old);
     floe__free(files);
     if (own)
         floe__posdel_set_free(deletes);

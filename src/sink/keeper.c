@@ -1052,6 +1052,16 @@ int floe__keeper_committed(floe__keeper *k, const floe__sealed *s, int64_t snaps
     return FLOE_OK;
 }
 
+int floe__keeper_rebuild(floe__keeper *k, floe__writer *w, floe_error *err)
+{
+    FLOE_FORWARD(new_index(k, err));
+    pending pend = {NULL, w};
+    FLOE_FORWARD(rebuild(k, table_md(k), &pend, err));
+    k->synced_to = floe__metadata_current_snapshot_id(table_md(k));
+    k->dirty = true;
+    return checkpoint(k, w, err);
+}
+
 int floe__keeper_covered(floe__keeper *k, const floe__sealed *s, floe__writer *w,
                          floe_error *err)
 {

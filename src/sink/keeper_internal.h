@@ -129,6 +129,9 @@ int floe__keeper_committed(floe__keeper *k, const floe__sealed *s, int64_t snaps
 /* s was skipped: an earlier run had committed it (its files are gone). */
 int floe__keeper_covered(floe__keeper *k, const floe__sealed *s, floe__writer *w,
                          floe_error *err);
+/* Read the index again from the table as just committed (a commit that
+ * replaced every file), and checkpoint it.  The kx pointer changes. */
+int floe__keeper_rebuild(floe__keeper *k, floe__writer *w, floe_error *err);
 /* Write a checkpoint now (the input ended). */
 int floe__keeper_checkpoint(floe__keeper *k, floe__writer *w, floe_error *err);
 void floe__keeper_get_stats(const floe__keeper *k, floe__keeper_stats *out);

@@ -263,6 +263,13 @@ int floe__sink_setup_key(floe_sink *s, const char *key_text, floe_error *err)
     size_t n = s->synthetic ? cap : s->n_key;
     if (rc == FLOE_OK)
         rc = floe__schema_project(in, names, n, &s->eq_schema_owned, err);
+    floe__buf kn;
+    floe__buf_init(&kn, 1 << 20);
+    for (size_t i = 0; rc == FLOE_OK && !s->synthetic && i < n; i++)
+        rc = floe__buf_printf(&kn, err, "%s%s", i ? "," : "", names[i]);
+    if (rc == FLOE_OK && !s->synthetic && !(s->key_names = floe__buf_strdup(&kn)))
+        rc = FLOE_OOM(err);
+    floe__buf_free(&kn);
     if (rc == FLOE_OK) {
         s->eq_schema = s->eq_schema_owned;
         s->n_eq = n;
@@ -566,6 +573,8 @@ void floe__sink_clear_key(floe_sink *s)
     floe__free(s->eq_ids);
     floe__free(s->key_cols);
     floe__free((void *)s->spans);
+    floe__free(s->key_names);
+    s->key_names = NULL;
     s->eq_schema_owned = NULL;
     s->eq_schema = NULL;
     s->eq_ids = NULL;
@@ -779,10 +788,7 @@ void floe_sink_free(floe_sink *s)
         floe_schema_free(s->retired[i]);
     floe__free(s->retired);
     floe__free(s->refused);
-    floe_schema_free(s->eq_schema_owned);
-    floe__free(s->eq_ids);
-    floe__free(s->key_cols);
-    floe__free((void *)s->spans);
+    floe__sink_clear_key(s);
     floe__buf_free(&s->row);
     floe__buf_free(&s->key);
     floe__free(s->ns);
@@ -796,6 +802,22 @@ void floe_sink_free(floe_sink *s)
 const char *floe_sink_resume_frontier(const floe_sink *s)
 {
     return s->resume.has ? s->resume_text : NULL;
+}
+
+int floe__sink_format_version(const floe_sink *s)
+{
+    return floe__metadata_format_version(s->table->loaded->metadata);
+}
+
+const char *floe__sink_key_text(const floe_sink *s) { return s->key_names; }
+
+const char *floe__sink_resume_property(const floe_sink *s, const char *key)
+{
+    if (!s->resume.has || s->resume.snapshot_id < 0)
+        return NULL;
+    const floe__snapshot *snap = floe__metadata_snapshot_by_id(s->table->loaded->metadata,
+                                                                s->resume.snapshot_id);
+    return snap ? floe__snapshot_summary_get(snap, key) : NULL;
 }
 
 int floe_sink_complete(const floe_sink *s) { return s->complete; }
@@ -946,8 +968,11 @@ int floe_sink_set_property(floe_sink *s, const char *key, const char *value, flo
 static int take_batches(floe_sink *s, floe_error *err)
 {
     floe__batch b;
-    while (floe__minter_next(s->minter, &b))
+    while (floe__minter_next(s->minter, &b)) {
+        if (s->replace_at && b.lower.t < s->replace_at)    /* a resync's: from nothing */
+            b.snapshot = b.replace = true;
         FLOE_FORWARD(floe__writer_add_batch(s->writer, &b, err));
+    }
     return FLOE_OK;
 }
 
@@ -987,8 +1012,15 @@ static int commit_sealed(floe_sink *s, floe__sealed *sealed, floe_error *err)
         s->data->schema_id = s->table->schema_id;      /* the id the catalog gave it */
         s->wcfg.schema_id = s->kcfg.src.hash_schema = s->data->schema_id;
     }
+    if (sealed->desc.replace)
+        s->replace_at = 0;
     if (!s->keeper)
         return FLOE_OK;
+    if (sealed->desc.replace) {            /* the table is these rows now: read it again */
+        FLOE_FORWARD(floe__keeper_rebuild(s->keeper, s->writer, err));
+        s->wcfg.kx = floe__keeper_kx(s->keeper);
+        return FLOE_OK;
+    }
     floe__committer_get_stats(s->committer, &after);
     if (after.covered != before.covered)
         return floe__keeper_covered(s->keeper, sealed, s->writer, err);

@@ -238,16 +238,23 @@ static int switch_to(floe_sink *s, floe__schema *data, int32_t last_column_id, c
 /* ---- planning --------------------------------------------------------------------------------- */
 
 /* The evolution of `base` (last-column-id `last`) into the user's
- * declaration. */
-static int plan(floe_sink *s, const floe__schema *base, int32_t last, const floe__schema *user,
-                floe__evolution *evo, floe_error *err)
+ * declaration (replace: a table written again whole). */
+static int plan_as(floe_sink *s, const floe__schema *base, int32_t last, const floe__schema *user,
+                   bool replace, floe__evolution *evo, floe_error *err)
 {
     floe__schema *decl;
     FLOE_FORWARD(table_declaration(s, user, &decl, err));
-    int rc = floe__schema_evolve(base, last, floe__metadata_format_version(
-                                     s->table->loaded->metadata), decl, evo, err);
+    int v = floe__metadata_format_version(s->table->loaded->metadata);
+    int rc = replace ? floe__schema_replace(base, last, v, decl, evo, err)
+                     : floe__schema_evolve(base, last, v, decl, evo, err);
     floe_schema_free(decl);
     return rc;
+}
+
+static int plan(floe_sink *s, const floe__schema *base, int32_t last, const floe__schema *user,
+                floe__evolution *evo, floe_error *err)
+{
+    return plan_as(s, base, last, user, false, evo, err);
 }
 
 static void announce(floe_sink *s, const floe__evolution *evo, const char *when)
@@ -396,6 +403,10 @@ int floe_sink_evolve(floe_sink *s, uint64_t time, const floe_schema *schema, con
     FLOE_FORWARD(floe__sink_reconcile(s, err));
     floe__evolution evo;
     FLOE_FORWARD(plan(s, s->data, s->data_last_column_id, schema, &evo, err));
+    if (!evo.changed && (!key || (s->key_names && strcmp(key, s->key_names) == 0))) {
+        floe__evolution_clear(&evo);               /* the schema it has: nothing to do */
+        return FLOE_OK;
+    }
     int rc = cut_at(s, t, err);
     if (rc == FLOE_OK)
         announce(s, &evo, when);
@@ -410,4 +421,34 @@ int floe_sink_evolve(floe_sink *s, uint64_t time, const floe_schema *schema, con
     rc = switch_to(s, data, last, key, err);
     floe__sink_publish(s);
     return rc;
+}
+
+/* ---- a resync ------------------------------------------------------------------------------------ */
+
+int floe__sink_replace(floe_sink *s, uint64_t at, const floe__schema *user, const char *key,
+                       floe_error *err)
+{
+    uint64_t from = s->resume.has ? s->resume.frontier.t : 0;
+    FLOE_RETURN_IF(s->touched || s->ended || s->complete || !s->resume.has || at == 0 ||
+                   at - 1 < from, err, FLOE_ESTATE, "%s.%s: a resync at %" PRIu64 " needs a "
+                   "sink that resumes below it and took nothing yet", s->ns, s->name, at);
+    floe__evolution evo;
+    int32_t last = floe__metadata_last_column_id(s->table->loaded->metadata);
+    FLOE_FORWARD(plan_as(s, s->table->schema, last, user, true, &evo, err));
+    char when[64];
+    snprintf(when, sizeof when, "by a resync at %" PRIu64, at);
+    announce(s, &evo, when);
+    floe__schema *data = evo.schema;
+    evo.schema = NULL;
+    last = evo.last_column_id;
+    floe__evolution_clear(&evo);
+    FLOE_FORWARD(switch_to(s, data, last, key, err));
+    s->replace_at = at;
+    return FLOE_OK;
+}
+
+int floe__sink_resync(floe_sink *s, uint64_t at, const floe_schema *user, const char *key,
+                      floe_error *err)
+{
+    return floe__sink_replace(s, at, user, key, err);
 }

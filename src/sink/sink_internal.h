@@ -55,8 +55,10 @@ int floe__frontier_parse(const char *s, floe__frontier *out, floe_error *err);
 typedef struct floe__batch {
     floe__frontier lower;    /* never empty */
     floe__frontier upper;    /* empty: runs to the end of input */
-    bool snapshot;           /* the initial snapshot batch [as_of, as_of+1) */
+    bool snapshot;           /* the initial snapshot batch [as_of, as_of+1), or a replacing one:
+                                its rows start from an empty table */
     uint64_t seq;            /* 0, 1, 2, ... in mint order */
+    bool replace;            /* its commit removes every file the table has (a resync) */
 } floe__batch;
 
 typedef struct floe__minter floe__minter;
@@ -470,6 +472,18 @@ void floe__maintainer_stop(floe__maintainer *m);
  * must outlive the sink): how tests put a fault-injecting catalog under a
  * real sink. */
 int floe__sink_options_own(floe_sink_options *o, floe__arena *a, floe_error *err);
+/* A summary property of the snapshot the sink resumes from (what its
+ * source recorded with it, e.g. floe.pg.attnums); NULL when there is none.
+ * Owned by the sink's table, valid until its next commit. */
+const char *floe__sink_resume_property(const floe_sink *s, const char *key);
+/* The table's format version, and the key columns' names "a,b" in the
+ * sink's row schema (NULL: the whole row), owned by the sink. */
+int floe__sink_format_version(const floe_sink *s);
+const char *floe__sink_key_text(const floe_sink *s);
+/* A resync (see floe__sink_replace in sink_state_internal.h), for sources:
+ * `user` is a column list schema (floe_schema_parse). */
+int floe__sink_resync(floe_sink *s, uint64_t at, const floe_schema *user, const char *key,
+                      floe_error *err);
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err);
 /* The Prometheus text exposition of several sinks' metrics, appended to

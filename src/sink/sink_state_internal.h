@@ -38,6 +38,7 @@ struct floe_sink {
      * since a later line of the replayed input may make it right. */
     char *refused;
     int refused_code;
+    uint64_t replace_at;             /* a resync: the batch up to it replaces the table (0: none) */
     floe__schema *eq_schema_owned;
     const floe__schema *eq_schema;
     int32_t *eq_ids;
@@ -45,6 +46,7 @@ struct floe_sink {
     size_t *key_cols;                /* top-level indexes of the key columns, in key order */
     size_t n_key;
     size_t key_span;                 /* 1 + the largest of key_cols */
+    char *key_names;                 /* "a,b" (NULL: the whole row) */
     floe__resume resume;
     char resume_text[32];
     bool ended;                      /* floe_sink_end ran: nothing more comes */
@@ -116,5 +118,12 @@ int floe__sink_declare(floe_sink *s, const floe__schema *declared, floe_error *e
  * change planned below it (an input replayed after a restart, --schema on a
  * rerun) is applied, or its refusal returned. */
 int floe__sink_reconcile(floe_sink *s, floe_error *err);
+/* A resync of a just opened (resuming) sink's table: the rows pushed at
+ * times below `at` (all of them at at-1) are the table's whole content as
+ * of `at`, in `user`'s shape (with `key`), and the commit of the batch up
+ * to `at` replaces every file the table has with them (schema evolved by
+ * floe__schema_replace).  The key index is read again after it. */
+int floe__sink_replace(floe_sink *s, uint64_t at, const floe__schema *user, const char *key,
+                       floe_error *err);
 
 #endif /* FLOE_SINK_STATE_INTERNAL_H */
