@@ -770,7 +770,8 @@ int floe_sink_set_property(floe_sink *sink, const char *key, const char *value,
  * holds it ends there), and the snapshot after it makes the new schema the
  * table's current one together with the first rows written in it.
  * Updates the sink holds at `time` or later are carried into the new
- * shape.  `key` (upsert mode; NULL: the same key columns, followed through
+ * shape.  A schema the table has already (and the same key) changes
+ * nothing and commits nothing.  `key` (upsert mode; NULL: the same key columns, followed through
  * renames) names the key columns from now on; when the key columns or
  * their types change, the key index is read again from the table.
  * Afterwards rows are made with the new floe_sink_row_schema() (the
@@ -890,6 +891,13 @@ typedef struct floe_pg_options {
      * "schema.table=ns.name,..." */
     const char *namespace_name;
     const char *table_map;
+    /* Tables to copy again in place, "schema.table,..." (each must be one
+     * of the mirrored tables): inside the snapshot of a temporary slot,
+     * while the others stream on, committed as one snapshot that replaces
+     * every file of the Iceberg table (its history kept).  The recovery for
+     * a table that went wrong; floe does the same by itself for a change of
+     * shape Iceberg cannot take in place (docs/postgres.md).  NULL: none. */
+    const char *resync;
     /* For every table's sink: connect (catalog and storage), compression,
      * compression_level, target_file_size, memory_limit (for all tables
      * together, split evenly; 0: 1 GiB), spill_dir, delete_mode,
@@ -940,10 +948,12 @@ int floe_pg_open(const floe_pg_options *opts, floe_pg **out, floe_error *err);
 /* Copy the tables that need it, then stream until stopped
  * (FLOE_EINTERRUPTED, after committing every whole transaction received),
  * until stop_at_lsn is committed (FLOE_OK), or until a failure: the
- * connection (FLOE_ENET: run again), a schema change of a published table
- * (FLOE_EINCOMPATIBLE), a TRUNCATE (FLOE_EUNSUPPORTED), a value an Iceberg
- * column cannot hold (FLOE_EINPUT).  After a failure nothing past the
- * tables' committed frontiers is visible; a rerun resumes there. */
+ * connection (FLOE_ENET: run again), a TRUNCATE (FLOE_EUNSUPPORTED), a
+ * value an Iceberg column cannot hold (FLOE_EINPUT).  After a failure
+ * nothing past the tables' committed frontiers is visible; a rerun resumes
+ * there.  ALTER TABLE of a mirrored table is followed, never a failure:
+ * its Iceberg schema changes at the change's position in the stream, or
+ * the table is copied again in place (docs/postgres.md). */
 int floe_pg_run(floe_pg *pg, floe_error *err);
 /* Ask floe_pg_run to stop.  From any thread or a signal handler. */
 void floe_pg_stop(floe_pg *pg);
@@ -970,7 +980,7 @@ typedef struct floe_pg_stats {
     /* 1 copying (and after floe_pg_run ended during the copies), 2 streaming,
      * 3 stopped after streaming */
     int phase;
-    uint64_t tables, tables_copied, copy_rows;
+    uint64_t tables, tables_copied, copy_rows;  /* copy_rows: of resyncs too */
     uint64_t transactions;          /* whole transactions received with changes of the tables */
     uint64_t inserts, updates, deletes;
     uint64_t bytes_received;        /* pgoutput message bytes */
@@ -986,6 +996,8 @@ typedef struct floe_pg_stats {
      * (by Postgres's clock; 0 when everything received is committed). */
     uint64_t lag_bytes;
     double lag_seconds;
+    /* ALTER TABLE followed in place, and tables copied again in place */
+    uint64_t schema_changes, resyncs;
 } floe_pg_stats;
 void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out);
 /* Prometheus text: every table's sink metrics (labelled by sink id) and

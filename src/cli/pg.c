@@ -23,7 +23,7 @@
 static const char USAGE[] =
     "floe pg [--source CONNINFO] [--tables SCHEMA.TABLE,...] [--publication NAME] "
     "[--create-publication] [--slot NAME] [--namespace NS] [--table-map SCHEMA.TABLE=NS.NAME,...] "
-    "[--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
+    "[--resync SCHEMA.TABLE,...] [--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
     "[--idle-commit-interval DURATION] [--stop-at LSN|now] [--txn-memory BYTES] "
     "[--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
     "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
@@ -43,7 +43,11 @@ static const char NOTES[] =
     "  A table floe has not copied yet is copied first, inside the snapshot of the\n"
     "  replication slot; then the change stream follows.  Tables whose values Postgres\n"
     "  may store out of line (text, jsonb, numeric, arrays...) need REPLICA IDENTITY FULL.\n"
-    "  TRUNCATE and ALTER TABLE of a mirrored table stop the mirror with an error.\n"
+    "  ALTER TABLE is followed: the Iceberg table's schema changes at the change's\n"
+    "  position in the stream.  A change Iceberg cannot take in place (bigint -> int,\n"
+    "  another type, a default Postgres wrote into old rows of a format 2 table)\n"
+    "  copies that table again (a resync) while the others stream on; --resync does\n"
+    "  the same on demand.  TRUNCATE of a mirrored table stops the mirror.\n"
     "\n"
     "exactly once:\n"
     "  Snapshots are committed every --commit-interval (wall clock) for tables with\n"
@@ -164,6 +168,7 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     o->slot = cli_get(opts, "slot");
     o->namespace_name = cli_get(opts, "namespace");
     o->table_map = cli_get(opts, "table-map");
+    o->resync = cli_get(opts, "resync");
     o->on_notice = on_notice;
     o->notice_ctx = r;
     cli_connect_options(opts, &o->sink.connect);
@@ -271,11 +276,15 @@ static void report_done(run *r)
     char lsn[24];
     floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
     double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
+    char shape[96] = "";
+    if (st.schema_changes || st.resyncs)
+        snprintf(shape, sizeof shape, ", %" PRIu64 " schema changes, %" PRIu64 " resyncs",
+                 st.schema_changes, st.resyncs);
     cli_say("floe: done in %.1fs: %" PRIu64 " tables (%" PRIu64 " copied, %" PRIu64 " rows), %"
             PRIu64 " transactions (%" PRIu64 " inserts, %" PRIu64 " updates, %" PRIu64
-            " deletes), %" PRIu64 " snapshots; every table committed up to %s, the slot's "
+            " deletes)%s, %" PRIu64 " snapshots; every table committed up to %s, the slot's "
             "confirmed LSN\n", secs, st.tables, st.tables_copied, st.copy_rows, st.transactions,
-            st.inserts, st.updates, st.deletes, st.snapshots_committed, lsn);
+            st.inserts, st.updates, st.deletes, shape, st.snapshots_committed, lsn);
 }
 
 static int report_stop(run *r, int sig)
@@ -360,6 +369,8 @@ int cmd_pg(int argc, char **argv)
         {"namespace", true, "Iceberg namespace of the tables (default: the Postgres schema)",
          NULL},
         {"table-map", true, "Iceberg names, SCHEMA.TABLE=NS.NAME,...", NULL},
+        {"resync", true, "copy these tables again in place while the others stream, "
+                         "SCHEMA.TABLE,...", NULL},
         CLI_CATALOG_OPTS,
         {"commit-interval", true, "wall clock between snapshots of a table with changes "
                                   "(default 10s)", NULL},

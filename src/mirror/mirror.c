@@ -124,6 +124,8 @@ void floe__mirror_publish(floe_pg *pg)
     uint64_t head = pg->server_lsn > pg->received ? pg->server_lsn : pg->received;
     st.lag_bytes = st.committed_lsn && head > st.committed_lsn ? head - st.committed_lsn : 0;
     st.lag_seconds = lag_seconds(pg);
+    st.schema_changes = pg->schema_changes;
+    st.resyncs = pg->resyncs;
     pthread_mutex_lock(&pg->lock);
     pg->published = st;
     pthread_mutex_unlock(&pg->lock);
@@ -163,7 +165,9 @@ static int slot_metrics(const floe_pg *pg, floe__buf *b, floe_error *err)
         {"floe_pg_updates_total", "counter", "Updated rows received.", (double)st.updates},
         {"floe_pg_deletes_total", "counter", "Deleted rows received.", (double)st.deletes},
         {"floe_pg_bytes_received_total", "counter", "pgoutput message bytes received.", (double)st.bytes_received},
-        {"floe_pg_copy_rows_total", "counter", "Rows of the initial copies.", (double)st.copy_rows},
+        {"floe_pg_copy_rows_total", "counter", "Rows copied (initial copies and resyncs).", (double)st.copy_rows},
+        {"floe_pg_schema_changes_total", "counter", "Changes of a table's shape (ALTER TABLE) followed in place.", (double)st.schema_changes},
+        {"floe_pg_resyncs_total", "counter", "Tables copied again in place (resyncs).", (double)st.resyncs},
         {"floe_pg_tables", "gauge", "Tables mirrored.", (double)st.tables},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
@@ -220,7 +224,7 @@ static int copy_options(floe_pg *pg, const floe_pg_options *o, floe_error *err)
     if (!c->publication)
         c->publication = c->slot;
     const char **fields[] = {&c->source, &c->tables, &c->publication, &c->slot,
-                             &c->namespace_name, &c->table_map};
+                             &c->namespace_name, &c->table_map, &c->resync};
     pg->strings = floe__arena_new(1024);
     if (!pg->strings)
         return FLOE_OOM(err);
@@ -321,6 +325,7 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
         return rc;
     }
     rc = floe__mirror_stream(pg, err);
+    floe__mirror_resync_abandon(pg);
     pg->streaming = false;
     floe__mirror_publish(pg);
     pthread_mutex_lock(&pg->lock);
@@ -335,9 +340,9 @@ static void table_free(floe__mtable *t)
     floe_row_free(t->keyrow);
     floe_row_free(t->oldrow);
     floe_sink_free(t->sink);
-    for (size_t c = 0; c < t->ncols; c++)
-        floe__free(t->cols[c].name);
-    floe__free(t->cols);
+    floe__mirror_cols_free(t->cols, t->ncols);
+    floe__mirror_cols_free(t->msg, t->nmsg);
+    floe__mirror_cols_free(t->cat, t->ncat);
     floe__free(t->keys);
     floe__free(t->nsp);
     floe__free(t->rel);

@@ -33,15 +33,29 @@ static int copy_sql(const floe__mtable *t, floe__buf *b, floe_error *err)
     return floe__buf_putc(b, 0, err);
 }
 
-static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *err)
+int floe__mirror_copy_begin(floe__pg_conn *c, const floe__mtable *t, floe_error *err)
 {
-    for (uint64_t n = 1;; n++) {
+    floe__buf sql;
+    floe__buf_init(&sql, 1 << 20);
+    int rc = copy_sql(t, &sql, err);
+    if (rc == FLOE_OK)
+        rc = floe__pg_copy_begin(c, (const char *)sql.data, err);
+    floe__buf_free(&sql);
+    return rc;
+}
+
+int floe__mirror_copy_some(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, uint64_t time,
+                           uint64_t max, bool *done, floe_error *err)
+{
+    *done = false;
+    FLOE_FORWARD(floe__mirror_fit_fields(pg, t->ncols, err));
+    for (uint64_t n = 0; n < max; n++) {
         const char *line;
         size_t len;
         int got;
-        FLOE_FORWARD(floe__pg_copy_next(pg->conn, &line, &len, &got, err));
+        FLOE_FORWARD(floe__pg_copy_next(c, &line, &len, &got, err));
         if (!got) {
-            floe__mirror_publish(pg);
+            *done = true;
             return FLOE_OK;
         }
         FLOE_FORWARD(floe__pg_copy_split(line, len, t->ncols, &pg->fields_buf, pg->fields, err));
@@ -49,29 +63,32 @@ static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *er
         FLOE_FORWARD(floe_sink_push(t->sink, t->row, time, 1, err));
         t->copied_rows++;
         pg->copy_rows++;
-        if (n % CHECK_EVERY == 0) {
-            floe__mirror_publish(pg);
-            FLOE_RETURN_IF(floe__mirror_stopping(pg), err, FLOE_EINTERRUPTED,
-                           "stopped during the copy");
-        }
+    }
+    return FLOE_OK;
+}
+
+static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *err)
+{
+    for (bool done = false;;) {
+        FLOE_FORWARD(floe__mirror_copy_some(pg, pg->conn, t, time, CHECK_EVERY, &done, err));
+        floe__mirror_publish(pg);
+        if (done)
+            return FLOE_OK;
+        FLOE_RETURN_IF(floe__mirror_stopping(pg), err, FLOE_EINTERRUPTED,
+                       "stopped during the copy");
     }
 }
 
 static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err)
 {
-    floe__buf sql;
-    floe__buf_init(&sql, 1 << 20);
     uint64_t t0 = floe__monotonic_ns();
     int rc = floe_sink_set_as_of(t->sink, at - 1, err);
     if (rc == FLOE_OK)
-        rc = copy_sql(t, &sql, err);
-    if (rc == FLOE_OK)
-        rc = floe__pg_copy_begin(pg->conn, (const char *)sql.data, err);
+        rc = floe__mirror_copy_begin(pg->conn, t, err);
     if (rc == FLOE_OK)
         rc = copy_rows(pg, t, at - 1, err);
     if (rc == FLOE_OK)
         rc = floe_sink_advance(t->sink, at, err);        /* the snapshot batch commits */
-    floe__buf_free(&sql);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "the initial copy of %s (nothing of it is committed; "
                               "the next run copies it again)", t->source);
@@ -89,17 +106,26 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
     return FLOE_OK;
 }
 
-int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err)
+int floe__mirror_in_snapshot(floe__pg_conn *c, const char *snapshot, floe_error *err)
 {
     floe__buf sql;
     floe__buf_init(&sql, 4096);
-    FLOE_FORWARD(floe__buf_printf(&sql, err, "SET TRANSACTION SNAPSHOT "));
-    FLOE_FORWARD(floe__pg_quote_literal(snapshot, &sql, err));
-    FLOE_FORWARD(floe__buf_putc(&sql, 0, err));
-    int rc = floe__pg_exec(pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+    int rc = floe__buf_printf(&sql, err, "SET TRANSACTION SNAPSHOT ");
     if (rc == FLOE_OK)
-        rc = floe__pg_exec(pg->conn, (const char *)sql.data, err);
+        rc = floe__pg_quote_literal(snapshot, &sql, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_putc(&sql, 0, err);
+    if (rc == FLOE_OK)
+        rc = floe__pg_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+    if (rc == FLOE_OK)
+        rc = floe__pg_exec(c, (const char *)sql.data, err);
     floe__buf_free(&sql);
+    return rc;
+}
+
+int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err)
+{
+    int rc = floe__mirror_in_snapshot(pg->conn, snapshot, err);
     for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
         if (pg->tables[i].copy)
             rc = copy_table(pg, &pg->tables[i], at, err);

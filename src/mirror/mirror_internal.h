@@ -13,6 +13,10 @@
  *   mirror_row.c     tuples and COPY lines into rows of a table's sink
  *   mirror_txn.c     the rows a transaction left per key (retractions of
  *                    tables whose old rows Postgres does not send)
+ *   mirror_ddl.c     a table that changes shape (ALTER TABLE) followed: its
+ *                    sink's schema evolves at the change's position
+ *   mirror_resync.c  a table copied again in place (a change Iceberg cannot
+ *                    take, or --resync) while the others stream on
  *
  * Time is the LSN: every change of a transaction is pushed at the
  * transaction's commit LSN, and the frontier moves to a commit's end LSN
@@ -53,18 +57,31 @@ void floe__txnmap_get(const floe__txnmap *m, uint32_t table, const uint8_t *key,
 /* Set the entry (row NULL: deleted). */
 int floe__txnmap_put(floe__txnmap *m, uint32_t table, const uint8_t *key, size_t klen,
                      const uint8_t *row, size_t rlen, floe_error *err);
+/* Rewrite the entries of `table` (a schema change in the middle of a
+ * transaction): fn gives each one's new key and row (row NULL: deleted). */
+int floe__txnmap_rewrite(floe__txnmap *m, uint32_t table,
+                         int (*fn)(void *ctx, const uint8_t *key, size_t klen,
+                                   const uint8_t *row, size_t rlen, floe__buf *nkey,
+                                   floe__buf *nrow, floe_error *err),
+                         void *ctx, floe_error *err);
 size_t floe__txnmap_bytes(const floe__txnmap *m);
 size_t floe__txnmap_count(const floe__txnmap *m);     /* keys remembered */
 
 /* ---- tables --------------------------------------------------------------------------------- */
 typedef struct floe__mcol {
     char *name;
-    uint32_t type_oid;       /* pg_attribute.atttypid (a domain's own oid), as Relation says */
+    int32_t attnum;          /* pg_attribute.attnum: a column's identity (0: not known) */
+    uint32_t type_oid;       /* pg_attribute.atttypid (a domain's own oid), as Relation says;
+                                0: not known yet */
     int32_t typmod;
     bool not_null;
     bool key;                /* one of the table's key columns */
     bool toastable;          /* can be stored out of line (TOAST) */
     floe__pg_type type;
+    /* from the catalog, for a column added by ALTER TABLE (mirror_ddl.c) */
+    bool has_missing;        /* atthasmissing: rows before it read `missing` */
+    char *missing;           /* that value as text (NULL: SQL NULL) */
+    bool has_default;        /* a column default (pg_attrdef) */
 } floe__mcol;
 
 typedef struct floe__mtable {
@@ -88,15 +105,37 @@ typedef struct floe__mtable {
     floe_row *row, *keyrow, *oldrow;
     uint64_t start;          /* changes committed below it are in the table already */
     bool copy;               /* needs the initial copy */
+    /* The shape of the last Relation message (names, types, key flags;
+     * nothing else), compared with `cols` at the table's next change that
+     * is not below `start` (historic shapes before a copy do not count):
+     * mirror_ddl.c. */
+    floe__mcol *msg;
+    size_t nmsg;
+    bool msg_pending;
+    /* The catalog as read at setup (resuming tables): a change made while
+     * floe was down with no row changed since, applied once the stream
+     * has passed the WAL position read after it (mirror_ddl.c). */
+    floe__mcol *cat;
+    size_t ncat;
+    uint64_t cat_at;         /* 0: nothing to check */
+    /* A resync (mirror_resync.c): due (asked by --resync, or a change
+     * Iceberg cannot take in place; the table's changes are skipped until
+     * it starts), and while its copy runs (changes below resync_at, the
+     * temporary slot's consistent point, are in the copy). */
+    bool resync_due;
+    char resync_why[400];
+    bool resyncing;
+    uint64_t resync_at;
+    uint64_t resync_rows;
+    uint64_t resync_t0;      /* monotonic ns */
     uint64_t input;          /* the sink's input frontier */
     uint64_t pending;        /* updates pushed since its last commit */
     int64_t pending_since;   /* Postgres commit time (protocol time) of the oldest of them */
     uint64_t last_commit_ns; /* monotonic */
     uint64_t copied_rows;
     bool copied;             /* this run committed its initial copy */
-    bool relation_seen;      /* a Relation message came in this session ... */
-    bool shape_ok;           /* ... with the columns the table was made from */
-    char shape_diff[400];    /* else what differs */
+    bool relation_seen;      /* a Relation message came in this session */
+    bool toast_gap;          /* the change being read lacks an unchanged TOAST value */
 } floe__mtable;
 
 /* ---- the mirror ------------------------------------------------------------------------------ */
@@ -116,6 +155,8 @@ struct floe_pg {
     floe__pg_conn *conn;     /* queries, copies, lag */
     floe__pg_conn *repl;     /* the slot's walsender */
     floe__pg_conn *tmp;      /* a temporary slot's walsender, during copies */
+    floe__pg_conn *rconn;    /* a resync's copy (in its temporary slot's snapshot) */
+    floe__mtable *resync;    /* the table being copied again, or NULL */
     int server_version;
     floe__catalog *catalog;
     floe__fileio *io;
@@ -127,6 +168,7 @@ struct floe_pg {
     floe__pgo_decoder dec;
     floe__buf scratch, fields_buf, keybuf, fill;
     floe__pg_field *fields;  /* a COPY line's, sized to the widest table */
+    size_t cap_fields;
     int stop_pipe[2];
     /* the stream */
     bool in_txn;
@@ -141,6 +183,7 @@ struct floe_pg {
     bool streaming;
     /* counters (the stream's thread), published under lock */
     uint64_t transactions, inserts, updates, deletes, bytes_in, copy_rows, tables_copied;
+    uint64_t schema_changes, resyncs;
     pthread_mutex_t lock;
     floe_pg_stats published;
 };
@@ -158,6 +201,34 @@ bool floe__mirror_stopping(floe_pg *pg);
  * for copying). */
 int floe__mirror_setup(floe_pg *pg, floe_error *err);
 
+/* The columns of table `relid` in the catalog, read on `c` (in its
+ * transaction's snapshot): names, attnums, types (resolved), nullability,
+ * TOAST, and what ALTER TABLE ... ADD COLUMN left (atthasmissing, its
+ * value, a default).  *out is the caller's (floe__mirror_cols_free). */
+int floe__mirror_columns(floe_pg *pg, floe__pg_conn *c, uint32_t relid, const char *source,
+                         floe__mcol **out, size_t *n, floe_error *err);
+void floe__mirror_cols_free(floe__mcol *cols, size_t n);
+/* The converter of a type oid with typmod (domains, arrays, ranges resolved). */
+int floe__mirror_resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, floe__pg_type *out,
+                              floe_error *err);
+
+/* The table's column list ("name" type [not null], ...) from t->cols and
+ * its key ("a,b", NULL without one) into t->schema_text and t->key_text;
+ * key columns floe cannot name are FLOE_EUNSUPPORTED. */
+int floe__mirror_declaration(floe__mtable *t, floe_error *err);
+/* Open t's sink: on the Iceberg table as it is when it resumes (the shape
+ * it was mirrored in; the catalog's kept in t->cat), else created or
+ * evolved from the catalog's shape (t->copy). */
+int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err);
+/* Free t's sink (what it held uncommitted goes) and open it again on the
+ * table as committed, with the same key: a resync starts from it. */
+int floe__mirror_reopen_sink(floe_pg *pg, floe__mtable *t, floe_error *err);
+/* The columns of t an update may leave out (TOAST without REPLICA
+ * IDENTITY FULL), as `"a", "b"` (empty: none). */
+void floe__mirror_toast_gap(const floe__mtable *t, char *out, size_t n);
+/* pg->fields holds n fields. */
+int floe__mirror_fit_fields(floe_pg *pg, size_t n, floe_error *err);
+
 /* mirror_slot.c: find the slot (pg->slot) and check it against the
  * tables' progress; create it when missing (exporting a snapshot on
  * pg->repl); a temporary slot for copies when it exists (pg->tmp). */
@@ -170,6 +241,37 @@ int floe__mirror_slot_create(floe_pg *pg, floe__pg_conn *c, const char *name, bo
 /* mirror_copy.c: copy every table marked for it inside `snapshot`, each as
  * its snapshot batch at consistent point `at` (committed table by table). */
 int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err);
+/* BEGIN a read-only transaction in `snapshot` on c. */
+int floe__mirror_in_snapshot(floe__pg_conn *c, const char *snapshot, floe_error *err);
+/* COPY t's columns TO STDOUT on c. */
+int floe__mirror_copy_begin(floe__pg_conn *c, const floe__mtable *t, floe_error *err);
+/* Up to `max` lines of the COPY running on c into t's sink at `time`;
+ * *done once it has ended. */
+int floe__mirror_copy_some(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, uint64_t time,
+                           uint64_t max, bool *done, floe_error *err);
+
+/* mirror_ddl.c (see there): a Relation message remembered; t followed
+ * into the shape it tells at the table's next change (time `at`); the
+ * catalog read at setup checked once the stream passed it; t's rows,
+ * keys and recorded shape (floe.pg.columns, floe.pg.key) for its sink's
+ * schema, with `cols` (taken; may be t->cols) as its columns. */
+int floe__mirror_relation(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m,
+                          floe_error *err);
+int floe__mirror_follow(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err);
+int floe__mirror_check_catalog(floe_pg *pg, floe__mtable *t, floe_error *err);
+int floe__mirror_adopt(floe__mtable *t, floe__mcol *cols, size_t n, floe_error *err);
+/* A resync's shape: the catalog `cat` (taken) read in its snapshot on c,
+ * planned against t's columns (renamed columns keep their field ids), and
+ * the sink's table replaced from `at` (floe__sink_resync). */
+int floe__mirror_reshape_whole(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, floe__mcol *cat,
+                               size_t ncat, uint64_t at, floe_error *err);
+
+/* mirror_resync.c: mark t for a resync (why: for messages); start the
+ * next one due, or take the running one's next COPY lines (once the
+ * stream is between transactions); abandon a running one (a stop). */
+void floe__mirror_resync_mark(floe_pg *pg, floe__mtable *t, const char *why);
+int floe__mirror_resync_step(floe_pg *pg, floe_error *err);
+void floe__mirror_resync_abandon(floe_pg *pg);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */
 int floe__mirror_stream(floe_pg *pg, floe_error *err);

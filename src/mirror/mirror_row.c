@@ -9,8 +9,9 @@
  * change (REPLICA IDENTITY FULL sends it, TOASTed values inline), or the
  * row the transaction left for the key (mirror_txn.c).  With neither,
  * the change cannot be mirrored: floe_pg_open refuses such tables up
- * front (they need REPLICA IDENTITY FULL), so this is an error only if the
- * table's identity changed while floe ran.
+ * front (they need REPLICA IDENTITY FULL); for a table that got such a
+ * column by ALTER TABLE, the stream copies the table again (a resync,
+ * t->toast_gap).
  */
 #include "mirror/mirror_internal.h"
 
@@ -40,11 +41,13 @@ static int put_null(floe__mtable *t, size_t c, bool key_only, floe__buf *out, fl
 static int put_filled(floe_pg *pg, floe__mtable *t, size_t c, const floe__buf *fill,
                       floe__buf *out, floe_error *err)
 {
-    if (!fill || !fill->len)
+    if (!fill || !fill->len) {
+        t->toast_gap = true;
         return floe__err_set(err, FLOE_EUNSUPPORTED, "%s column \"%s\": an update left this "
                              "TOASTed value unchanged and Postgres did not send it; floe needs "
                              "ALTER TABLE %s REPLICA IDENTITY FULL to mirror such updates",
                              t->source, t->cols[c].name, t->source);
+    }
     const floe__field *f = t->schema->root.children;
     const uint8_t *p = fill->data, *end = fill->data + fill->len;
     for (size_t i = 0; i < c && p; i++)

@@ -86,8 +86,13 @@ static int add_table(floe_pg *pg, const char *nsp, size_t nn, const char *rel, s
     return t->nsp && t->rel && t->source ? FLOE_OK : FLOE_OOM(err);
 }
 
-/* --tables "a.b, c": a name without a schema is in public. */
-static int parse_tables(floe_pg *pg, const char *list, floe_error *err)
+typedef int (*name_fn)(floe_pg *pg, const char *nsp, size_t nn, const char *rel, size_t rn,
+                       floe_error *err);
+
+/* Each name of a list "a.b, c" (an option's): a name without a schema is
+ * in public. */
+static int each_name(floe_pg *pg, const char *list, const char *option, name_fn fn,
+                     floe_error *err)
 {
     for (const char *p = list; *p;) {
         const char *comma = strchr(p, ','), *e = comma ? comma : p + strlen(p);
@@ -96,16 +101,40 @@ static int parse_tables(floe_pg *pg, const char *list, floe_error *err)
         const char *q = e;
         while (q > p && q[-1] == ' ')
             q--;
-        FLOE_RETURN_IF(q == p, err, FLOE_EINVAL, "--tables has an empty name");
+        FLOE_RETURN_IF(q == p, err, FLOE_EINVAL, "%s has an empty name", option);
         const char *dot = memchr(p, '.', (size_t)(q - p));
         if (dot)
-            FLOE_FORWARD(add_table(pg, p, (size_t)(dot - p), dot + 1, (size_t)(q - dot - 1), err));
+            FLOE_FORWARD(fn(pg, p, (size_t)(dot - p), dot + 1, (size_t)(q - dot - 1), err));
         else
-            FLOE_FORWARD(add_table(pg, "public", 6, p, (size_t)(q - p), err));
+            FLOE_FORWARD(fn(pg, "public", 6, p, (size_t)(q - p), err));
         p = comma ? comma + 1 : e;
     }
+    return FLOE_OK;
+}
+
+static int parse_tables(floe_pg *pg, const char *list, floe_error *err)
+{
+    FLOE_FORWARD(each_name(pg, list, "--tables", add_table, err));
     FLOE_RETURN_IF(!pg->ntables, err, FLOE_EINVAL, "--tables names no table");
     return FLOE_OK;
+}
+
+/* --resync: the table is copied again once streaming starts (a table
+ * without progress is copied anyway). */
+static int ask_resync(floe_pg *pg, const char *nsp, size_t nn, const char *rel, size_t rn,
+                      floe_error *err)
+{
+    for (size_t i = 0; i < pg->ntables; i++) {
+        floe__mtable *t = &pg->tables[i];
+        if (strlen(t->nsp) == nn && memcmp(t->nsp, nsp, nn) == 0 && strlen(t->rel) == rn &&
+            memcmp(t->rel, rel, rn) == 0) {
+            if (!t->copy)
+                floe__mirror_resync_mark(pg, t, "asked by --resync");
+            return FLOE_OK;
+        }
+    }
+    return floe__err_set(err, FLOE_EINVAL, "--resync names %.*s.%.*s, which is not one of the "
+                         "mirrored tables", (int)nn, nsp, (int)rn, rel);
 }
 
 /* ---- the publication ---------------------------------------------------------------------------- */
@@ -320,6 +349,15 @@ static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
 /* The converter of type oid with typmod: domains to their base, arrays
  * and ranges of scalars, enums and the rest as text. */
 static int resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, int depth, floe__pg_type *out,
+                        floe_error *err);
+
+int floe__mirror_resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, floe__pg_type *out,
+                              floe_error *err)
+{
+    return resolve_type(pg, oid, typmod, 0, out, err);
+}
+
+static int resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, int depth, floe__pg_type *out,
                         floe_error *err)
 {
     char o[16];
@@ -356,34 +394,68 @@ static int resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, int depth, fl
     return rc;
 }
 
+/* One column of the catalog query below, row i of r. */
+static int catalog_column(floe_pg *pg, floe__pg_result *r, size_t i, floe__mcol *c,
+                          floe_error *err)
+{
+    c->name = floe__strdup(floe__pg_get(r, i, 0));
+    c->attnum = (int32_t)strtol(floe__pg_get(r, i, 1), NULL, 10);
+    c->type_oid = (uint32_t)strtoul(floe__pg_get(r, i, 2), NULL, 10);
+    c->typmod = (int32_t)strtol(floe__pg_get(r, i, 3), NULL, 10);
+    c->not_null = yes(floe__pg_get(r, i, 4));
+    c->toastable = floe__pg_toastable(floe__pg_get(r, i, 5)[0],
+                                      (int)strtol(floe__pg_get(r, i, 6), NULL, 10));
+    c->has_missing = yes(floe__pg_get(r, i, 7));
+    const char *missing = floe__pg_get(r, i, 8);
+    c->has_default = yes(floe__pg_get(r, i, 9));
+    if (!c->name || (missing && !(c->missing = floe__strdup(missing))))
+        return FLOE_OOM(err);
+    return resolve_type(pg, c->type_oid, c->typmod, 0, &c->type, err);
+}
+
+int floe__mirror_columns(floe_pg *pg, floe__pg_conn *conn, uint32_t relid, const char *source,
+                         floe__mcol **out, size_t *n_out, floe_error *err)
+{
+    char rel[16];
+    snprintf(rel, sizeof rel, "%u", relid);
+    const char *params[1] = {rel};
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(floe__pg_query(conn, "SELECT a.attname, a.attnum, a.atttypid, a.atttypmod, a.attnotnull, "
+                            "a.attstorage, t.typlen, a.atthasmissing, a.attmissingval::text, "
+                            "d.adbin IS NOT NULL FROM pg_attribute a JOIN pg_type t ON t.oid = "
+                            "a.atttypid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND "
+                            "d.adnum = a.attnum WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT "
+                            "a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum", params,
+                                1, &r, err));
+    size_t n = floe__pg_rows(r);
+    int rc = n ? FLOE_OK : floe__err_set(err, FLOE_EUNSUPPORTED, "%s has no columns", source);
+    floe__mcol *cols = rc == FLOE_OK ? floe__calloc(n, sizeof *cols) : NULL;
+    if (rc == FLOE_OK && !cols)
+        rc = FLOE_OOM(err);
+    for (size_t i = 0; rc == FLOE_OK && i < n; i++)
+        rc = catalog_column(pg, r, i, &cols[i], err);
+    floe__pg_result_free(r);
+    if (rc != FLOE_OK) {
+        floe__mirror_cols_free(cols, n);
+        return rc;
+    }
+    *out = cols;
+    *n_out = n;
+    return FLOE_OK;
+}
+
+void floe__mirror_cols_free(floe__mcol *cols, size_t n)
+{
+    for (size_t i = 0; cols && i < n; i++) {
+        floe__free(cols[i].name);
+        floe__free(cols[i].missing);
+    }
+    floe__free(cols);
+}
+
 static int describe_columns(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
-    char relid[16];
-    snprintf(relid, sizeof relid, "%u", t->relid);
-    floe__pg_result *r = NULL;
-    FLOE_FORWARD(query1(pg, "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, "
-                            "a.attstorage, t.typlen FROM pg_attribute a JOIN pg_type t ON t.oid "
-                            "= a.atttypid WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT "
-                            "a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum", relid,
-                        NULL, &r, err));
-    size_t n = floe__pg_rows(r);
-    int rc = n ? FLOE_OK : floe__err_set(err, FLOE_EUNSUPPORTED, "%s has no columns", t->source);
-    t->cols = rc == FLOE_OK ? floe__calloc(n, sizeof *t->cols) : NULL;
-    if (rc == FLOE_OK && !t->cols)
-        rc = FLOE_OOM(err);
-    for (size_t i = 0; rc == FLOE_OK && i < n; i++, t->ncols++) {
-        floe__mcol *c = &t->cols[i];
-        c->name = floe__strdup(floe__pg_get(r, i, 0));
-        c->type_oid = (uint32_t)strtoul(floe__pg_get(r, i, 1), NULL, 10);
-        c->typmod = (int32_t)strtol(floe__pg_get(r, i, 2), NULL, 10);
-        c->not_null = yes(floe__pg_get(r, i, 3));
-        c->toastable = floe__pg_toastable(floe__pg_get(r, i, 4)[0],
-                                          (int)strtol(floe__pg_get(r, i, 5), NULL, 10));
-        rc = c->name ? resolve_type(pg, c->type_oid, c->typmod, 0, &c->type, err)
-                     : FLOE_OOM(err);
-    }
-    floe__pg_result_free(r);
-    return rc;
+    return floe__mirror_columns(pg, pg->conn, t->relid, t->source, &t->cols, &t->ncols, err);
 }
 
 static int column_index(const floe__mtable *t, const char *name, size_t *out)
@@ -444,26 +516,30 @@ static int check_identity(floe__mtable *t, floe_error *err)
                                  "it by the whole row, which cannot hold column \"%s\" (%s): "
                                  "add a primary key", s, t->cols[c].name, t->cols[c].type.name);
     }
-    if (t->replident == 'f')
-        return FLOE_OK;
-    floe__buf names;
-    floe__buf_init(&names, 1 << 16);
-    for (size_t c = 0; c < t->ncols; c++)
-        if (t->cols[c].toastable)
-            floe__buf_printf(&names, NULL, "%s\"%s\"", names.len ? ", " : "", t->cols[c].name);
-    int rc = FLOE_OK;
-    if (names.len && floe__buf_putc(&names, 0, err) == FLOE_OK)
-        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s: Postgres may store values of %s out of "
-                           "line (TOAST) and then leaves them out of updates that do not "
-                           "change them, unless the table has REPLICA IDENTITY FULL: run ALTER "
-                           "TABLE %s REPLICA IDENTITY FULL", s, (const char *)names.data, s);
-    floe__buf_free(&names);
-    return rc;
+    return FLOE_OK;
 }
 
-/* The column list and key the sink is opened with. */
-static int sink_declaration(floe__mtable *t, floe_error *err)
+/* Columns whose values Postgres may store out of line (TOAST) and then
+ * leave out of updates that do not change them, unless the table has
+ * REPLICA IDENTITY FULL: `"a", "b"` into out (empty: none). */
+void floe__mirror_toast_gap(const floe__mtable *t, char *out, size_t n)
 {
+    size_t at = 0;
+    out[0] = 0;
+    if (t->replident == 'f' || t->stream_replident == 'f')
+        return;
+    for (size_t c = 0; c < t->ncols && at < n; c++)
+        if (t->cols[c].toastable)
+            at += (size_t)snprintf(out + at, n - at, "%s\"%s\"", at ? ", " : "",
+                                   t->cols[c].name);
+}
+
+
+int floe__mirror_declaration(floe__mtable *t, floe_error *err)
+{
+    floe__free(t->schema_text);
+    floe__free(t->key_text);
+    t->schema_text = t->key_text = NULL;
     floe__buf b, k;
     floe__buf_init(&b, 1 << 24);
     floe__buf_init(&k, 1 << 20);
@@ -522,7 +598,7 @@ static int describe_table(floe_pg *pg, floe__mtable *t, floe_error *err)
     FLOE_FORWARD(check_filters(pg, t, err));
     FLOE_FORWARD(describe_key(pg, t, err));
     FLOE_FORWARD(check_identity(t, err));
-    FLOE_FORWARD(sink_declaration(t, err));
+    FLOE_FORWARD(floe__mirror_declaration(t, err));
     FLOE_FORWARD(iceberg_ident(pg, t, err));
     t->sink_id = floe__sprintf("pg:%s:%s", pg->slot_name, t->source);
     return t->sink_id ? FLOE_OK : FLOE_OOM(err);
@@ -536,44 +612,208 @@ static void table_warning(void *ctx, const char *msg)
     floe__mirror_warn(t->pg, "%s: %s", t->ident, msg);
 }
 
-static int open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
+/* What the Iceberg table records of t's sink: *resumes when it has its
+ * progress, its current schema then, and the shape the table was mirrored
+ * in (floe.pg.columns "field id:attnum,...", floe.pg.key "field id,...";
+ * NULL when written by a floe that did not record them). */
+typedef struct recorded {
+    bool resumes;
+    floe__schema *schema;
+    char *columns, *key;
+} recorded;
+
+static void recorded_clear(recorded *r)
 {
-    floe_sink_options o = pg->opts.sink;
-    o.table = t->ident;
-    o.schema = t->schema_text;
-    o.key = t->key_text;
-    o.mode = FLOE_SINK_MODE_UPSERT;
-    o.sink_id = t->sink_id;
-    o.as_of = 0;
-    o.commit_on_advance = 1;
-    o.commit_interval = 1;
-    o.resume_from = NULL;
-    o.new_sink = 0;
-    o.on_commit = NULL;
-    o.on_warning = table_warning;
-    o.warning_ctx = t;
-    o.memory_limit = pg->opts.sink.memory_limit / pg->ntables;
-    if (o.memory_limit < MIN_TABLE_MEMORY)
-        o.memory_limit = MIN_TABLE_MEMORY;
-    int rc = floe__sink_open_with(&o, pg->catalog, pg->io, &t->sink, err);
-    if (rc == FLOE_EINCOMPATIBLE)
-        return floe__err_wrap(err, rc, "%s no longer has the columns Iceberg table %s was made "
-                              "from (ALTER TABLE?), and floe does not change an Iceberg table's "
-                              "schema yet: drop %s to have it copied afresh, or undo the change",
-                              t->source, t->ident, t->ident);
+    floe_schema_free(r->schema);
+    floe__free(r->columns);
+    floe__free(r->key);
+    memset(r, 0, sizeof *r);
+}
+
+static int probe(floe_pg *pg, floe__mtable *t, recorded *out, floe_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *dot = strrchr(t->ident, '.');
+    FLOE_RETURN_IF(!dot || dot == t->ident || !dot[1], err, FLOE_EINVAL, "Iceberg table '%s' "
+                   "is not NS.NAME", t->ident);
+    char *ns = floe__strndup(t->ident, (size_t)(dot - t->ident));
+    if (!ns)
+        return FLOE_OOM(err);
+    floe__table *tb = NULL;
+    int rc = floe__table_open(pg->catalog, pg->io, ns, dot + 1, NULL, NULL, &tb, err);
+    floe__free(ns);
+    if (rc == FLOE_ENOTFOUND) {
+        floe_error_clear(err);
+        return FLOE_OK;
+    }
+    FLOE_FORWARD(rc);
+    floe__progress p;
+    rc = floe__progress_read(tb->loaded->metadata, tb->io, t->sink_id, &p, err);
+    if (rc == FLOE_OK && p.state == FLOE__PROGRESS_FOUND) {
+        const floe__snapshot *s = floe__metadata_snapshot_by_id(tb->loaded->metadata,
+                                                                p.snapshot_id);
+        const char *cols = s ? floe__snapshot_summary_get(s, "floe.pg.columns") : NULL;
+        const char *key = s ? floe__snapshot_summary_get(s, "floe.pg.key") : NULL;
+        out->resumes = true;
+        out->columns = cols ? floe__strdup(cols) : NULL;
+        out->key = key ? floe__strdup(key) : NULL;
+        if ((cols && !out->columns) || (key && !out->key))
+            rc = FLOE_OOM(err);
+        if (rc == FLOE_OK)
+            rc = floe__table_current_schema(tb, &out->schema, err);
+    }
+    floe__table_free(tb);
     if (rc != FLOE_OK)
-        return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
-    t->schema = floe_sink_row_schema(t->sink);
-    FLOE_FORWARD(floe_row_new(t->schema, &t->row, err));
-    FLOE_FORWARD(floe_row_new(t->schema, &t->keyrow, err));
-    FLOE_FORWARD(floe_row_new(t->schema, &t->oldrow, err));
-    const char *from = floe_sink_resume_frontier(t->sink);
-    floe__frontier f;
-    if (from && (floe__frontier_parse(from, &f, err) != FLOE_OK || f.empty))
-        return floe__err_set(err, FLOE_ESTATE, "%s records frontier %s for sink %s: floe cannot "
-                             "go on from it", t->ident, from, t->sink_id);
-    t->copy = !from;
-    t->start = from ? f.t : 0;
+        recorded_clear(out);
+    return rc;
+}
+
+/* The attnum "field id:attnum,..." gives field id `id`; 0 when it has none. */
+static int32_t recorded_attnum(const char *list, int32_t id)
+{
+    for (const char *p = list; p && *p;) {
+        char *e;
+        long f = strtol(p, &e, 10);
+        if (*e != ':')
+            return 0;
+        long a = strtol(e + 1, &e, 10);
+        if (f == id)
+            return (int32_t)a;
+        if (*e != ',')
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* The Postgres type of a catalog column reads into field f: the same
+ * Iceberg type (as declared from it). */
+static bool reads_as(const floe__pg_type *pt, const floe__field *f)
+{
+    char decl[96], text[128];
+    floe__pg_type_decl(pt, decl, sizeof decl);
+    snprintf(text, sizeof text, "x %s", decl);
+    floe_schema *s = NULL;
+    if (floe_schema_parse(text, &s, NULL) != FLOE_OK)
+        return false;
+    char a[256], b[256];
+    floe__type_name(&s->root.children[0], false, a, sizeof a);
+    floe__type_name(f, false, b, sizeof b);
+    floe_schema_free(s);
+    return strcmp(a, b) == 0;
+}
+
+/* A resuming table is mirrored in the shape its Iceberg table has (its
+ * sink's schema): each column with the attnum recorded for it (else the
+ * catalog's column of that name), a type from the catalog where it reads
+ * the same (else unknown until the stream's Relation message says).  The
+ * catalog's shape is kept in t->cat. */
+static int align_with_table(floe__mtable *t, const recorded *rec, floe_error *err)
+{
+    const floe__schema *s = floe_sink_row_schema(t->sink);
+    size_t n = s->root.n_children;
+    floe__mcol *cols = floe__calloc(n ? n : 1, sizeof *cols);
+    if (!cols)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < n; i++) {
+        const floe__field *f = &s->root.children[i];
+        floe__mcol *c = &cols[i];
+        if (!(c->name = floe__strdup(f->name))) {
+            floe__mirror_cols_free(cols, n);
+            return FLOE_OOM(err);
+        }
+        c->attnum = recorded_attnum(rec->columns, f->id);
+        const floe__mcol *cat = NULL;
+        for (size_t k = 0; k < t->ncols && !cat; k++)
+            if (c->attnum ? t->cols[k].attnum == c->attnum
+                          : strcmp(t->cols[k].name, c->name) == 0)
+                cat = &t->cols[k];
+        c->not_null = f->required;
+        if (cat) {
+            c->attnum = cat->attnum;
+            c->toastable = cat->toastable;
+            if (reads_as(&cat->type, f)) {
+                c->type = cat->type;
+                c->type_oid = cat->type_oid;
+                c->typmod = cat->typmod;
+            }
+        }
+        if (!c->type_oid)
+            floe__pg_scalar_type(0, -1, &c->type);   /* unknown: replaced before any row */
+    }
+    t->cat = t->cols;
+    t->ncat = t->ncols;
+    t->cols = cols;
+    t->ncols = n;
+    return FLOE_OK;
+}
+
+/* The key a resuming table's sink opens with: the key it was mirrored with
+ * (floe.pg.key), else the catalog's key columns by name. */
+static int resumed_key(const floe__mtable *t, const recorded *rec, char **out, floe_error *err)
+{
+    *out = NULL;
+    if (!rec->key)
+        return t->key_text && !(*out = floe__strdup(t->key_text)) ? FLOE_OOM(err) : FLOE_OK;
+    floe__buf b;
+    floe__buf_init(&b, 1 << 20);
+    int rc = FLOE_OK;
+    for (const char *p = rec->key; rc == FLOE_OK && *p;) {
+        char *e;
+        long id = strtol(p, &e, 10);
+        const floe__field *f = floe__schema_find_id(rec->schema, (int32_t)id);
+        rc = f ? floe__buf_printf(&b, err, "%s%s", b.len ? "," : "", f->name)
+               : floe__err_set(err, FLOE_EFORMAT, "%s: floe.pg.key names field id %ld, which "
+                               "the table does not have", t->ident, id);
+        if (*e != ',')
+            break;
+        p = e + 1;
+    }
+    if (rc == FLOE_OK && b.len && !(*out = floe__buf_strdup(&b)))
+        rc = FLOE_OOM(err);
+    floe__buf_free(&b);
+    return rc;
+}
+
+static void sink_options(floe_pg *pg, floe__mtable *t, floe_sink_options *o)
+{
+    *o = pg->opts.sink;
+    o->table = t->ident;
+    o->mode = FLOE_SINK_MODE_UPSERT;
+    o->sink_id = t->sink_id;
+    o->as_of = 0;
+    o->commit_on_advance = 1;
+    o->commit_interval = 1;
+    o->resume_from = NULL;
+    o->new_sink = 0;
+    o->on_commit = NULL;
+    o->on_warning = table_warning;
+    o->warning_ctx = t;
+    o->on_notice = NULL;
+    o->memory_limit = pg->opts.sink.memory_limit / pg->ntables;
+    if (o->memory_limit < MIN_TABLE_MEMORY)
+        o->memory_limit = MIN_TABLE_MEMORY;
+}
+
+static int open_table_sink(floe_pg *pg, floe__mtable *t, const recorded *rec, floe_error *err)
+{
+    floe_sink_options o;
+    sink_options(pg, t, &o);
+    char *key = NULL;
+    o.schema = rec->resumes ? NULL : t->schema_text;
+    o.key = t->key_text;
+    if (rec->resumes) {
+        FLOE_FORWARD(resumed_key(t, rec, &key, err));
+        o.key = key;
+    }
+    int rc = floe__sink_open_with(&o, pg->catalog, pg->io, &t->sink, err);
+    floe__free(key);
+    return rc;
+}
+
+/* What every commit of t records of its source. */
+static int set_properties(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.source", "postgres", err));
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.slot", pg->slot_name, err));
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.publication", pg->pub_name, err));
@@ -581,19 +821,123 @@ static int open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
     return floe_sink_set_property(t->sink, "floe.pg.table", t->source, err);
 }
 
-static int open_sinks(floe_pg *pg, floe_error *err)
+int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
+    recorded rec;
+    FLOE_FORWARD(probe(pg, t, &rec, err));
+    int rc = open_table_sink(pg, t, &rec, err);
+    const char *from = rc == FLOE_OK ? floe_sink_resume_frontier(t->sink) : NULL;
+    floe__frontier f;
+    if (from && (floe__frontier_parse(from, &f, err) != FLOE_OK || f.empty))
+        rc = floe__err_set(err, FLOE_ESTATE, "%s records frontier %s for sink %s: floe cannot "
+                           "go on from it", t->ident, from, t->sink_id);
+    if (rc == FLOE_OK && from)
+        rc = align_with_table(t, &rec, err);
+    recorded_clear(&rec);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
+    t->copy = !from;
+    t->start = from ? f.t : 0;
+    FLOE_FORWARD(floe__mirror_adopt(t, t->cols, t->ncols, err));
+    return set_properties(pg, t, err);
+}
+
+int floe__mirror_reopen_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    const char *k = floe__sink_key_text(t->sink);
+    char *key = k ? floe__strdup(k) : NULL;
+    if (k && !key)
+        return FLOE_OOM(err);
+    floe_sink_free(t->sink);
+    t->sink = NULL;
+    floe_sink_options o;
+    sink_options(pg, t, &o);
+    o.schema = NULL;
+    o.key = key;
+    int rc = floe__sink_open_with(&o, pg->catalog, pg->io, &t->sink, err);
+    floe__free(key);
+    if (rc == FLOE_OK && !floe_sink_resume_frontier(t->sink))
+        rc = floe__err_set(err, FLOE_ESTATE, "%s no longer records progress for sink %s",
+                           t->ident, t->sink_id);
+    if (rc == FLOE_OK)
+        rc = set_properties(pg, t, err);
+    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
+}
+
+int floe__mirror_fit_fields(floe_pg *pg, size_t n, floe_error *err)
+{
+    if (n + 1 <= pg->cap_fields)
+        return FLOE_OK;
+    floe__pg_field *f = floe__realloc(pg->fields, (n + 1) * sizeof *f);
+    if (!f)
+        return FLOE_OOM(err);
+    pg->fields = f;
+    pg->cap_fields = n + 1;
+    return FLOE_OK;
+}
+
+/* The WAL position after the catalog was read: a resuming table's catalog
+ * is compared with its shape once the stream has passed it. */
+static int catalog_read_at(floe_pg *pg, floe_error *err)
+{
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(query1(pg, "SELECT pg_current_wal_lsn()", NULL, NULL, &r, err));
+    uint64_t at = 0;
+    int bad = floe__lsn_parse(floe__pg_get(r, 0, 0), &at);
+    floe__pg_result_free(r);
+    FLOE_RETURN_IF(bad, err, FLOE_EFORMAT, "pg_current_wal_lsn() answered no LSN");
+    for (size_t i = 0; i < pg->ntables; i++)
+        if (pg->tables[i].cat)
+            pg->tables[i].cat_at = at;
+    return FLOE_OK;
+}
+
+/* The catalog of every table's sink (opened once, when first needed). */
+static int open_catalog(floe_pg *pg, floe_error *err)
+{
+    if (pg->catalog)
+        return FLOE_OK;
     floe_connect_options co = pg->opts.sink.connect;
     co.must_exist = 0;
-    FLOE_FORWARD(floe__catalog_open(&co, &pg->io, &pg->catalog, err));
-    size_t widest = 0;
+    return floe__catalog_open(&co, &pg->io, &pg->catalog, err);
+}
+
+/* A table new to the mirror is refused when its updates can leave values
+ * out; one that resumes (a column added since) is warned about: such an
+ * update makes floe copy it again (a resync). */
+static int check_toast(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    char names[512];
+    floe__mirror_toast_gap(t, names, sizeof names);
+    const char *s = t->source;
+    if (!names[0])
+        return FLOE_OK;
+    recorded rec;
+    FLOE_FORWARD(open_catalog(pg, err));
+    FLOE_FORWARD(probe(pg, t, &rec, err));
+    bool resumes = rec.resumes;
+    recorded_clear(&rec);
+    if (!resumes)
+        return floe__err_set(err, FLOE_EUNSUPPORTED, "%s: Postgres may store values of %s out "
+                             "of line (TOAST) and then leaves them out of updates that do not "
+                             "change them, unless the table has REPLICA IDENTITY FULL: run "
+                             "ALTER TABLE %s REPLICA IDENTITY FULL", s, names, s);
+    floe__mirror_warn(pg, "%s: Postgres may leave values of %s out of updates that do not "
+                      "change them (TOAST), and each such update makes floe copy the table "
+                      "again (a resync): run ALTER TABLE %s REPLICA IDENTITY FULL", s, names, s);
+    return FLOE_OK;
+}
+
+static int open_sinks(floe_pg *pg, floe_error *err)
+{
+    FLOE_FORWARD(open_catalog(pg, err));
     for (size_t i = 0; i < pg->ntables; i++) {
-        FLOE_FORWARD(open_sink(pg, &pg->tables[i], err));
-        if (pg->tables[i].ncols > widest)
-            widest = pg->tables[i].ncols;
+        FLOE_FORWARD(floe__mirror_open_sink(pg, &pg->tables[i], err));
+        FLOE_FORWARD(floe__mirror_fit_fields(pg, pg->tables[i].ncols, err));
     }
-    pg->fields = floe__calloc(widest + 1, sizeof *pg->fields);
-    return pg->fields ? FLOE_OK : FLOE_OOM(err);
+    if (pg->opts.resync)
+        FLOE_FORWARD(each_name(pg, pg->opts.resync, "--resync", ask_resync, err));
+    return catalog_read_at(pg, err);
 }
 
 int floe__mirror_setup(floe_pg *pg, floe_error *err)
@@ -603,6 +947,8 @@ int floe__mirror_setup(floe_pg *pg, floe_error *err)
     FLOE_FORWARD(resolve_tables(pg, err));
     for (size_t i = 0; i < pg->ntables; i++)
         FLOE_FORWARD(describe_table(pg, &pg->tables[i], err));
+    for (size_t i = 0; i < pg->ntables; i++)
+        FLOE_FORWARD(check_toast(pg, &pg->tables[i], err));
     FLOE_FORWARD(setup_publication(pg, err));
     return open_sinks(pg, err);
 }

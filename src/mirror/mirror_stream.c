@@ -7,9 +7,10 @@
  *
  *   Begin          the transaction's changes get its commit LSN as time
  *   Relation       a table's shape in the stream, compared with the shape
- *                  its Iceberg table was made from: a difference (ALTER
- *                  TABLE) stops the mirror before any change of the new
- *                  shape is pushed
+ *                  it is mirrored in at its next change: a difference
+ *                  (ALTER TABLE) changes its Iceberg table's schema at that
+ *                  change's commit LSN, or copies the table again in place
+ *                  (mirror_ddl.c, mirror_resync.c)
  *   Insert         +new row
  *   Update         -old row (the old tuple of REPLICA IDENTITY FULL; else a
  *                  retraction by key), +new row
@@ -118,8 +119,8 @@ static int commit_table(floe_pg *pg, floe__mtable *t, uint64_t now, floe_error *
 static bool commit_due(const floe_pg *pg, const floe__mtable *t, commit_what what, uint64_t now)
 {
     uint64_t idle = pg->opts.idle_commit_interval_ms * 1000000ull;
-    if (pg->frontier <= t->input)
-        return false;
+    if (pg->frontier <= t->input || t->resync_due || t->resyncing)
+        return false;                      /* a resync commits by itself */
     return t->pending || what == COMMIT_ALL ||
            (what == COMMIT_DUE && now - t->last_commit_ns >= idle);
 }
@@ -249,45 +250,6 @@ static int change(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, floe_err
 
 /* ---- relations and truncates ------------------------------------------------------------------ */
 
-static bool same_shape(const floe__mtable *t, const floe__pgo_msg *m, size_t *at)
-{
-    *at = 0;
-    if (m->ncols != t->ncols) {
-        *at = m->ncols < t->ncols ? m->ncols : t->ncols;
-        return false;
-    }
-    for (size_t c = 0; c < t->ncols; c++) {
-        *at = c;
-        if (strcmp(m->cols[c].name, t->cols[c].name) != 0 || m->cols[c].type != t->cols[c].type_oid ||
-            m->cols[c].typmod != t->cols[c].typmod)
-            return false;
-    }
-    return true;
-}
-
-/* A Relation message: remembered, judged at the table's next change that
- * is not in it already (historic shapes below its frontier do not count). */
-static void relation(floe_pg *pg, const floe__pgo_msg *m)
-{
-    floe__mtable *t = table_of(pg, m->relid);
-    if (!t)
-        return;
-    size_t at;
-    t->relation_seen = true;
-    t->stream_replident = (char)m->replident;
-    t->shape_ok = same_shape(t, m, &at);
-    if (!t->shape_ok) {
-        const char *was = at < t->ncols ? t->cols[at].name : "(none)";
-        const char *now = at < m->ncols ? m->cols[at].name : "(none)";
-        snprintf(t->shape_diff, sizeof t->shape_diff, "%u columns where floe started with %zu; "
-                 "column %zu is \"%.60s\" (type %u(%d)), was \"%.60s\" (type %u(%d))",
-                 (unsigned)m->ncols, t->ncols, at + 1, now,
-                 at < m->ncols ? m->cols[at].type : 0, at < m->ncols ? m->cols[at].typmod : 0,
-                 was, at < t->ncols ? t->cols[at].type_oid : 0,
-                 at < t->ncols ? t->cols[at].typmod : 0);
-    }
-}
-
 static int committed_text(const floe__mtable *t, char *out, size_t n)
 {
     floe_sink_stats st;
@@ -297,19 +259,6 @@ static int committed_text(const floe__mtable *t, char *out, size_t n)
     else
         snprintf(out, n, "none");
     return FLOE_OK;
-}
-
-static int shape_error(floe_pg *pg, floe__mtable *t, floe_error *err)
-{
-    char lsn[24], at[24];
-    committed_text(t, at, sizeof at);
-    floe__lsn_format(pg->txn_lsn, lsn, sizeof lsn);
-    return floe__err_set(err, FLOE_EINCOMPATIBLE, "%s changed shape in the transaction "
-                         "committed at %s (ALTER TABLE): %s.  floe does not change an Iceberg "
-                         "table's schema yet; nothing of that transaction is committed and %s "
-                         "stays at %s.  To go on, drop the Iceberg table %s (the next run copies "
-                         "%s afresh, in its new shape)", t->source, lsn, t->shape_diff,
-                         t->ident, at, t->ident, t->source);
 }
 
 static int truncate_tables(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
@@ -340,10 +289,21 @@ static int on_change(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
         return FLOE_OK;                    /* not mirrored, or in the table already */
     FLOE_RETURN_IF(!t->relation_seen, err, FLOE_EINPUT, "a change of %s before its Relation "
                    "message", t->source);
-    if (!t->shape_ok)
-        return shape_error(pg, t, err);
+    int rc = t->resync_due ? FLOE_OK : floe__mirror_follow(pg, t, pg->txn_lsn, err);
+    if (rc == FLOE_OK && t->resync_due)
+        return FLOE_OK;                    /* in the resync's copy */
     pg->txn_changes++;
-    int rc = change(pg, t, m, err);
+    t->toast_gap = false;
+    if (rc == FLOE_OK)
+        rc = change(pg, t, m, err);
+    if (rc != FLOE_OK && t->toast_gap) {     /* nothing of the change was pushed */
+        char why[1100];
+        snprintf(why, sizeof why, "%s", err ? floe_error_message(err)
+                                            : "an update left out an unchanged TOAST value");
+        floe_error_clear(err);
+        floe__mirror_resync_mark(pg, t, why);
+        return FLOE_OK;
+    }
     if (rc != FLOE_OK) {
         char lsn[24];
         floe__lsn_format(pg->txn_lsn, lsn, sizeof lsn);
@@ -381,9 +341,10 @@ static int on_message(floe_pg *pg, const uint8_t *p, size_t n, floe_error *err)
         return FLOE_OK;
     case 'C':
         return on_commit(pg, &m, err);
-    case 'R':
-        relation(pg, &m);
-        return FLOE_OK;
+    case 'R': {
+        floe__mtable *t = table_of(pg, m.relid);
+        return t ? floe__mirror_relation(pg, t, &m, err) : FLOE_OK;
+    }
     case 'I': case 'U': case 'D':
         return on_change(pg, &m, err);
     case 'T':
@@ -567,12 +528,15 @@ int floe__mirror_stream(floe_pg *pg, floe_error *err)
         FLOE_FORWARD(drain(pg, &reply, &idle, err));
         if (floe__mirror_stopping(pg))
             return stopped(pg, err);
+        for (size_t i = 0; i < pg->ntables; i++)
+            FLOE_FORWARD(floe__mirror_check_catalog(pg, &pg->tables[i], err));
+        FLOE_FORWARD(floe__mirror_resync_step(pg, err));
         FLOE_FORWARD(tick(pg, &ck, reply, &done, err));
         if (done) {
             floe__mirror_publish(pg);
             return FLOE_OK;
         }
-        if (idle)
+        if (idle && !pg->resync)
             wait_for(pg, &ck, floe__monotonic_ns());
     }
 }

@@ -150,3 +150,46 @@ int floe__txnmap_put(floe__txnmap *m, uint32_t table, const uint8_t *key, size_t
     e->rlen = (uint32_t)rlen;
     return FLOE_OK;
 }
+
+int floe__txnmap_rewrite(floe__txnmap *m, uint32_t table,
+                         int (*fn)(void *ctx, const uint8_t *key, size_t klen,
+                                   const uint8_t *row, size_t rlen, floe__buf *nkey,
+                                   floe__buf *nrow, floe_error *err),
+                         void *ctx, floe_error *err)
+{
+    if (!m->n)
+        return FLOE_OK;
+    /* take everything out, then put it back (table's entries rewritten) */
+    entry *old = m->slots;
+    size_t cap = m->cap;
+    floe__buf bytes = m->bytes, nkey, nrow;
+    floe__buf_init(&m->bytes, bytes.max);
+    m->slots = NULL;
+    m->cap = m->n = 0;
+    floe__buf_init(&nkey, bytes.max);
+    floe__buf_init(&nrow, bytes.max);
+    int rc = FLOE_OK;
+    for (size_t i = 0; rc == FLOE_OK && i < cap; i++) {
+        const entry *e = &old[i];
+        if (!e->hash)
+            continue;
+        const uint8_t *key = bytes.data + e->koff;
+        const uint8_t *row = e->rlen == NO_ROW ? NULL : bytes.data + e->roff;
+        size_t rlen = e->rlen == NO_ROW ? 0 : e->rlen;
+        if (e->table != table) {
+            rc = floe__txnmap_put(m, e->table, key, e->klen, row, rlen, err);
+            continue;
+        }
+        floe__buf_reset(&nkey);
+        floe__buf_reset(&nrow);
+        rc = fn(ctx, key, e->klen, row, rlen, &nkey, &nrow, err);
+        if (rc == FLOE_OK)
+            rc = floe__txnmap_put(m, table, nkey.data, nkey.len, row ? nrow.data : NULL,
+                                  nrow.len, err);
+    }
+    floe__buf_free(&nkey);
+    floe__buf_free(&nrow);
+    floe__buf_free(&bytes);
+    floe__free(old);
+    return rc;
+}
