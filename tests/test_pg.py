@@ -6,8 +6,9 @@ Covers: inserts, updates, deletes, multi-statement transactions, rolled
 back transactions, a row updated many times in one transaction and across
 transactions, key changes, tables with REPLICA IDENTITY FULL and DEFAULT,
 every mapped type, reruns that resume, a copy cut short by a crash, and the
-clear errors of docs/postgres.md (no key, TOAST without FULL, ALTER TABLE,
-TRUNCATE, a slot that is gone, wal_level, privileges, the publication).
+clear errors of docs/postgres.md (no key, TOAST without FULL, TRUNCATE, a
+slot that is gone, wal_level, privileges, the publication).  ALTER TABLE is
+tests/test_pg_ddl.py's.
 """
 import json
 import signal
@@ -262,36 +263,6 @@ def test_privileges_are_checked(pgdb, tmp_path):
         assert r.returncode == 1 and why in r.stderr, (user, r)
         assert "password" not in r.stderr
     pgdb.url = base
-
-
-def test_a_schema_change_stops_before_anything_of_the_new_shape(pgdb, tmp_path):
-    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, a int); INSERT INTO s VALUES (1, 1), (2, 2);"
-             "CREATE TABLE other (id int PRIMARY KEY); INSERT INTO other VALUES (1);")
-    m = Mirror(pgdb, tmp_path, ["public.s", "public.other"], "--create-publication")
-    m.catch_up()
-    p = m.popen("--commit-interval", "100ms", stderr=subprocess.PIPE, text=True)
-    pgdb.sql("INSERT INTO s VALUES (3, 3); INSERT INTO other VALUES (2)")
-    time.sleep(1)
-    pgdb.sql("ALTER TABLE s ADD COLUMN b bigint; INSERT INTO s VALUES (4, 4, 44);"
-             "INSERT INTO other VALUES (3)")
-    _, stderr = p.communicate(timeout=60)
-    assert p.returncode == 1 and "public.s changed shape" in stderr, stderr
-    assert "drop the Iceberg table public.s" in stderr
-    r = m.catch_up(check=False)                       # a rerun: the new shape, refused at once
-    assert r.returncode == 1 and "public.s" in r.stderr and "schema" in r.stderr, r
-    cols = [Col("id", "integer", True), Col("a", "integer")]
-    rows = iceberg_rows(m, "public.s", cols)["duckdb"]
-    assert (4, 4) not in rows and len(rows) <= 3                    # nothing of the new shape
-    assert lsn_int(pgdb.slot_lsn()) <= frontier_of(snapshots(m, "public.s")[-1][1])
-    # Drop the Iceberg table: the next run copies it afresh in its new shape.
-    from iceberg_readers import pyiceberg_catalog
-    pyiceberg_catalog(m.catalog, f"file://{m.wh}").drop_table("public.s")
-    r = m.catch_up()
-    assert "temporary slot" in r.stderr
-    cols = [Col("id", "integer", True), Col("a", "integer"), Col("b", "bigint")]
-    assert iceberg_rows(m, "public.s", cols)["duckdb"] == pg_rows(pgdb, "s", cols)
-    one = [Col("id", "integer", True)]
-    assert iceberg_rows(m, "public.other", one)["duckdb"] == pg_rows(pgdb, "other", one)
 
 
 def test_truncate_stops_and_a_fresh_copy_goes_on(pgdb, tmp_path):
