@@ -183,3 +183,31 @@ def committed_frontier(db, table):
         if f is not None:
             return frontier_value(f)
     return None
+
+
+def kill_until_done(args, r, lo, hi, attempts=200):
+    """Run the sink command `args` with a random time limit (lo..hi seconds,
+    growing every 20 attempts), SIGKILLed when it runs past, until a run
+    finishes by itself; that run must exit 0 (or 1 refusing a rerun's
+    updates after a killed run's last commit landed).  Returns the kills;
+    at least 2, else the input was too small to be interrupted."""
+    import subprocess
+    kills = 0
+    for attempt in range(attempts):
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _, err = proc.communicate(timeout=r.uniform(lo, hi) * (1 + attempt // 20))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            kills += 1
+            continue
+        assert "AddressSanitizer" not in err and "runtime error" not in err, err
+        if proc.returncode == 1 and kills and "an earlier run closed this sink's input" in err:
+            break        # killed after its last commit landed: the rerun's updates are refused
+        assert proc.returncode == 0, err
+        break
+    else:
+        raise AssertionError("the sink never finished")
+    assert kills >= 2, "the input finished too fast to be interrupted; make it larger"
+    return kills

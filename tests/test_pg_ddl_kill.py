@@ -14,8 +14,6 @@ started again, FLOE_PG_DDL_KILLS times (50 by default).  At the end:
 """
 import os
 import random
-import signal
-import subprocess
 import threading
 import time
 
@@ -24,7 +22,7 @@ import psycopg
 from iceberg_readers import duckdb_snapshot_rows
 from pgserver import Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snapshots, frontier_of  # noqa
 from rowgen import Col
-from test_pg_kill import SlotSampler
+from test_pg_kill import check_slot_never_ahead, kill_while_writing
 
 KILLS = int(os.environ.get("FLOE_PG_DDL_KILLS", "50"))
 KEYS = 50
@@ -226,26 +224,7 @@ def test_kill_floe_while_tables_change_shape(pgdb, tmp_path):
     with psycopg.connect(pgdb.dsn) as c:
         writer.load(c)
     base = {t: {k: dict(v) for k, v in rows.items()} for t, rows in writer.live.items()}
-    writer.start()
-    sampler = SlotSampler(pgdb.dsn, pgdb.slot)
-    sampler.start()
-    r = random.Random(77)
-    try:
-        for _ in range(KILLS):
-            p = m.popen(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(r.random() * 1.0)
-            p.send_signal(signal.SIGKILL)
-            _, err = p.communicate()
-            assert b"AddressSanitizer" not in err and b"runtime error" not in err, err
-            assert p.returncode == -signal.SIGKILL, err[-3000:]
-    finally:
-        writer.stop.set()
-        writer.join()
-        assert writer.error is None, writer.error
-    m.catch_up("--quiet")
-    time.sleep(0.2)
-    sampler.stop.set()
-    sampler.join()
+    samples = kill_while_writing(m, pgdb, writer, KILLS, random.Random(77), 1.0)
     ddls = [e for e in writer.log if e[0] == "ddl"]
     assert len(ddls) >= 5 and len(writer.log) > 100
 
@@ -271,12 +250,6 @@ def test_kill_floe_while_tables_change_shape(pgdb, tmp_path):
             assert read[sid] == projected(st, table, shape) or \
                 (maybe and read[sid] == projected(maybe, table, shape)), (table, sid, f)
 
-    t = {tb: m.pyiceberg_table(f"public.{tb}") for tb in TABLES}
-    commits = {tb: sorted((s.timestamp_ms, frontier_of(s.summary.additional_properties))
-                          for s in t[tb].snapshots()) for tb in TABLES}
-    for confirmed, read_ms in sampler.samples:
-        for tb in TABLES:
-            done = max((f for ts, f in commits[tb] if ts <= read_ms + 1), default=0)
-            assert confirmed <= done, (tb, confirmed, done)
+    check_slot_never_ahead(m, TABLES, samples)
     print(f"kills {KILLS}, transactions {len(writer.log)}, DDL {len(ddls)}, snapshots "
           f"{[len(snapshots(m, f'public.{tb}')) for tb in TABLES]}")

@@ -177,6 +177,50 @@ def state_at(base, log, frontier, ambiguous_in):
     return state, maybe
 
 
+def kill_many(m, kills, r, longest):
+    """Start the mirror and SIGKILL it after a random while (up to `longest`
+    seconds), `kills` times; it must die of the signal each time."""
+    for _ in range(kills):
+        p = m.popen(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(r.random() * longest)
+        p.send_signal(signal.SIGKILL)
+        _, err = p.communicate()
+        assert b"AddressSanitizer" not in err and b"runtime error" not in err, err
+        assert p.returncode == -signal.SIGKILL, err[-3000:]
+
+
+def kill_while_writing(m, db, writer, kills, r, longest):
+    """kill_many while `writer` (a thread with `stop` and `error`) writes
+    and the slot is sampled; then the mirror catches up.  Returns the
+    samples, (confirmed LSN, unix ms)."""
+    writer.start()
+    sampler = SlotSampler(db.dsn, db.slot)
+    sampler.start()
+    try:
+        kill_many(m, kills, r, longest)
+    finally:
+        writer.stop.set()
+        writer.join()
+        assert writer.error is None, writer.error
+    m.catch_up("--quiet")
+    time.sleep(0.2)
+    sampler.stop.set()
+    sampler.join()
+    return sampler.samples
+
+
+def check_slot_never_ahead(m, tables, samples):
+    """The slot's confirmed LSN, sampled as (lsn, unix ms), was never ahead
+    of a frontier every table had committed by then."""
+    t = {tb: m.pyiceberg_table(f"public.{tb}") for tb in tables}
+    commits = {tb: sorted((s.timestamp_ms, frontier_of(s.summary.additional_properties))
+                          for s in t[tb].snapshots()) for tb in tables}
+    for confirmed, read_ms in samples:
+        for tb in tables:
+            done = max((f for ts, f in commits[tb] if ts <= read_ms + 1), default=0)
+            assert confirmed <= done, (tb, confirmed, done)
+
+
 def rows_of(state, table):
     return sorted((row for (t, _), row in state.items() if t == table), key=repr)
 
@@ -190,28 +234,7 @@ def test_kill_floe_at_random_moments(pgdb, tmp_path):
     with psycopg.connect(pgdb.dsn) as c:
         writer.load(c)
     base = dict(writer.state)
-    writer.start()
-    sampler = SlotSampler(pgdb.dsn, pgdb.slot)
-    sampler.start()
-    r = random.Random(99)
-    exits = {}
-    try:
-        for _ in range(KILLS):
-            p = m.popen(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(r.random() * 0.6)
-            p.send_signal(signal.SIGKILL)
-            _, err = p.communicate()
-            exits[p.returncode] = exits.get(p.returncode, 0) + 1
-            assert b"AddressSanitizer" not in err and b"runtime error" not in err, err
-            assert p.returncode == -signal.SIGKILL, err[-3000:]
-    finally:
-        writer.stop.set()
-        writer.join()
-        assert writer.error is None, writer.error
-    m.catch_up("--quiet")
-    time.sleep(0.2)
-    sampler.stop.set()
-    sampler.join()
+    samples = kill_while_writing(m, pgdb, writer, KILLS, random.Random(99), 0.6)
     assert len(writer.log) > 100
 
     # Every table equals its source now.
@@ -234,14 +257,7 @@ def test_kill_floe_at_random_moments(pgdb, tmp_path):
             assert rows == rows_of(want, table) or (maybe and rows == rows_of(maybe, table)), \
                 (table, sid, f)
 
-    # The slot was never ahead of what every table had committed.
-    t = {tb: m.pyiceberg_table(f"public.{tb}") for tb in TABLES}
-    commits = {tb: sorted((s.timestamp_ms, frontier_of(s.summary.additional_properties))
-                          for s in t[tb].snapshots()) for tb in TABLES}
-    for confirmed, read_ms in sampler.samples:
-        for tb in TABLES:
-            done = max((f for ts, f in commits[tb] if ts <= read_ms + 1), default=0)
-            assert confirmed <= done, (tb, confirmed, done)
-    assert len(sampler.samples) > 100
-    print(f"kills {KILLS}, exits {exits}, transactions {len(writer.log)}, samples "
-          f"{len(sampler.samples)}, snapshots {[len(h) for h in history.values()]}")
+    check_slot_never_ahead(m, TABLES, samples)
+    assert len(samples) > 100
+    print(f"kills {KILLS}, transactions {len(writer.log)}, samples "
+          f"{len(samples)}, snapshots {[len(h) for h in history.values()]}")

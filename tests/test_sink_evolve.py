@@ -23,7 +23,8 @@ from iceberg_readers import duck, pyiceberg_catalog
 from readers import canon_rows
 from restserver import rest_server  # noqa: F401
 from schemamodel import INF, EvolvingStream, render
-from sinkmodel import frontier_value, metadata_location, model_frontiers, table_snapshots
+from sinkmodel import (frontier_value, kill_until_done, metadata_location, model_frontiers,
+                       table_snapshots)
 
 TABLE = "demo.evolving"
 APPEND_EXTRA = ["_diff", "_timestamp"]
@@ -170,24 +171,7 @@ def test_schema_model_with_sigkills(tmp_path, variant, seed):
     src.write_text(stream.text())
     args = [floe_bin(), *sink_args(tmp_path, variant, stream, 4, maintain="keep"), "--input",
             str(src)]
-    kills = 0
-    for attempt in range(300):
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            _, err = proc.communicate(timeout=r.uniform(0.05, 0.5) * (1 + attempt // 20))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            kills += 1
-            continue
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
-        if proc.returncode == 1 and kills and "an earlier run closed this sink's input" in err:
-            break
-        assert proc.returncode == 0, err
-        break
-    else:
-        pytest.fail("the sink never finished")
-    assert kills >= 2, "the input finished too fast to be interrupted; make it larger"
+    kill_until_done(args, r, 0.05, 0.5, attempts=300)
     check_snapshots(tmp_path, stream, variant)
 
 

@@ -3,15 +3,14 @@ again over the same input until it finishes.  The final table, and every
 snapshot on the way, must equal the model: nothing duplicated, nothing lost,
 frontiers strictly increasing."""
 import random
-import subprocess
 
 import pytest
 
 from conftest import floe_bin
 import java_reader
 from iceberg_readers import duckdb_rows
-from sinkmodel import (APPEND_EXTRA, COLS, INF, Stream, frontier_value, metadata_location,
-                       table_snapshots)
+from sinkmodel import (APPEND_EXTRA, COLS, INF, Stream, frontier_value, kill_until_done,
+                       metadata_location, table_snapshots)
 from test_sink_model import TABLE, mode_of, sink_args
 
 
@@ -42,25 +41,7 @@ def test_sigkill_and_rerun_until_done(tmp_path, variant, seed):
     src.write_text(stream.text())
     args = [floe_bin(), *sink_args(tmp_path, variant, stream, 8, maintain="all"), "--input",
             str(src)]
-    kills = 0
-    for attempt in range(200):
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = proc.communicate(timeout=r.uniform(0.05, 0.6) * (1 + attempt // 20))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            kills += 1
-            continue
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
-        if proc.returncode == 1 and kills and "an earlier run closed this sink's input" in err:
-            break        # killed after its last commit landed: the rerun's updates are refused
-        assert proc.returncode == 0, err
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
-        break
-    else:
-        pytest.fail("the sink never finished")
+    kills = kill_until_done(args, r, 0.05, 0.6)
     print(f"seed {seed}: killed {kills} times")
-    assert kills >= 2, "the input finished too fast to be interrupted; make it larger"
     fronts = check_final(tmp_path, stream, mode)
     print(f"{len(fronts)} snapshots")

@@ -420,13 +420,13 @@ int floe__mirror_columns(floe_pg *pg, floe__pg_conn *conn, uint32_t relid, const
     snprintf(rel, sizeof rel, "%u", relid);
     const char *params[1] = {rel};
     floe__pg_result *r = NULL;
-    FLOE_FORWARD(floe__pg_query(conn, "SELECT a.attname, a.attnum, a.atttypid, a.atttypmod, a.attnotnull, "
-                            "a.attstorage, t.typlen, a.atthasmissing, a.attmissingval::text, "
-                            "d.adbin IS NOT NULL FROM pg_attribute a JOIN pg_type t ON t.oid = "
-                            "a.atttypid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND "
-                            "d.adnum = a.attnum WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT "
-                            "a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum", params,
-                                1, &r, err));
+    FLOE_FORWARD(floe__pg_query(conn, "SELECT a.attname, a.attnum, a.atttypid, a.atttypmod, "
+                                "a.attnotnull, a.attstorage, t.typlen, a.atthasmissing, "
+                                "a.attmissingval::text, d.adbin IS NOT NULL FROM pg_attribute a "
+                                "JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_attrdef d ON "
+                                "d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE a.attrelid "
+                                "= $1 AND a.attnum > 0 AND NOT a.attisdropped AND "
+                                "a.attgenerated = '' ORDER BY a.attnum", params, 1, &r, err));
     size_t n = floe__pg_rows(r);
     int rc = n ? FLOE_OK : floe__err_set(err, FLOE_EUNSUPPORTED, "%s has no columns", source);
     floe__mcol *cols = rc == FLOE_OK ? floe__calloc(n, sizeof *cols) : NULL;
