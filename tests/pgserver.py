@@ -285,9 +285,10 @@ def java_fix(col, v):
     return v
 
 
-def snapshots(mirror, ident):
-    """[(snapshot id, summary dict)] of main's history, oldest first."""
-    t = mirror.pyiceberg_table(ident)
+def snapshots(mirror, ident, t=None):
+    """[(snapshot id, summary dict)] of main's history, oldest first (in `t`, the table
+    as loaded, when given: it may commit meanwhile)."""
+    t = t or mirror.pyiceberg_table(ident)
     out = []
     sid = t.metadata.current_snapshot_id
     by_id = {s.snapshot_id: s for s in t.snapshots()}

@@ -240,6 +240,23 @@ def test_tables_floe_cannot_mirror_are_refused_up_front(pgdb, tmp_path):
     assert r.returncode == 1 and 'publication "nope" does not exist' in r.stderr
 
 
+def test_a_publication_that_filters_rows_or_columns_is_refused(pgdb, tmp_path):
+    pgdb.sql("CREATE TABLE f (id int PRIMARY KEY, a int); INSERT INTO f VALUES (1, 1)")
+    for i, (clause, why) in enumerate([("FOR TABLE f WHERE (a > 0)", "filters the rows of"),
+                                       ("FOR TABLE f (id, a)", "publishes a column list of")]):
+        pub = f"p{i}"
+        pgdb.sql(f"CREATE PUBLICATION {pub} {clause}")
+        m = Mirror(pgdb, tmp_path / pub, ["public.f"], "--publication", pub)
+        r = m.run("--stop-at", "now", check=False)
+        assert r.returncode == 1 and why in r.stderr and "public.f" in r.stderr, r
+        assert pgdb.slot_lsn() is None
+    pgdb.sql("CREATE PUBLICATION everything FOR ALL TABLES")
+    m = Mirror(pgdb, tmp_path / "all", ["public.f"], "--publication", "everything")
+    m.run("--stop-at", "now")
+    cols = [Col("id", "integer", True), Col("a", "integer")]
+    assert iceberg_rows(m, "public.f", cols)["duckdb"] == [(1, 1)]
+
+
 def test_privileges_are_checked(pgdb, tmp_path):
     pgdb.sql("""
         CREATE TABLE secret (id int PRIMARY KEY);

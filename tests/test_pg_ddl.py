@@ -236,7 +236,7 @@ def schema_changes(m, ident):
     by_id = {s.snapshot_id: s for s in md.snapshots}
     schemas = {s.schema_id: s for s in md.schemas}
     out = []
-    for sid, summary in snapshots(m, ident):
+    for sid, summary in snapshots(m, ident, t):
         s = by_id[sid]
         parent = by_id.get(s.parent_snapshot_id)
         if parent is not None and parent.schema_id != s.schema_id:
@@ -384,7 +384,7 @@ def history(m, ident):
     t = m.pyiceberg_table(ident)
     by_id = {s.snapshot_id: s for s in t.metadata.snapshots}
     return [(sid, frontier_of(summ) if "floe.frontier" in summ else None, replaces_all(summ),
-             by_id[sid].timestamp_ms) for sid, summ in snapshots(m, ident)]
+             by_id[sid].timestamp_ms) for sid, summ in snapshots(m, ident, t)]
 
 
 def test_a_resync_copies_one_table_while_another_streams(pgdb, tmp_path):

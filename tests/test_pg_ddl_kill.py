@@ -248,7 +248,7 @@ def test_kill_floe_while_tables_change_shape(pgdb, tmp_path):
             f = frontier_of(summ)
             st, maybe = replay.to(f)
             assert read[sid] == projected(st, table, shape) or \
-                (maybe and read[sid] == projected(maybe, table, shape)), (table, sid, f)
+                (maybe and read[sid] == projected(maybe, table, shape)), (table, sid, f, summ)
 
     check_slot_never_ahead(m, TABLES, samples)
     print(f"kills {KILLS}, transactions {len(writer.log)}, DDL {len(ddls)}, snapshots "

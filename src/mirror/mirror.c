@@ -351,6 +351,7 @@ static void table_free(floe__mtable *t)
     floe__free(t->sink_id);
     floe__free(t->schema_text);
     floe__free(t->key_text);
+    floe__free(t->shape);
 }
 
 void floe_pg_free(floe_pg *pg)

@@ -6,6 +6,11 @@
  * advance to C commits the whole table as one snapshot with frontier [C].
  * The stream then brings every transaction that commits at C or later.
  *
+ * Each table is locked (ACCESS SHARE) before it is read, and its catalog
+ * rows as the snapshot sees them are compared with the current ones: an
+ * ALTER TABLE that committed after the snapshot was taken would make COPY
+ * read the table empty (a rewrite is not MVCC-safe) or fail on a column.
+ *
  * Rows stream through: COPY hands out one line at a time and the sink
  * spills what exceeds its memory, so a table of any size is copied in
  * bounded memory.  A copy cut short (a crash, a stop, an error) commits
@@ -31,6 +36,51 @@ static int copy_sql(const floe__mtable *t, floe__buf *b, floe_error *err)
     }
     FLOE_FORWARD(floe__buf_printf(b, err, ") TO STDOUT"));
     return floe__buf_putc(b, 0, err);
+}
+
+int floe__mirror_shape(floe__pg_conn *c, const floe__mtable *t, char **out, floe_error *err)
+{
+    char rel[16];
+    snprintf(rel, sizeof rel, "%u", t->relid);
+    const char *params[1] = {rel};
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(floe__pg_query(c, "SELECT (SELECT xmin::text FROM pg_class WHERE oid = $1) || "
+                                "':' || (SELECT string_agg(attnum || ',' || attname || ',' || "
+                                "atttypid || ',' || atttypmod || ',' || attisdropped || ',' || "
+                                "attnotnull, ';' ORDER BY attnum) FROM pg_attribute WHERE "
+                                "attrelid = $1 AND attnum > 0)", params, 1, &r, err));
+    const char *v = floe__pg_rows(r) ? floe__pg_get(r, 0, 0) : NULL;
+    *out = floe__strdup(v ? v : "");
+    floe__pg_result_free(r);
+    return *out ? FLOE_OK : FLOE_OOM(err);
+}
+
+int floe__mirror_hold_table(floe_pg *pg, floe__pg_conn *c, const floe__mtable *t,
+                            const char *described, bool *changed, floe_error *err)
+{
+    floe__buf sql;
+    floe__buf_init(&sql, 1 << 16);
+    int rc = floe__buf_printf(&sql, err, "LOCK TABLE ");
+    if (rc == FLOE_OK)
+        rc = floe__pg_quote_ident(t->nsp, &sql, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_putc(&sql, '.', err);
+    if (rc == FLOE_OK)
+        rc = floe__pg_quote_ident(t->rel, &sql, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_printf(&sql, err, " IN ACCESS SHARE MODE%c", 0);
+    if (rc == FLOE_OK)
+        rc = floe__pg_exec(c, (const char *)sql.data, err);
+    floe__buf_free(&sql);
+    char *then = NULL, *now = NULL;
+    if (rc == FLOE_OK)
+        rc = floe__mirror_shape(c, t, &then, err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_shape(pg->conn, t, &now, err);
+    *changed = rc == FLOE_OK && (strcmp(then, now) != 0 || (described && strcmp(then, described)));
+    floe__free(then);
+    floe__free(now);
+    return rc;
 }
 
 int floe__mirror_copy_begin(floe__pg_conn *c, const floe__mtable *t, floe_error *err)
@@ -70,7 +120,7 @@ int floe__mirror_copy_some(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, uint6
 static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *err)
 {
     for (bool done = false;;) {
-        FLOE_FORWARD(floe__mirror_copy_some(pg, pg->conn, t, time, CHECK_EVERY, &done, err));
+        FLOE_FORWARD(floe__mirror_copy_some(pg, pg->rconn, t, time, CHECK_EVERY, &done, err));
         floe__mirror_publish(pg);
         if (done)
             return FLOE_OK;
@@ -82,9 +132,16 @@ static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *er
 static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err)
 {
     uint64_t t0 = floe__monotonic_ns();
-    int rc = floe_sink_set_as_of(t->sink, at - 1, err);
+    bool changed = false;
+    int rc = floe__mirror_hold_table(pg, pg->rconn, t, t->shape, &changed, err);
+    if (rc == FLOE_OK && changed)
+        rc = floe__err_set(err, FLOE_ESTATE, "%s changed shape (ALTER TABLE) as its copy began: "
+                           "the snapshot it is read in shows it in another shape (or empty, "
+                           "after a rewrite); run again", t->source);
     if (rc == FLOE_OK)
-        rc = floe__mirror_copy_begin(pg->conn, t, err);
+        rc = floe_sink_set_as_of(t->sink, at - 1, err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_copy_begin(pg->rconn, t, err);
     if (rc == FLOE_OK)
         rc = copy_rows(pg, t, at - 1, err);
     if (rc == FLOE_OK)
@@ -125,12 +182,16 @@ int floe__mirror_in_snapshot(floe__pg_conn *c, const char *snapshot, floe_error 
 
 int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err)
 {
-    int rc = floe__mirror_in_snapshot(pg->conn, snapshot, err);
+    /* the snapshot on a connection of its own: pg->conn sees the catalog now */
+    int rc = floe__pg_connect(pg->opts.source, false, &pg->rconn, err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_in_snapshot(pg->rconn, snapshot, err);
     for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
         if (pg->tables[i].copy)
             rc = copy_table(pg, &pg->tables[i], at, err);
     if (rc == FLOE_OK)
-        return floe__pg_exec(pg->conn, "COMMIT", err);
-    floe__pg_exec(pg->conn, "ROLLBACK", NULL);
+        rc = floe__pg_exec(pg->rconn, "COMMIT", err);
+    floe__pg_close(pg->rconn);           /* a transaction still open rolls back */
+    pg->rconn = NULL;
     return rc;
 }

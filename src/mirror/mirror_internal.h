@@ -100,6 +100,7 @@ typedef struct floe__mtable {
     size_t nkeys;            /* 0: keyed by the whole row (REPLICA IDENTITY FULL, no key) */
     char *schema_text;       /* the column list the sink is opened with */
     char *key_text;          /* "a,b" or NULL */
+    char *shape;             /* its catalog rows as described (floe__mirror_shape) */
     floe_sink *sink;
     const floe__schema *schema;
     floe_row *row, *keyrow, *oldrow;
@@ -243,6 +244,15 @@ int floe__mirror_slot_create(floe_pg *pg, floe__pg_conn *c, const char *name, bo
 int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err);
 /* BEGIN a read-only transaction in `snapshot` on c. */
 int floe__mirror_in_snapshot(floe__pg_conn *c, const char *snapshot, floe_error *err);
+/* t's pg_class row version and columns as a query on c sees them (in a
+ * snapshot: as they were then), a string to compare. */
+int floe__mirror_shape(floe__pg_conn *c, const floe__mtable *t, char **out, floe_error *err);
+/* Lock t on c (in a snapshot's transaction) against ALTER TABLE until it
+ * ends; *changed when t's catalog rows changed after that snapshot (then
+ * its COPY would read the table empty or fail: take a newer snapshot) or,
+ * given `described`, differ from it. */
+int floe__mirror_hold_table(floe_pg *pg, floe__pg_conn *c, const floe__mtable *t,
+                            const char *described, bool *changed, floe_error *err);
 /* COPY t's columns TO STDOUT on c. */
 int floe__mirror_copy_begin(floe__pg_conn *c, const floe__mtable *t, floe_error *err);
 /* Up to `max` lines of the COPY running on c into t's sink at `time`;
@@ -271,6 +281,8 @@ int floe__mirror_reshape_whole(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, f
  * stream is between transactions); abandon a running one (a stop). */
 void floe__mirror_resync_mark(floe_pg *pg, floe__mtable *t, const char *why);
 int floe__mirror_resync_step(floe_pg *pg, floe_error *err);
+/* Copy the rest of the running resync and commit it, now. */
+int floe__mirror_resync_complete(floe_pg *pg, floe_error *err);
 void floe__mirror_resync_abandon(floe_pg *pg);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */

@@ -7,14 +7,18 @@
  * starts in the stream loop, one table at a time: a temporary slot is
  * created on a walsender connection of its own, exporting a snapshot
  * consistent at C (every transaction committing below C is in it, none at
- * or after C); a second connection imports that snapshot, reads the
- * table's columns and key in it, and runs COPY.  The table's sink is
+ * or after C); a second connection imports that snapshot, locks the table
+ * (starting over with a new slot when an ALTER TABLE committed after C: in
+ * an older snapshot a rewritten table reads empty), reads the table's
+ * columns and key in it, and runs COPY.  The table's sink is
  * opened again on its Iceberg table as committed (what it held is in the
  * copy), declared in the snapshot's shape (floe__sink_resync: renamed
  * columns keep their field ids, a column whose type changed gets a new
  * one), and the copy's lines go in at time C-1, a few thousand per turn
  * of the stream loop, between the other tables' changes; the stream
- * skips the table's changes below C and pushes those at C and later.
+ * skips the table's changes below C and pushes those at C and later (a
+ * change of its shape at or after C first finishes the copy: the sink's
+ * schema change would commit what is below it).
  * When COPY ends the sink advances to C: one `overwrite` snapshot removes
  * every file of the table and adds the copy, frontier [C].  Until then the
  * table's committed frontier stays where it was, so the slot cannot move
@@ -80,6 +84,14 @@ static int start(floe_pg *pg, floe__mtable *t, floe_error *err)
     FLOE_FORWARD(floe__mirror_slot_create(pg, pg->tmp, name, true, &at, snap, sizeof snap, err));
     FLOE_FORWARD(floe__pg_connect(pg->opts.source, false, &pg->rconn, err));
     FLOE_FORWARD(floe__mirror_in_snapshot(pg->rconn, snap, err));
+    bool changed = false;
+    FLOE_FORWARD(floe__mirror_hold_table(pg, pg->rconn, t, NULL, &changed, err));
+    if (changed) {                       /* a DDL after the snapshot: take another */
+        close_conns(pg);
+        floe__mirror_notice(pg, "%s changed shape again as its resync began: it starts over",
+                            t->source);
+        return FLOE_OK;
+    }
     floe__mcol *cat = NULL;
     size_t ncat = 0;
     FLOE_FORWARD(floe__mirror_columns(pg, pg->rconn, t->relid, t->source, &cat, &ncat, err));
@@ -136,6 +148,18 @@ static int step(floe_pg *pg, floe_error *err)
                                         err));
     t->resync_rows += t->copied_rows - before;
     return done ? finish(pg, t, err) : FLOE_OK;
+}
+
+int floe__mirror_resync_complete(floe_pg *pg, floe_error *err)
+{
+    floe__mtable *t = pg->resync;
+    if (!t)
+        return FLOE_OK;
+    floe__mirror_notice(pg, "%s changed shape again during its resync: the copy is finished "
+                        "first (the stream waits)", t->source);
+    while (pg->resync == t)
+        FLOE_FORWARD(floe__mirror_resync_step(pg, err));
+    return FLOE_OK;
 }
 
 int floe__mirror_resync_step(floe_pg *pg, floe_error *err)

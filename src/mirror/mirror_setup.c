@@ -299,19 +299,24 @@ static int check_filters(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
     if (pg->server_version < 150000)
         return FLOE_OK;
+    /* the table's own entry in the publication (FOR ALL TABLES and TABLES IN
+     * SCHEMA have none, and neither filters nor column lists) */
+    char relid[16];
+    snprintf(relid, sizeof relid, "%u", t->relid);
     floe__pg_result *r = NULL;
-    FLOE_FORWARD(query1(pg, "SELECT rowfilter IS NOT NULL, array_length(attnames, 1) FROM "
-                            "pg_publication_tables WHERE pubname = $1 AND schemaname || '.' || "
-                            "tablename = $2", pg->pub_name, t->source, &r, err));
+    FLOE_FORWARD(query1(pg, "SELECT r.prqual IS NOT NULL, r.prattrs IS NOT NULL FROM "
+                            "pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid "
+                            "WHERE p.pubname = $1 AND r.prrelid = $2", pg->pub_name, relid, &r,
+                        err));
     int rc = FLOE_OK;
-    const char *cols = floe__pg_rows(r) ? floe__pg_get(r, 0, 1) : NULL;
     if (floe__pg_rows(r) && yes(floe__pg_get(r, 0, 0)))
         rc = floe__err_set(err, FLOE_EUNSUPPORTED, "publication \"%s\" filters the rows of %s "
                            "(a WHERE clause): floe mirrors whole tables", pg->pub_name,
                            t->source);
-    else if (cols && strtoul(cols, NULL, 10) < t->ncols)
-        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "publication \"%s\" publishes only some "
-                           "columns of %s: floe mirrors whole tables", pg->pub_name, t->source);
+    else if (floe__pg_rows(r) && yes(floe__pg_get(r, 0, 1)))
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "publication \"%s\" publishes a column list "
+                           "of %s: floe mirrors whole tables, columns added later included",
+                           pg->pub_name, t->source);
     floe__pg_result_free(r);
     return rc;
 }
@@ -594,6 +599,7 @@ static int describe_table(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
     t->pg = pg;
     FLOE_FORWARD(describe_class(pg, t, err));
+    FLOE_FORWARD(floe__mirror_shape(pg->conn, t, &t->shape, err));
     FLOE_FORWARD(describe_columns(pg, t, err));
     FLOE_FORWARD(check_filters(pg, t, err));
     FLOE_FORWARD(describe_key(pg, t, err));
@@ -945,8 +951,17 @@ int floe__mirror_setup(floe_pg *pg, floe_error *err)
     FLOE_FORWARD(floe__pg_connect(pg->opts.source, false, &pg->conn, err));
     FLOE_FORWARD(check_server(pg, err));
     FLOE_FORWARD(resolve_tables(pg, err));
-    for (size_t i = 0; i < pg->ntables; i++)
-        FLOE_FORWARD(describe_table(pg, &pg->tables[i], err));
+    /* one snapshot of the catalog for every table's columns and key (an
+     * ALTER TABLE may run meanwhile) */
+    FLOE_FORWARD(floe__pg_exec(pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err));
+    int rc = FLOE_OK;
+    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
+        rc = describe_table(pg, &pg->tables[i], err);
+    if (rc != FLOE_OK) {
+        floe__pg_exec(pg->conn, "ROLLBACK", NULL);
+        return rc;
+    }
+    FLOE_FORWARD(floe__pg_exec(pg->conn, "COMMIT", err));
     for (size_t i = 0; i < pg->ntables; i++)
         FLOE_FORWARD(check_toast(pg, &pg->tables[i], err));
     FLOE_FORWARD(setup_publication(pg, err));

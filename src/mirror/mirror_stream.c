@@ -289,7 +289,11 @@ static int on_change(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
         return FLOE_OK;                    /* not mirrored, or in the table already */
     FLOE_RETURN_IF(!t->relation_seen, err, FLOE_EINPUT, "a change of %s before its Relation "
                    "message", t->source);
-    int rc = t->resync_due ? FLOE_OK : floe__mirror_follow(pg, t, pg->txn_lsn, err);
+    int rc = FLOE_OK;
+    if (t->resyncing && t->msg_pending)        /* its schema change would commit the copy */
+        rc = floe__mirror_resync_complete(pg, err);
+    if (rc == FLOE_OK && !t->resync_due)
+        rc = floe__mirror_follow(pg, t, pg->txn_lsn, err);
     if (rc == FLOE_OK && t->resync_due)
         return FLOE_OK;                    /* in the resync's copy */
     pg->txn_changes++;
