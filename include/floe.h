@@ -785,6 +785,21 @@ int floe_sink_set_property(floe_sink *sink, const char *key, const char *value,
  * the sink must be freed. */
 int floe_sink_evolve(floe_sink *sink, uint64_t time, const floe_schema *schema, const char *key,
                      floe_error *err);
+/* Every row before `time` is gone (a source's TRUNCATE): the snapshot that
+ * holds `time` removes every data and delete file the table has (no row is
+ * read) and adds only what the updates at `time` and later leave, in one
+ * commit (operation `overwrite`, or `delete` when nothing is left); updates
+ * pushed below `time` that are not committed yet are dropped, and the key
+ * index starts again from the rows left.  Older snapshots keep the old rows.
+ * The frontier moves to `time` (everything before it is committed first),
+ * except with commit_on_advance: then the truncation lands inside the batch
+ * the next advance commits, which drops its updates below `time` (a
+ * source's transaction, pushed at time T and truncated at T+1, stays whole).
+ * A `time` below the sink's resume frontier is input replayed after a
+ * restart: nothing happens.  Errors: FLOE_EINPUT for a time behind the
+ * frontier, or not past a fresh sink's as-of time (where earlier updates
+ * are gathered); FLOE_ESTATE during a resync or for a complete table. */
+int floe_sink_truncate(floe_sink *sink, uint64_t time, floe_error *err);
 /* The input frontier moves to `time`: every update still to come has a time
  * >= it.  Closed batches are written and committed before this returns. */
 int floe_sink_advance(floe_sink *sink, uint64_t time, floe_error *err);
@@ -998,6 +1013,7 @@ typedef struct floe_pg_stats {
     double lag_seconds;
     /* ALTER TABLE followed in place, and tables copied again in place */
     uint64_t schema_changes, resyncs;
+    uint64_t truncates;             /* TRUNCATEs mirrored (one per table truncated) */
 } floe_pg_stats;
 void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out);
 /* Prometheus text: every table's sink metrics (labelled by sink id) and

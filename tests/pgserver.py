@@ -286,7 +286,7 @@ def java_fix(col, v):
 
 
 def snapshots(mirror, ident, t=None):
-    """[(snapshot id, summary dict)] of main's history, oldest first (in `t`, the table
+    """[(snapshot id, summary dict with its "operation")] of main's history, oldest first (in `t`, the table
     as loaded, when given: it may commit meanwhile)."""
     t = t or mirror.pyiceberg_table(ident)
     out = []
@@ -294,9 +294,32 @@ def snapshots(mirror, ident, t=None):
     by_id = {s.snapshot_id: s for s in t.snapshots()}
     while sid is not None and sid in by_id:
         s = by_id[sid]
-        out.append((sid, dict(s.summary.additional_properties)))
+        out.append((sid, {**s.summary.additional_properties,
+                          "operation": s.summary.operation.value}))
         sid = s.parent_snapshot_id
     return out[::-1]
+
+
+SCALE = float(os.environ.get("FLOE_TIMEOUT_SCALE", "1"))
+
+
+def wait_until(pred, what, timeout=120):
+    """Poll pred every 0.1 s for up to `timeout` seconds (times FLOE_TIMEOUT_SCALE)."""
+    end = time.time() + timeout * SCALE
+    while time.time() < end:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def committed_past(mirror, idents, lsn):
+    """Whether every table's last snapshot records a frontier past `lsn` (an int)."""
+    for ident in idents:
+        snaps = snapshots(mirror, ident)
+        if not snaps or (frontier_of(snaps[-1][1]) or 0) <= lsn:
+            return False
+    return True
 
 
 def lsn_int(text):

@@ -9,9 +9,13 @@ retract pairs that cancel, bursts, idle periods and progress jumps.  Updates
 of a time still open arrive in shuffled order before the progress record
 that closes it (SPEC.md section 2).
 
+With `truncates` > 0 some steps begin with a truncation record
+{"time": T, "truncate": true}: the upstream table is emptied at T.
+
 expected(F) is the table after every update with time < F (times below
-as_of count as as_of): in upsert mode the live rows, in append mode the
-consolidated updates as rows plus _diff and _timestamp.
+as_of count as as_of) and not below the last truncation before F: in upsert
+mode the live rows, in append mode the consolidated updates as rows plus
+_diff and _timestamp.
 """
 import collections
 import json
@@ -29,9 +33,12 @@ INF = float("inf")
 
 
 class Stream:
-    def __init__(self, seed, steps=60, keys=40, as_of=0, burst=0.1, idle=0.1, initial=0):
+    def __init__(self, seed, steps=60, keys=40, as_of=0, burst=0.1, idle=0.1, initial=0,
+                 truncates=0.0):
         self.r = random.Random(seed)
         self.as_of = as_of
+        self.truncates = truncates
+        self.truncations = []           # times of the truncation records
         self.lines = []                 # NDJSON lines, in input order
         self.updates = []               # (time, diff, canonical row)
         self.live = {}                  # key -> (json row, canonical row)
@@ -83,6 +90,18 @@ class Stream:
         self.lines.append(json.dumps({"progress": to}))
         self.frontier = to
 
+    def _truncate(self, t):
+        """Emit every pending update below t (shuffled), then the truncation
+        (which moves the frontier to t, as a schema record does)."""
+        now = [p for p in self.pending if p[0] < t]
+        self.pending = [p for p in self.pending if p[0] >= t]
+        self.r.shuffle(now)
+        self.lines.extend(line for _, line in now)
+        self.lines.append(json.dumps({"time": t, "truncate": True}))
+        self.frontier = max(self.frontier, t)
+        self.truncations.append(t)
+        self.live = {}
+
     def _generate(self, steps, keys, burst, idle, initial):
         r = self.r
         t = 0
@@ -91,6 +110,8 @@ class Stream:
         if initial:
             t = self.as_of
         for _ in range(steps):
+            if self.truncates and t > self.as_of and r.random() < self.truncates:
+                self._truncate(t)
             n = r.randint(20, 60) if r.random() < burst else r.randint(0, 4)
             for _ in range(n):
                 self._op(t, keys)
@@ -108,9 +129,10 @@ class Stream:
     def expected(self, frontier, mode):
         """The table at committed frontier `frontier` (INF for [])."""
         sums, rows = collections.Counter(), {}
+        cut = max((t for t in self.truncations if t < frontier), default=-1)
         for time, diff, row in self.updates:
             t = max(time, self.as_of)
-            if t < frontier:                  # upsert: the live rows; append: per time
+            if cut <= time and t < frontier:  # upsert: the live rows; append: per time
                 sums[(t if mode == "append" else 0, repr(row))] += diff
                 rows[repr(row)] = row
         out = []

@@ -6,9 +6,9 @@ Covers: inserts, updates, deletes, multi-statement transactions, rolled
 back transactions, a row updated many times in one transaction and across
 transactions, key changes, tables with REPLICA IDENTITY FULL and DEFAULT,
 every mapped type, reruns that resume, a copy cut short by a crash, and the
-clear errors of docs/postgres.md (no key, TOAST without FULL, TRUNCATE, a
+clear errors of docs/postgres.md (no key, TOAST without FULL, a
 slot that is gone, wal_level, privileges, the publication).  ALTER TABLE is
-tests/test_pg_ddl.py's.
+tests/test_pg_ddl.py's, TRUNCATE tests/test_pg_truncate.py's.
 """
 import json
 import signal
@@ -280,21 +280,6 @@ def test_privileges_are_checked(pgdb, tmp_path):
         assert r.returncode == 1 and why in r.stderr, (user, r)
         assert "password" not in r.stderr
     pgdb.url = base
-
-
-def test_truncate_stops_and_a_fresh_copy_goes_on(pgdb, tmp_path):
-    pgdb.sql("CREATE TABLE tr (id int PRIMARY KEY); INSERT INTO tr SELECT generate_series(1, 10)")
-    m = Mirror(pgdb, tmp_path, ["public.tr"], "--create-publication")
-    m.catch_up()
-    pgdb.sql("INSERT INTO tr VALUES (11); TRUNCATE tr; INSERT INTO tr VALUES (12)")
-    r = m.catch_up(check=False)
-    assert r.returncode == 1 and "TRUNCATE of public.tr" in r.stderr, r
-    one = [Col("id", "integer", True)]
-    assert len(iceberg_rows(m, "public.tr", one)["duckdb"]) >= 10    # the TRUNCATE is not in
-    from iceberg_readers import pyiceberg_catalog
-    pyiceberg_catalog(m.catalog, f"file://{m.wh}").drop_table("public.tr")
-    m.catch_up()
-    assert iceberg_rows(m, "public.tr", one)["duckdb"] == [(12,)]
 
 
 def test_a_slot_that_is_gone_is_an_error_not_a_fresh_start(pgdb, tmp_path):

@@ -30,20 +30,11 @@ import psycopg
 import pytest
 
 from iceberg_readers import duckdb_rows
-from pgserver import Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snapshots, frontier_of  # noqa
+from pgserver import (SCALE, Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snapshots,  # noqa
+                      frontier_of, wait_until)
 from rowgen import Col
 
 ROWS = int(os.environ.get("FLOE_PG_DDL_ROWS", "1000000"))
-SCALE = float(os.environ.get("FLOE_TIMEOUT_SCALE", "1"))
-
-
-def wait_until(pred, what, timeout=120):
-    end = time.time() + timeout * SCALE
-    while time.time() < end:
-        if pred():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # ---- the table and its writer -------------------------------------------------------------------

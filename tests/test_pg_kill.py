@@ -1,5 +1,6 @@
 """Exactly once under SIGKILL: a writer makes random transactions on three
-tables (REPLICA IDENTITY FULL, DEFAULT and USING INDEX) while `floe pg` is
+tables (REPLICA IDENTITY FULL, DEFAULT and USING INDEX; inserts, updates,
+deletes and now and then a TRUNCATE of one or two of them) while `floe pg` is
 killed at random moments and started again, FLOE_PG_KILLS times (at least
 200 by default).  At the end:
 
@@ -61,6 +62,7 @@ class Writer(threading.Thread):
         self.stop = threading.Event()
         self.log = []
         self.state = {}                                   # (table, key) -> row
+        self.truncates = 0                                # tables truncated (some rolled back)
         self.error = None
 
     def load(self, conn):
@@ -73,6 +75,14 @@ class Writer(threading.Thread):
         t = r.choice(list(TABLES))
         keys = [k for (tt, k) in mine if tt == t]
         kind = r.random()
+        if kind < 0.01:                                   # TRUNCATE (sometimes two tables)
+            both = [t] + ([r.choice([x for x in TABLES if x != t])] if r.random() < 0.3 else [])
+            c.execute("TRUNCATE " + ", ".join(both))
+            self.truncates += len(both)
+            for tt, k in [tk for tk in mine if tk[0] in both]:
+                del mine[(tt, k)]
+                effects.append((tt, k, None))
+            return
         if kind < 0.35 or not keys:                       # insert a new key
             k = (r.randrange(KEYS), r.randrange(3)) if t == "kidx" else r.randrange(KEYS)
             if (t, k) in mine:
@@ -263,5 +273,6 @@ def test_kill_floe_at_random_moments(pgdb, tmp_path):
 
     check_slot_never_ahead(m, TABLES, samples)
     assert len(samples) > 100
-    print(f"kills {KILLS}, transactions {len(writer.log)}, samples "
+    assert writer.truncates > 0
+    print(f"kills {KILLS}, transactions {len(writer.log)}, truncates {writer.truncates}, samples "
           f"{len(samples)}, snapshots {[len(h) for h in history.values()]}")

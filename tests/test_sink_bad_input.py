@@ -20,6 +20,10 @@ CASES = [
     ("time behind the frontier", '{"time": 9, "diff": 1, "row": {"id": 1}}', "behind the frontier"),
     ("frontier moving backwards", '{"progress": 8}', "backwards"),
     ("not an update", '{"time": 11, "row": {"id": 1}}', "diff"),
+    ("truncation behind the frontier", '{"time": 9, "truncate": true}', "behind the frontier"),
+    ("truncation not true", '{"time": 11, "truncate": 1}', '"truncate" must be true'),
+    ("truncation with a row", '{"time": 11, "truncate": true, "diff": 1}',
+     "a truncation is {\"time\", \"truncate\": true} and nothing else"),
 ]
 
 

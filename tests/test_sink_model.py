@@ -114,6 +114,24 @@ def test_model(floe, tmp_path, mode, seed):
 
 
 @pytest.mark.parametrize("mode", list(VARIANTS))
+@pytest.mark.parametrize("seed", range(3))
+def test_model_with_truncations(floe, tmp_path, mode, seed):
+    """Truncation records now and then (inside a batch minted ahead, at its
+    start, several in one interval): every snapshot is the model's, for
+    Java, DuckDB and pyiceberg; one removed every file the table had."""
+    stream = Stream(seed + 50, steps=60, as_of=[0, 10, 0][seed], initial=[0, 20, 5][seed],
+                    truncates=0.12)
+    assert len(stream.truncations) >= 3
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    floe(*sink_args(tmp_path, mode, stream, [20, 7, 50][seed]), "--input", src)
+    snaps = check_snapshots(tmp_path, stream, mode)
+    emptied = [s for s in snaps if int(s[1].get("deleted-data-files", 0)) and
+               s[1].get("total-data-files") == s[1].get("added-data-files", "0")]
+    assert emptied, "no snapshot removed the table's files"
+
+
+@pytest.mark.parametrize("mode", list(VARIANTS))
 def test_model_over_stdin_with_small_files(floe, tmp_path, mode):
     """Data files roll over at a tiny target size; input comes on stdin."""
     stream = Stream(99, steps=20, keys=200, burst=0.5)

@@ -31,12 +31,16 @@ def check_final(tmp_path, stream, mode):
     return fronts
 
 
-@pytest.mark.parametrize("variant,seed", [("upsert", 1), ("upsert", 2), ("append", 3),
-                                          ("append", 4), ("upsert-cow", 5)])
-def test_sigkill_and_rerun_until_done(tmp_path, variant, seed):
+@pytest.mark.parametrize("variant,seed,truncates", [
+    ("upsert", 1, 0), ("upsert", 2, 0), ("append", 3, 0), ("append", 4, 0), ("upsert-cow", 5, 0),
+    ("upsert-v3", 6, 0.03), ("append", 7, 0.03)])
+def test_sigkill_and_rerun_until_done(tmp_path, variant, seed, truncates):
+    """(with truncates: truncation records now and then, some replayed below
+    a killed run's last commit)"""
     mode = mode_of(variant)
     r = random.Random(seed)
-    stream = Stream(seed, steps=300, keys=60, burst=0.3)
+    stream = Stream(seed, steps=300, keys=60, burst=0.3, truncates=truncates)
+    assert not truncates or len(stream.truncations) >= 5
     src = tmp_path / "changes.ndjson"
     src.write_text(stream.text())
     args = [floe_bin(), *sink_args(tmp_path, variant, stream, 8, maintain="all"), "--input",

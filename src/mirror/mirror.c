@@ -125,6 +125,7 @@ void floe__mirror_publish(floe_pg *pg)
     st.lag_bytes = st.committed_lsn && head > st.committed_lsn ? head - st.committed_lsn : 0;
     st.lag_seconds = lag_seconds(pg);
     st.schema_changes = pg->schema_changes;
+    st.truncates = pg->truncates;
     st.resyncs = pg->resyncs;
     pthread_mutex_lock(&pg->lock);
     pg->published = st;
@@ -168,6 +169,7 @@ static int slot_metrics(const floe_pg *pg, floe__buf *b, floe_error *err)
         {"floe_pg_copy_rows_total", "counter", "Rows copied (initial copies and resyncs).", (double)st.copy_rows},
         {"floe_pg_schema_changes_total", "counter", "Changes of a table's shape (ALTER TABLE) followed in place.", (double)st.schema_changes},
         {"floe_pg_resyncs_total", "counter", "Tables copied again in place (resyncs).", (double)st.resyncs},
+        {"floe_pg_truncates_total", "counter", "TRUNCATEs mirrored (one per table truncated).", (double)st.truncates},
         {"floe_pg_tables", "gauge", "Tables mirrored.", (double)st.tables},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)

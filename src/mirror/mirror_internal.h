@@ -54,6 +54,8 @@ void floe__txnmap_clear(floe__txnmap *m);
  * deleted in this transaction), valid until the next put or clear. */
 void floe__txnmap_get(const floe__txnmap *m, uint32_t table, const uint8_t *key, size_t klen,
                       bool *found, const uint8_t **row, size_t *rlen);
+/* Every key of `table` counts as deleted (a TRUNCATE). */
+void floe__txnmap_truncate(floe__txnmap *m, uint32_t table);
 /* Set the entry (row NULL: deleted). */
 int floe__txnmap_put(floe__txnmap *m, uint32_t table, const uint8_t *key, size_t klen,
                      const uint8_t *row, size_t rlen, floe_error *err);
@@ -106,6 +108,11 @@ typedef struct floe__mtable {
     floe_row *row, *keyrow, *oldrow;
     uint64_t start;          /* changes committed below it are in the table already */
     bool copy;               /* needs the initial copy */
+    /* TRUNCATEs of it in the transaction committed at trunc_lsn: its
+     * changes after the k-th are at time trunc_lsn + k (below the
+     * commit's end LSN, which the frontier moves to) */
+    uint64_t trunc_lsn;
+    uint32_t truncs;
     /* The shape of the last Relation message (names, types, key flags;
      * nothing else), compared with `cols` at the table's next change that
      * is not below `start` (historic shapes before a copy do not count):
@@ -184,7 +191,7 @@ struct floe_pg {
     bool streaming;
     /* counters (the stream's thread), published under lock */
     uint64_t transactions, inserts, updates, deletes, bytes_in, copy_rows, tables_copied;
-    uint64_t schema_changes, resyncs;
+    uint64_t schema_changes, resyncs, truncates;
     pthread_mutex_t lock;
     floe_pg_stats published;
 };

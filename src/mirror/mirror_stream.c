@@ -15,7 +15,10 @@
  *   Update         -old row (the old tuple of REPLICA IDENTITY FULL; else a
  *                  retraction by key), +new row
  *   Delete         -old row, or a retraction by key
- *   Truncate       an error (floe does not mirror TRUNCATE yet)
+ *   Truncate       each mirrored table named: what it held and what this
+ *                  transaction pushed so far are gone (floe_sink_truncate:
+ *                  the snapshot that commits it removes every file), its
+ *                  later changes in the transaction go in one time later
  *   Commit         the frontier moves to the commit's end LSN
  *   keepalive      between transactions, the frontier moves to its WAL
  *                  position (everything before it was sent)
@@ -64,6 +67,13 @@ static floe__mtable *table_of(floe_pg *pg, uint32_t relid)
 static bool plain(const floe_pg *pg, const floe__mtable *t)
 {
     return t->stream_replident == 'f' && floe__txnmap_count(pg->txn) == 0;
+}
+
+/* The time of t's changes now: the transaction's commit LSN, plus one per
+ * TRUNCATE of t in it so far. */
+static uint64_t time_of(const floe_pg *pg, const floe__mtable *t)
+{
+    return t->trunc_lsn == pg->txn_lsn ? pg->txn_lsn + t->truncs : pg->txn_lsn;
 }
 
 /* ---- the slot: status updates ------------------------------------------------------------ */
@@ -160,7 +170,7 @@ static int retract_bytes(floe_pg *pg, floe__mtable *t, const uint8_t *row, size_
     floe__buf_reset(b);
     FLOE_FORWARD(floe__buf_append(b, row, len, err));
     note_pending(pg, t);
-    return floe_sink_push(t->sink, t->keyrow, pg->txn_lsn, -1, err);
+    return floe_sink_push(t->sink, t->keyrow, time_of(pg, t), -1, err);
 }
 
 /* The old version of a key goes: `old` is its whole row (REPLICA IDENTITY
@@ -170,7 +180,7 @@ static int retract_old(floe_pg *pg, floe__mtable *t, floe_row *old, floe_row *ke
 {
     if (old && plain(pg, t)) {
         note_pending(pg, t);
-        return floe_sink_push(t->sink, old, pg->txn_lsn, -1, err);
+        return floe_sink_push(t->sink, old, time_of(pg, t), -1, err);
     }
     FLOE_FORWARD(floe__mirror_row_key(t, old ? old : key, &pg->keybuf, err));
     bool found;
@@ -180,9 +190,9 @@ static int retract_old(floe_pg *pg, floe__mtable *t, floe_row *old, floe_row *ke
     if (found && row)
         FLOE_FORWARD(retract_bytes(pg, t, row, len, err));   /* cancels this transaction's */
     else if (!found && old)
-        FLOE_FORWARD(floe_sink_push(t->sink, old, pg->txn_lsn, -1, err));
+        FLOE_FORWARD(floe_sink_push(t->sink, old, time_of(pg, t), -1, err));
     else if (!found)
-        FLOE_FORWARD(floe_sink_retract_key(t->sink, key, pg->txn_lsn, err));
+        FLOE_FORWARD(floe_sink_retract_key(t->sink, key, time_of(pg, t), err));
     note_pending(pg, t);
     if (found || t->stream_replident != 'f')
         return floe__txnmap_put(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, NULL, 0,
@@ -194,7 +204,7 @@ static int insert_new(floe_pg *pg, floe__mtable *t, floe_row *row, floe_error *e
 {
     if (plain(pg, t)) {
         note_pending(pg, t);
-        return floe_sink_push(t->sink, row, pg->txn_lsn, 1, err);
+        return floe_sink_push(t->sink, row, time_of(pg, t), 1, err);
     }
     FLOE_FORWARD(floe__mirror_row_key(t, row, &pg->keybuf, err));
     bool found;
@@ -203,7 +213,7 @@ static int insert_new(floe_pg *pg, floe__mtable *t, floe_row *row, floe_error *e
     floe__txnmap_get(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, &found, &prev, &len);
     if (found && prev)                   /* a key inserted twice: the sink warns */
         FLOE_FORWARD(retract_bytes(pg, t, prev, len, err));
-    FLOE_FORWARD(floe_sink_push(t->sink, row, pg->txn_lsn, 1, err));
+    FLOE_FORWARD(floe_sink_push(t->sink, row, time_of(pg, t), 1, err));
     note_pending(pg, t);
     if (found || t->stream_replident != 'f')
         return floe__txnmap_put(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len,
@@ -250,14 +260,33 @@ static int change(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, floe_err
 
 /* ---- relations and truncates ------------------------------------------------------------------ */
 
-static int committed_text(const floe__mtable *t, char *out, size_t n)
+/* A commit record is far longer than this: times up to txn_lsn + it stay
+ * below the commit's end LSN. */
+#define MAX_TRUNCS 16
+
+static int truncate_table(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
-    floe_sink_stats st;
-    floe_sink_stats_get(t->sink, &st);
-    if (st.has_committed_frontier)
-        floe__lsn_format(st.committed_frontier, out, n);
-    else
-        snprintf(out, n, "none");
+    if (t->resyncing)                  /* the copy first: it commits below this */
+        FLOE_FORWARD(floe__mirror_resync_complete(pg, err));
+    if (t->resync_due)
+        return FLOE_OK;                /* the resync's copy will show it */
+    if (t->trunc_lsn != pg->txn_lsn) {
+        t->trunc_lsn = pg->txn_lsn;
+        t->truncs = 0;
+    }
+    char lsn[24];
+    floe__lsn_format(pg->txn_lsn, lsn, sizeof lsn);
+    FLOE_RETURN_IF(t->truncs == MAX_TRUNCS, err, FLOE_EUNSUPPORTED, "more than %d TRUNCATEs of "
+                   "%s in the transaction committed at %s", MAX_TRUNCS, t->source, lsn);
+    t->truncs++;
+    int rc = floe_sink_truncate(t->sink, time_of(pg, t), err);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "the TRUNCATE of %s in the transaction committed at %s",
+                              t->source, lsn);
+    floe__txnmap_truncate(pg->txn, t->index);    /* the keys it touched are gone */
+    note_pending(pg, t);
+    pg->truncates++;
+    pg->txn_changes++;
     return FLOE_OK;
 }
 
@@ -265,16 +294,8 @@ static int truncate_tables(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
 {
     for (uint32_t i = 0; i < m->nrels; i++) {
         floe__mtable *t = table_of(pg, floe__pgo_relid(m, i));
-        if (!t || pg->txn_lsn < t->start)
-            continue;
-        char lsn[24], at[24];
-        committed_text(t, at, sizeof at);
-        floe__lsn_format(pg->txn_lsn, lsn, sizeof lsn);
-        return floe__err_set(err, FLOE_EUNSUPPORTED, "TRUNCATE of %s in the transaction "
-                             "committed at %s: floe does not mirror TRUNCATE; nothing of that "
-                             "transaction is committed and %s stays at %s.  To go on, drop the "
-                             "Iceberg table %s (the next run copies %s afresh, after the "
-                             "TRUNCATE)", t->source, lsn, t->ident, at, t->ident, t->source);
+        if (t && pg->txn_lsn >= t->start)
+            FLOE_FORWARD(truncate_table(pg, t, err));
     }
     return FLOE_OK;
 }
@@ -293,7 +314,7 @@ static int on_change(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
     if (t->resyncing && t->msg_pending)        /* its schema change would commit the copy */
         rc = floe__mirror_resync_complete(pg, err);
     if (rc == FLOE_OK && !t->resync_due)
-        rc = floe__mirror_follow(pg, t, pg->txn_lsn, err);
+        rc = floe__mirror_follow(pg, t, pg->txn_lsn, err);   /* below a TRUNCATE's cut */
     if (rc == FLOE_OK && t->resync_due)
         return FLOE_OK;                    /* in the resync's copy */
     pg->txn_changes++;

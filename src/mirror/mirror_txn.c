@@ -53,6 +53,13 @@ void floe__txnmap_clear(floe__txnmap *m)
     floe__buf_reset(&m->bytes);
 }
 
+void floe__txnmap_truncate(floe__txnmap *m, uint32_t table)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].hash && m->slots[i].table == table)
+            m->slots[i].rlen = NO_ROW;
+}
+
 size_t floe__txnmap_bytes(const floe__txnmap *m) { return m->bytes.len + m->cap * sizeof(entry); }
 size_t floe__txnmap_count(const floe__txnmap *m) { return m->n; }
 

@@ -390,7 +390,7 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
     if (s->desc.replace) {
         rc = replaced(t, &old, &gone, &req.n_remove, err);
         req.remove = gone;
-        req.operation = "overwrite";
+        req.operation = req.n_files ? "overwrite" : "delete";    /* a truncation may add none */
     }
     if (rc == FLOE_OK && copy_on_write(c, deletes)) {
         rc = floe__cow_rewrite(t, deletes, &w, err);

@@ -66,7 +66,7 @@ static int mint(floe__minter *m, floe__frontier lower, floe__frontier upper, boo
         m->pending = p;
         m->cap_pending = cap;
     }
-    floe__batch b = {lower, upper, snapshot, m->next_seq++, false};
+    floe__batch b = {lower, upper, snapshot, m->next_seq++, false, 0};
     m->pending[m->n_pending++] = b;
     m->last_upper = upper;
     m->have_last = true;

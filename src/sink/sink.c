@@ -971,6 +971,12 @@ static int take_batches(floe_sink *s, floe_error *err)
     while (floe__minter_next(s->minter, &b)) {
         if (s->replace_at && b.lower.t < s->replace_at)    /* a resync's: from nothing */
             b.snapshot = b.replace = true;
+        if (s->truncating && b.lower.t <= s->truncate_at &&
+            floe__frontier_passed(b.upper, s->truncate_at)) {     /* from nothing at it */
+            b.snapshot = b.replace = true;
+            b.from = s->truncate_at;
+            s->truncating = false;
+        }
         FLOE_FORWARD(floe__writer_add_batch(s->writer, &b, err));
     }
     return FLOE_OK;
@@ -1150,5 +1156,7 @@ int floe_sink_push_json(floe_sink *s, const char *line, size_t len, floe_error *
         return ch.closed ? floe_sink_finish(s, err) : floe_sink_advance(s, ch.time, err);
     if (ch.kind == FLOE__CHANGE_SCHEMA)
         return evolve_json(s, &ch, err);
+    if (ch.kind == FLOE__CHANGE_TRUNCATE)
+        return floe_sink_truncate(s, ch.time, err);
     return push_bytes(s, s->row.data, s->row.len, ch.time, ch.diff, false, err);
 }

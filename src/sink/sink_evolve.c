@@ -452,3 +452,41 @@ int floe__sink_resync(floe_sink *s, uint64_t at, const floe_schema *user, const 
 {
     return floe__sink_replace(s, at, user, key, err);
 }
+
+/* ---- a truncation --------------------------------------------------------------------------------- */
+
+int floe_sink_truncate(floe_sink *s, uint64_t time, floe_error *err)
+{
+    FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
+    if (s->complete)
+        return floe__err_set(err, FLOE_ESTATE, "%s.%s records frontier [] for sink '%s': its "
+                             "input was closed, so it is not truncated", s->ns, s->name,
+                             s->sink_id);
+    FLOE_RETURN_IF(s->input_frontier.empty, err, FLOE_EINPUT, "a truncation after the input "
+                   "was closed");
+    if (s->resume.has && time < s->resume.frontier.t)
+        return FLOE_OK;                  /* a replay: the table holds it already */
+    if (time < s->input_frontier.t)
+        return floe__err_set(err, FLOE_EINPUT, "a truncation at time %" PRIu64 " is behind the "
+                             "frontier [%" PRIu64 "]", time, s->input_frontier.t);
+    if (!s->resume.has && s->as_of && time <= s->as_of)
+        return floe__err_set(err, FLOE_EINPUT, "a truncation at time %" PRIu64 " is not past "
+                             "the as-of time %" PRIu64 ", where earlier updates are gathered: "
+                             "start the input at the truncation instead", time, s->as_of);
+    FLOE_RETURN_IF(s->replace_at, err, FLOE_ESTATE, "%s.%s: a truncation during a resync",
+                   s->ns, s->name);
+    /* Committing on advance, the batch holding `time` is minted and
+     * committed by one advance (no cut can shorten it after its rows below
+     * `time` were dropped), so the truncation may land inside a batch: a
+     * source's transaction stays whole.  Otherwise batches are minted ahead
+     * and may be cut: the frontier moves to `time` (everything below it is
+     * committed, as for a schema change) and the truncating batch begins
+     * there. */
+    if (!s->opts.commit_on_advance || floe__writer_holds(s->writer, time))
+        FLOE_FORWARD(cut_at(s, time, err));
+    if (!s->truncating || time > s->truncate_at)       /* a later one in the same batch */
+        s->truncate_at = time;
+    s->truncating = true;
+    s->touched = true;
+    return FLOE_OK;
+}

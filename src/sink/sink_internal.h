@@ -58,7 +58,9 @@ typedef struct floe__batch {
     bool snapshot;           /* the initial snapshot batch [as_of, as_of+1), or a replacing one:
                                 its rows start from an empty table */
     uint64_t seq;            /* 0, 1, 2, ... in mint order */
-    bool replace;            /* its commit removes every file the table has (a resync) */
+    bool replace;            /* its commit removes every file the table has (a resync, a
+                                truncation) */
+    uint64_t from;           /* a truncation: its rows below this time are gone (0: none) */
 } floe__batch;
 
 typedef struct floe__minter floe__minter;
@@ -230,6 +232,8 @@ int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err);
 /* Write out the (key, batch) group being gathered: it may point at rows of
  * the stash (floe__upd.stable), so call it before floe__stash_end_close. */
 int floe__writer_flush(floe__writer *w, floe_error *err);
+/* Whether an open batch holds time t. */
+bool floe__writer_holds(const floe__writer *w, uint64_t t);
 /* The input ended at `end` (floe__minter_end): the open batch holding end
  * ends there, later ones (which can hold no update) are dropped. */
 int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err);

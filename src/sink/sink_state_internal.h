@@ -39,6 +39,9 @@ struct floe_sink {
     char *refused;
     int refused_code;
     uint64_t replace_at;             /* a resync: the batch up to it replaces the table (0: none) */
+    bool truncating;                 /* a truncation at truncate_at: the batch holding it
+                                        replaces the table with its updates from it on */
+    uint64_t truncate_at;
     floe__schema *eq_schema_owned;
     const floe__schema *eq_schema;
     int32_t *eq_ids;

@@ -97,13 +97,15 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
     return FLOE_OK;
 }
 
-static open_batch *batch_for(floe__writer *w, uint64_t t)
+static open_batch *batch_for(const floe__writer *w, uint64_t t)
 {
     for (open_batch *b = w->head; b; b = b->next)
         if (t >= b->desc.lower.t && floe__frontier_passed(b->desc.upper, t))
             return b;
     return NULL;
 }
+
+bool floe__writer_holds(const floe__writer *w, uint64_t t) { return batch_for(w, t) != NULL; }
 
 /* ---- files -------------------------------------------------------------------------- */
 
@@ -210,6 +212,8 @@ int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err)
     open_batch *b = batch_for(w, u->time);
     FLOE_RETURN_IF(!b, err, FLOE_EINTERNAL, "no batch holds time %llu",
                    (unsigned long long)u->time);
+    if (u->time < b->desc.from)
+        return FLOE_OK;                  /* truncated away */
     if (!w->cfg->upsert)
         return write_append(w, b, u, err);
     if (!w->in_group || b != w->g_batch || !same_key(w, u)) {

@@ -7,6 +7,7 @@
  *   {"progress": null} / {"progress": []}    the input is complete (closed)
  *   {"time": 9, "schema": "COLUMNS"}         the schema changes at time 9
  *   {"time": 9, "schema": "...", "key": "a,b"}   ... and so do the key columns
+ *   {"time": 9, "truncate": true}            every row before time 9 is gone
  *
  * Members may come in any order; unknown members, missing ones and values of
  * the wrong type are errors naming the member.  The row is parsed in place
@@ -17,7 +18,7 @@
 #include "source/source_internal.h"
 
 enum { HAVE_TIME = 1, HAVE_DIFF = 2, HAVE_ROW = 4, HAVE_PROGRESS = 8, HAVE_SCHEMA = 16,
-       HAVE_KEY = 32 };
+       HAVE_KEY = 32, HAVE_TRUNCATE = 64 };
 
 static int bad(floe_error *err, const char *start, const char *at, const char *why)
 {
@@ -64,11 +65,12 @@ static int parse_member(const floe__schema *s, const char *start, const floe__js
                : floe__json_str_eq(key, "row")      ? HAVE_ROW
                : floe__json_str_eq(key, "progress") ? HAVE_PROGRESS
                : floe__json_str_eq(key, "schema")   ? HAVE_SCHEMA
-               : floe__json_str_eq(key, "key")      ? HAVE_KEY : 0;
+               : floe__json_str_eq(key, "key")      ? HAVE_KEY
+               : floe__json_str_eq(key, "truncate") ? HAVE_TRUNCATE : 0;
     if (!flag)
         return floe__err_set(err, FLOE_EINPUT, "unknown member \"%.*s\" (byte %zu); a change is "
-                             "{\"time\",\"diff\",\"row\"}, {\"progress\"} or "
-                             "{\"time\",\"schema\"}",
+                             "{\"time\",\"diff\",\"row\"}, {\"progress\"}, "
+                             "{\"time\",\"schema\"} or {\"time\",\"truncate\"}",
                              (int)(key->len > 40 ? 40 : key->len), key->raw,
                              (size_t)(key->raw - start));
     if (*seen & flag)
@@ -109,6 +111,11 @@ static int parse_member(const floe__schema *s, const char *start, const floe__js
             out->key_at = at;
         break;
     }
+    case HAVE_TRUNCATE:
+        if ((size_t)(end - p) < 4 || memcmp(p, "true", 4) != 0)
+            return bad(err, start, p, "\"truncate\" must be true");
+        q = p + 4;
+        break;
     default:
         FLOE_FORWARD(parse_progress(start, p, end, &q, out, err));
     }
@@ -199,6 +206,13 @@ static int general(const floe__schema *s, const char *line, const char *p, const
         out->kind = FLOE__CHANGE_SCHEMA;
         return FLOE_OK;
     }
+    if (seen == (HAVE_TIME | HAVE_TRUNCATE)) {
+        out->kind = FLOE__CHANGE_TRUNCATE;
+        return FLOE_OK;
+    }
+    if (seen & HAVE_TRUNCATE)
+        return bad(err, line, line, "a truncation is {\"time\", \"truncate\": true} and "
+                   "nothing else");
     if (seen & (HAVE_SCHEMA | HAVE_KEY))
         return bad(err, line, line, (seen & HAVE_TIME) ? "a schema change is {\"time\", "
                    "\"schema\"} with an optional \"key\" and nothing else"

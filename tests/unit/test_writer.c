@@ -93,7 +93,7 @@ static void wfix_close(wfix *f)
 
 static void add_batch(wfix *f, uint64_t lo, uint64_t hi, bool snapshot)
 {
-    floe__batch b = {floe__frontier_at(lo), floe__frontier_at(hi), snapshot, 0, false};
+    floe__batch b = {floe__frontier_at(lo), floe__frontier_at(hi), snapshot, 0, false, 0};
     CHECK_EQ_INT(floe__writer_add_batch(f->w, &b, NULL), FLOE_OK);
 }
 
@@ -449,7 +449,7 @@ TEST(append_writes_multiplicities_and_saturates_timestamps)
     if (wfix_open(&f, "append", "id bigint not null, _diff integer not null, "
                                 "_timestamp bigint not null", false, NULL, false) != 0)
         goto out;
-    floe__batch b = {floe__frontier_at(0), floe__frontier_closed(), false, 0, false};
+    floe__batch b = {floe__frontier_at(0), floe__frontier_closed(), false, 0, false, 0};
     CHECK_EQ_INT(floe__writer_add_batch(f.w, &b, NULL), FLOE_OK);
     floe__schema *in = NULL;                  /* rows come without the two extra columns */
     const char *names[] = {"id"};
