@@ -817,7 +817,7 @@ typedef struct floe_sink_stats {
     uint64_t updates_in, bytes_in;          /* pushed */
     uint64_t updates_stashed;               /* waiting for the frontier */
     uint64_t snapshots_committed, lost_responses, commit_conflicts, commit_failures;
-    uint64_t data_files, delete_files;      /* committed */
+    uint64_t data_files, delete_files;      /* committed (delete files: each DV counts one) */
     uint64_t rows_committed, bytes_committed;
     uint64_t pk_violations;
     uint64_t commit_seconds_total_us, close_seconds_total_us;  /* microseconds, summed */

@@ -29,6 +29,9 @@ atexit.register(shutil.rmtree, STATE_DIR, True)
 # and restart tests, test_maintain.py, test_sink_maintain.py) turn it on
 # with --maintain auto (maintain_auto()), which wins over this.
 os.environ["FLOE_MAINTAIN"] = "off"
+# Timeouts in the tests are multiplied by it (a slow or busy machine).
+SCALE = float(os.environ.get("FLOE_TIMEOUT_SCALE", "1"))
+
 def maintain_auto(expire=True):
     """`floe sink` options that turn maintenance on and make it due within a
     short test: manifests merged early, orphans looked for every second

@@ -24,7 +24,7 @@ import psycopg
 import pytest
 
 import readers
-from conftest import run_floe
+from conftest import SCALE, run_floe  # noqa: F401 (SCALE: for the tests)
 from rowgen import Col
 
 PG_BIN = None
@@ -298,9 +298,6 @@ def snapshots(mirror, ident, t=None):
                           "operation": s.summary.operation.value}))
         sid = s.parent_snapshot_id
     return out[::-1]
-
-
-SCALE = float(os.environ.get("FLOE_TIMEOUT_SCALE", "1"))
 
 
 def wait_until(pred, what, timeout=120):

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 
+import psycopg
 import pytest
 
 from conftest import run_floe
@@ -489,3 +490,89 @@ def test_passwords_are_never_printed(pgdb, tmp_path):
             r = run_floe(*args, check=False)
             assert secret not in r.stdout and secret not in r.stderr, (args, r)
     assert "fed by Postgres" in r.stdout                   # the last one worked
+
+
+def test_a_table_dropped_and_created_again_or_swapped_is_resynced(pgdb, tmp_path):
+    """Mirroring is by name: when the table a name denotes is not the one the
+    Iceberg table records (floe.pg.relid), it is copied again in place."""
+    one = [Col("id", "integer", True), Col("v", "integer")]
+    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, v int); INSERT INTO s VALUES (1, 1), (2, 2);"
+             "CREATE TABLE o (id int PRIMARY KEY, v int); INSERT INTO o VALUES (1, 1)")
+    m = Mirror(pgdb, tmp_path, ["public.s", "public.o"], "--create-publication")
+    m.catch_up()
+    (_, first), = snapshots(m, "public.s")
+    relid = pgdb.sql("SELECT 'public.s'::regclass::oid")[0][0]
+    assert first["floe.pg.relid"] == str(relid) and first["floe.pg.system-id"].isdigit()
+    assert first["floe.pg.lsn"] != "none", first          # the copy's snapshot has its LSN
+    # dropped and created again with the same shape, other rows
+    pgdb.sql("DROP TABLE s; CREATE TABLE s (id int PRIMARY KEY, v int);"
+             "INSERT INTO s VALUES (1, 10), (3, 30); INSERT INTO o VALUES (2, 2)")
+    r = m.catch_up()
+    assert "is not the one mirrored" in r.stderr and "resynced public.s" in r.stderr, r.stderr
+    for t in ("s", "o"):
+        for reader, rows in iceberg_rows(m, f"public.{t}", one).items():
+            assert rows == pg_rows(pgdb, t, one), (t, reader)
+    # a rename swap
+    pgdb.sql("CREATE TABLE s_new (id int PRIMARY KEY, v int); INSERT INTO s_new VALUES (7, 7);"
+             "ALTER TABLE s RENAME TO s_old; ALTER TABLE s_new RENAME TO s;"
+             "INSERT INTO s_old VALUES (8, 8)")
+    r = m.catch_up()
+    assert "is not the one mirrored" in r.stderr, r.stderr
+    assert iceberg_rows(m, "public.s", one)["duckdb"] == [(7, 7)] == pg_rows(pgdb, "s", one)
+    # the same table again: no resync
+    pgdb.sql("INSERT INTO s VALUES (9, 9)")
+    r = m.catch_up()
+    assert "resync" not in r.stderr, r.stderr
+    assert iceberg_rows(m, "public.s", one)["pyiceberg"] == pg_rows(pgdb, "s", one)
+
+
+def test_a_table_of_another_postgres_system_is_refused(pgdb, tmp_path):
+    """The same catalog pointed at another cluster (a restored copy, another
+    server) with the same table names: its frontiers are LSNs of the first
+    one, so the run stops, naming both systems; the advice works."""
+    from pgserver import Db, PgServer
+    one = [Col("id", "integer", True), Col("v", "integer")]
+    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, v int); INSERT INTO s VALUES (1, 1)")
+    m = Mirror(pgdb, tmp_path, ["public.s"], "--create-publication")
+    m.catch_up()
+    other = PgServer()
+    try:
+        with psycopg.connect(other.dsn, autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{pgdb.name}"')
+        db2 = Db(other, pgdb.name)
+        db2.sql("CREATE TABLE s (id int PRIMARY KEY, v int); INSERT INTO s VALUES (2, 2)")
+        m2 = Mirror(db2, tmp_path, ["public.s"], "--create-publication")
+        r = m2.catch_up(check=False)
+        assert r.returncode == 1 and "of another Postgres system" in r.stderr, r
+        assert first_line_with(r.stderr, "another Postgres system").count("system identifier") \
+            == 1, r.stderr
+        assert iceberg_rows(m, "public.s", one)["duckdb"] == [(1, 1)]      # untouched
+        m2 = Mirror(db2, tmp_path, ["public.s"], "--create-publication", "--namespace", "two")
+        m2.catch_up()
+        assert iceberg_rows(m2, "two.s", one)["duckdb"] == [(2, 2)]
+    finally:
+        other.stop()
+
+
+def first_line_with(text, words):
+    return next(line for line in text.splitlines() if words in line)
+
+
+def test_an_iceberg_table_with_rows_of_another_writer_is_refused_with_pg_advice(pgdb, tmp_path):
+    """The Iceberg table a Postgres table maps to holds rows floe pg did not
+    write: refused, with advice in floe pg's own options, which works."""
+    import pyarrow as pa
+    from iceberg_readers import pyiceberg_catalog
+    one = [Col("id", "integer", True), Col("v", "integer")]
+    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, v int); INSERT INTO s VALUES (1, 1)")
+    cat = pyiceberg_catalog(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh")
+    cat.create_namespace("public")
+    schema = pa.schema([pa.field("id", pa.int32(), nullable=False), pa.field("v", pa.int32())])
+    cat.create_table("public.s", schema).append(pa.table({"id": [5], "v": [5]}, schema=schema))
+    m = Mirror(pgdb, tmp_path, ["public.s"], "--create-publication")
+    r = m.catch_up(check=False)
+    assert r.returncode == 1 and "holds rows, but none this mirror recorded" in r.stderr, r
+    assert "--new-sink" not in r.stderr and "--namespace" in r.stderr, r.stderr
+    m = Mirror(pgdb, tmp_path, ["public.s"], "--create-publication", "--namespace", "mine")
+    m.catch_up()
+    assert iceberg_rows(m, "mine.s", one)["duckdb"] == [(1, 1)]

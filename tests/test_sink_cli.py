@@ -93,6 +93,10 @@ def test_metrics_endpoint(tmp_path):
                  "floe_bytes_staged_total", "floe_messages_committed_total",
                  "floe_bytes_committed_total", "floe_committed_frontier"):
         assert name in m, name
+    # every delete file and DV the commits added (written while committing)
+    added = sum(int(s["summary"].get("added-delete-files", 0))
+                for s in table_snapshots(db_of(tmp_path), TABLE))
+    assert added > 0 and m["floe_delete_files_written_total"] == added, (added, m)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10):
         pass
     try:

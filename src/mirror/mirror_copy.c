@@ -145,7 +145,7 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
     if (rc == FLOE_OK)
         rc = copy_rows(pg, t, at - 1, err);
     if (rc == FLOE_OK)
-        rc = floe_sink_advance(t->sink, at, err);        /* the snapshot batch commits */
+        rc = floe__mirror_advance(pg, t, at, err);        /* the snapshot batch commits */
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "the initial copy of %s (nothing of it is committed; "
                               "the next run copies it again)", t->source);

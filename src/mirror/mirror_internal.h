@@ -159,6 +159,7 @@ struct floe_pg {
     floe_pg_options opts;
     const char *slot_name, *pub_name;  /* in `strings`, as opts' strings are */
     char *database;
+    char system_id[24];      /* pg_control_system()'s system_identifier */
     floe__arena *strings;
     floe__pg_conn *conn;     /* queries, copies, lag */
     floe__pg_conn *repl;     /* the slot's walsender */
@@ -293,6 +294,9 @@ int floe__mirror_resync_complete(floe_pg *pg, floe_error *err);
 void floe__mirror_resync_abandon(floe_pg *pg);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */
+/* Advance t's sink to `at`, its commit recording floe.pg.lsn (at) and
+ * floe.pg.slot-confirmed-lsn. */
+int floe__mirror_advance(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err);
 int floe__mirror_stream(floe_pg *pg, floe_error *err);
 
 /* mirror_row.c: rows of table t. */

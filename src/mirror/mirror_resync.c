@@ -121,7 +121,7 @@ static int finish(floe_pg *pg, floe__mtable *t, floe_error *err)
     char lsn[24];
     floe__lsn_format(t->resync_at, lsn, sizeof lsn);
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.lsn", lsn, err));
-    FLOE_FORWARD(floe_sink_advance(t->sink, t->resync_at, err));     /* the overwrite commits */
+    FLOE_FORWARD(floe__mirror_advance(pg, t, t->resync_at, err));     /* the overwrite commits */
     close_conns(pg);
     pg->resync = NULL;
     pg->resyncs++;

@@ -45,10 +45,12 @@ static int check_server(floe_pg *pg, floe_error *err)
                    floe__pg_where(pg->conn));
     floe__pg_result *r = NULL;
     FLOE_FORWARD(query1(pg, "SELECT current_setting('wal_level'), current_database(), "
-                            "pg_encoding_to_char(d.encoding), current_user FROM pg_database d "
-                            "WHERE d.datname = current_database()", NULL, NULL, &r, err));
+                            "pg_encoding_to_char(d.encoding), current_user, (SELECT "
+                            "system_identifier FROM pg_control_system())::text FROM pg_database "
+                            "d WHERE d.datname = current_database()", NULL, NULL, &r, err));
     const char *wal = floe__pg_get(r, 0, 0), *db = floe__pg_get(r, 0, 1);
-    const char *enc = floe__pg_get(r, 0, 2);
+    const char *enc = floe__pg_get(r, 0, 2), *sys = floe__pg_get(r, 0, 4);
+    snprintf(pg->system_id, sizeof pg->system_id, "%s", sys ? sys : "");
     int rc = FLOE_OK;
     if (!wal || strcmp(wal, "logical") != 0)
         rc = floe__err_set(err, FLOE_ESTATE, "wal_level is '%s' on %s: logical replication "
@@ -626,6 +628,7 @@ typedef struct recorded {
     bool resumes;
     floe__schema *schema;
     char *columns, *key;
+    char *relid, *system_id;     /* the Postgres table's identity (NULL: not recorded) */
 } recorded;
 
 static void recorded_clear(recorded *r)
@@ -633,6 +636,8 @@ static void recorded_clear(recorded *r)
     floe_schema_free(r->schema);
     floe__free(r->columns);
     floe__free(r->key);
+    floe__free(r->relid);
+    floe__free(r->system_id);
     memset(r, 0, sizeof *r);
 }
 
@@ -660,10 +665,15 @@ static int probe(floe_pg *pg, floe__mtable *t, recorded *out, floe_error *err)
                                                                 p.snapshot_id);
         const char *cols = s ? floe__snapshot_summary_get(s, "floe.pg.columns") : NULL;
         const char *key = s ? floe__snapshot_summary_get(s, "floe.pg.key") : NULL;
+        const char *relid = s ? floe__snapshot_summary_get(s, "floe.pg.relid") : NULL;
+        const char *sys = s ? floe__snapshot_summary_get(s, "floe.pg.system-id") : NULL;
         out->resumes = true;
         out->columns = cols ? floe__strdup(cols) : NULL;
         out->key = key ? floe__strdup(key) : NULL;
-        if ((cols && !out->columns) || (key && !out->key))
+        out->relid = relid ? floe__strdup(relid) : NULL;
+        out->system_id = sys ? floe__strdup(sys) : NULL;
+        if ((cols && !out->columns) || (key && !out->key) || (relid && !out->relid) ||
+            (sys && !out->system_id))
             rc = FLOE_OOM(err);
         if (rc == FLOE_OK)
             rc = floe__table_current_schema(tb, &out->schema, err);
@@ -824,14 +834,60 @@ static int set_properties(floe_pg *pg, floe__mtable *t, floe_error *err)
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.slot", pg->slot_name, err));
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.publication", pg->pub_name, err));
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.database", pg->database, err));
+    char relid[16];
+    snprintf(relid, sizeof relid, "%u", t->relid);
+    FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.relid", relid, err));
+    if (pg->system_id[0])
+        FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.system-id", pg->system_id, err));
     return floe_sink_set_property(t->sink, "floe.pg.table", t->source, err);
+}
+
+/* Whether the table a resuming t's name denotes is another one than its
+ * Iceberg table records (dropped and created again, a rename swap): then
+ * its recorded attnums mean nothing, and it is resynced.  A table of
+ * another Postgres system is an error: its frontier is an LSN of that one. */
+static int check_table_identity(floe_pg *pg, floe__mtable *t, recorded *rec, bool *other,
+                                floe_error *err)
+{
+    *other = false;
+    if (!rec->resumes)
+        return FLOE_OK;
+    if (rec->system_id && pg->system_id[0] && strcmp(rec->system_id, pg->system_id) != 0)
+        return floe__err_set(err, FLOE_ESTATE, "%s mirrors %s of another Postgres system "
+                             "(system identifier %s; %s is %s): its frontier is a position in "
+                             "that system's WAL.  Mirror into another namespace (--namespace), "
+                             "or drop the Iceberg table to copy it afresh", t->ident, t->source,
+                             rec->system_id, floe__pg_where(pg->conn), pg->system_id);
+    if (!rec->relid || strtoul(rec->relid, NULL, 10) == t->relid)
+        return FLOE_OK;
+    *other = true;
+    floe__free(rec->columns);            /* attnums of the other table */
+    rec->columns = NULL;
+    return FLOE_OK;
 }
 
 int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
     recorded rec;
     FLOE_FORWARD(probe(pg, t, &rec, err));
-    int rc = open_table_sink(pg, t, &rec, err);
+    bool other = false;
+    int rc = check_table_identity(pg, t, &rec, &other, err);
+    char why[160] = "";
+    if (other)
+        snprintf(why, sizeof why, "the table this name denotes is not the one mirrored "
+                 "(relation %s then, %u now: dropped and created again, or renamed)", rec.relid,
+                 t->relid);
+    if (rc == FLOE_OK)
+        rc = open_table_sink(pg, t, &rec, err);
+    if (rc == FLOE_ESTATE && !rec.resumes) {     /* the sink's advice names its CLI options */
+        floe_error_clear(err);
+        rc = floe__err_set(err, FLOE_ESTATE, "%s holds rows, but none this mirror recorded for "
+                           "sink %s (another writer's, or its history was rolled back or "
+                           "expired past them): floe will not mix a copy of %s into them.  "
+                           "Drop the Iceberg table (the next run copies %s afresh), or mirror "
+                           "into another one (--namespace, --table-map)", t->ident, t->sink_id,
+                           t->source, t->source);
+    }
     const char *from = rc == FLOE_OK ? floe_sink_resume_frontier(t->sink) : NULL;
     floe__frontier f;
     if (from && (floe__frontier_parse(from, &f, err) != FLOE_OK || f.empty))
@@ -845,6 +901,8 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
     t->copy = !from;
     t->start = from ? f.t : 0;
     FLOE_FORWARD(floe__mirror_adopt(t, t->cols, t->ncols, err));
+    if (why[0])
+        floe__mirror_resync_mark(pg, t, why);
     return set_properties(pg, t, err);
 }
 

@@ -108,15 +108,20 @@ static int send_status(floe_pg *pg, bool reply, floe_error *err)
 
 /* ---- commits ------------------------------------------------------------------------------- */
 
-static int commit_table(floe_pg *pg, floe__mtable *t, uint64_t now, floe_error *err)
+int floe__mirror_advance(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err)
 {
     char lsn[24] = "none";
     if (pg->reported)
         floe__lsn_format(pg->reported, lsn, sizeof lsn);
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.slot-confirmed-lsn", lsn, err));
-    floe__lsn_format(pg->frontier, lsn, sizeof lsn);
+    floe__lsn_format(at, lsn, sizeof lsn);
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.lsn", lsn, err));
-    int rc = floe_sink_advance(t->sink, pg->frontier, err);
+    return floe_sink_advance(t->sink, at, err);
+}
+
+static int commit_table(floe_pg *pg, floe__mtable *t, uint64_t now, floe_error *err)
+{
+    int rc = floe__mirror_advance(pg, t, pg->frontier, err);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "committing %s into %s", t->source, t->ident);
     t->input = pg->frontier;

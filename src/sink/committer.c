@@ -233,7 +233,18 @@ static int summary_of(const floe__committer *c, const floe__sealed *s, json_t **
     return FLOE_OK;
 }
 
-static void count_committed(floe__committer *c, const floe__sealed *s, uint64_t ns)
+/* The commit's own summary count `key` of snapshot id (0 when absent). */
+static uint64_t summary_count(const floe__committer *c, int64_t id, const char *key)
+{
+    const floe__snapshot *snap = floe__metadata_snapshot_by_id(c->cfg.table->loaded->metadata,
+                                                               id);
+    const char *v = snap ? floe__snapshot_summary_get(snap, key) : NULL;
+    return v ? strtoull(v, NULL, 10) : 0;
+}
+
+/* delete_files: every delete file and DV the commit added (the position
+ * deletes are written while it commits, not with the batch's files). */
+static void count_committed(floe__committer *c, const floe__sealed *s, int64_t id, uint64_t ns)
 {
     floe__committer_stats *st = &c->stats;
     st->recent_ns[st->snapshots % FLOE__COMMIT_WINDOW] = ns;
@@ -247,11 +258,10 @@ static void count_committed(floe__committer *c, const floe__sealed *s, uint64_t 
         if (f->content == FLOE_CONTENT_DATA) {
             st->data_files++;
             st->rows += f->metrics.record_count;
-        } else {
-            st->delete_files++;
         }
         st->bytes += f->metrics.file_size;
     }
+    st->delete_files += summary_count(c, id, "added-delete-files");
 }
 
 void floe__attempt_id(uint64_t token, char out[FLOE__ATTEMPT_ID_LEN])
@@ -453,7 +463,7 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
             if (v == COVERED)
                 skip_covered(c, s, id);
             else
-                count_committed(c, s, floe__monotonic_ns() - start);
+                count_committed(c, s, id, floe__monotonic_ns() - start);
             break;
         }
         if (rc == FLOE_ECONFLICT)

@@ -35,7 +35,7 @@ typedef struct metric_def {
 static const metric_def METRICS[] = {
     {"floe_snapshots_committed_total", "counter", "Snapshots committed."},
     {"floe_data_files_written_total", "counter", "Data files committed."},
-    {"floe_delete_files_written_total", "counter", "Delete files committed."},
+    {"floe_delete_files_written_total", "counter", "Delete files and deletion vectors committed."},
     {"floe_stashed_rows", "gauge", "Updates waiting for the frontier."},
     {"floe_commit_failures_total", "counter", "Commit attempts that failed."},
     {"floe_commit_conflicts_total", "counter", "Commit attempts that hit a conflict."},
