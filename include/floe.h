@@ -944,6 +944,12 @@ typedef struct floe_pg_options {
      * resumes): one sentence each; may be NULL. */
     void (*on_notice)(void *ctx, const char *message);
     void *notice_ctx;
+    /* 1: mirror into this catalog although the slot exists and confirmed
+     * progress that none of the tables here records (another catalog holds
+     * this mirror, e.g. a relative catalog path run from another
+     * directory): every table is copied, and the other catalog can no
+     * longer resume from the slot.  0 (default): that is refused. */
+    int new_mirror;
 } floe_pg_options;
 
 void floe_pg_options_init(floe_pg_options *opts);
@@ -963,8 +969,8 @@ int floe_pg_open(const floe_pg_options *opts, floe_pg **out, floe_error *err);
 /* Copy the tables that need it, then stream until stopped
  * (FLOE_EINTERRUPTED, after committing every whole transaction received),
  * until stop_at_lsn is committed (FLOE_OK), or until a failure: the
- * connection (FLOE_ENET: run again), a TRUNCATE (FLOE_EUNSUPPORTED), a
- * value an Iceberg column cannot hold (FLOE_EINPUT).  After a failure
+ * connection (FLOE_ENET: run again), a value an Iceberg column cannot hold
+ * (FLOE_EINPUT).  A TRUNCATE is mirrored (floe_sink_truncate).  After a failure
  * nothing past the tables' committed frontiers is visible; a rerun resumes
  * there.  ALTER TABLE of a mirrored table is followed, never a failure:
  * its Iceberg schema changes at the change's position in the stream, or

@@ -576,3 +576,66 @@ def test_an_iceberg_table_with_rows_of_another_writer_is_refused_with_pg_advice(
     m = Mirror(pgdb, tmp_path, ["public.s"], "--create-publication", "--namespace", "mine")
     m.catch_up()
     assert iceberg_rows(m, "mine.s", one)["duckdb"] == [(1, 1)]
+
+
+def test_a_second_catalog_for_the_same_slot_is_refused_unless_new_mirror(pgdb, tmp_path):
+    """The same command from another directory (the default catalog is
+    relative): refused before anything is copied, naming the slot; the
+    first catalog then still resumes; --new-mirror copies into the second."""
+    one = [Col("id", "integer", True), Col("v", "integer")]
+    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, v int); INSERT INTO s VALUES (1, 1)")
+    m = Mirror(pgdb, tmp_path / "one", ["public.s"], "--create-publication")
+    m.catch_up()
+    pgdb.sql("INSERT INTO s VALUES (2, 2)")
+    other = Mirror(pgdb, tmp_path / "two", ["public.s"], "--create-publication")
+    r = other.catch_up(check=False)
+    assert r.returncode == 1 and f"replication slot {pgdb.slot} exists" in r.stderr, r
+    assert "--new-mirror" in r.stderr and "absolute" in r.stderr, r.stderr
+    m.catch_up()                                      # the first catalog goes on
+    assert iceberg_rows(m, "public.s", one)["duckdb"] == pg_rows(pgdb, "s", one)
+    r = other.catch_up("--new-mirror")
+    assert iceberg_rows(other, "public.s", one)["duckdb"] == pg_rows(pgdb, "s", one)
+
+
+def test_a_slot_of_another_database_is_refused(pgdb, tmp_path):
+    from pgserver import Db
+    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, v int); INSERT INTO s VALUES (1, 1)")
+    Mirror(pgdb, tmp_path / "one", ["public.s"], "--create-publication").catch_up()
+    name = pgdb.name + "_b"
+    with psycopg.connect(pgdb.srv.dsn, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    db2 = Db(pgdb.srv, name)
+    try:
+        db2.slot = pgdb.slot
+        db2.sql("CREATE TABLE s (id int PRIMARY KEY, v int)")
+        r = Mirror(db2, tmp_path / "two", ["public.s"], "--create-publication").catch_up(
+            check=False)
+        assert r.returncode == 1, r
+        assert f"replication slot {pgdb.slot} belongs to database {pgdb.name}, not {name}" \
+            in r.stderr, r.stderr
+    finally:
+        db2.slot = "s_" + name
+        db2.drop()
+
+
+def test_every_refused_table_is_named_in_one_run_before_anything_is_created(pgdb, tmp_path):
+    pgdb.sql("CREATE TABLE ok (id int PRIMARY KEY, v int);"
+             "CREATE TABLE nokey (v int);"
+             "CREATE TABLE toasty (id int PRIMARY KEY, doc text);"
+             "CREATE VIEW aview AS SELECT 1 AS x")
+    m = Mirror(pgdb, tmp_path, ["public.ok", "public.nokey", "public.toasty", "public.aview",
+                                "public.missing"], "--create-publication")
+    r = m.catch_up(check=False)
+    assert r.returncode == 1, r
+    assert "4 of the 5 tables cannot be mirrored" in r.stderr, r.stderr
+    for words in ("public.nokey", "public.toasty", "REPLICA IDENTITY FULL", "public.aview",
+                  "public.missing does not exist"):
+        assert words in r.stderr, (words, r.stderr)
+    # nothing was created: no slot, no publication, no Iceberg table
+    assert pgdb.slot_lsn() is None
+    assert pgdb.sql("SELECT count(*) FROM pg_publication")[0][0] == 0
+    import os
+    if os.path.exists(f"{tmp_path}/catalog.db"):
+        from iceberg_readers import pyiceberg_catalog
+        cat = pyiceberg_catalog(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh")
+        assert [t for ns in cat.list_namespaces() for t in cat.list_tables(ns)] == []

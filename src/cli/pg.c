@@ -169,6 +169,7 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     o->namespace_name = cli_get(opts, "namespace");
     o->table_map = cli_get(opts, "table-map");
     o->resync = cli_get(opts, "resync");
+    o->new_mirror = cli_has(opts, "new-mirror");
     o->on_notice = on_notice;
     o->notice_ctx = r;
     cli_connect_options(opts, &o->sink.connect);
@@ -374,6 +375,8 @@ int cmd_pg(int argc, char **argv)
         {"table-map", true, "Iceberg names, SCHEMA.TABLE=NS.NAME,...", NULL},
         {"resync", true, "copy these tables again in place while the others stream, "
                          "SCHEMA.TABLE,...", NULL},
+        {"new-mirror", false, "mirror into this catalog although the slot already confirmed "
+                              "progress no table here records (copies every table)", NULL},
         CLI_CATALOG_OPTS,
         {"commit-interval", true, "wall clock between snapshots of a table with changes "
                                   "(default 10s)", NULL},

@@ -108,6 +108,8 @@ typedef struct floe__mtable {
     floe_row *row, *keyrow, *oldrow;
     uint64_t start;          /* changes committed below it are in the table already */
     bool copy;               /* needs the initial copy */
+    bool existed;            /* its Iceberg table existed before this run */
+    bool refused;            /* setup: its description failed */
     /* TRUNCATEs of it in the transaction committed at trunc_lsn: its
      * changes after the k-th are at time trunc_lsn + k (below the
      * commit's end LSN, which the frontier moves to) */

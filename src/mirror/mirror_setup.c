@@ -625,6 +625,7 @@ static void table_warning(void *ctx, const char *msg)
  * in (floe.pg.columns "field id:attnum,...", floe.pg.key "field id,...";
  * NULL when written by a floe that did not record them). */
 typedef struct recorded {
+    bool exists;                 /* the Iceberg table exists */
     bool resumes;
     floe__schema *schema;
     char *columns, *key;
@@ -658,6 +659,7 @@ static int probe(floe_pg *pg, floe__mtable *t, recorded *out, floe_error *err)
         return FLOE_OK;
     }
     FLOE_FORWARD(rc);
+    out->exists = true;
     floe__progress p;
     rc = floe__progress_read(tb->loaded->metadata, tb->io, t->sink_id, &p, err);
     if (rc == FLOE_OK && p.state == FLOE__PROGRESS_FOUND) {
@@ -900,6 +902,7 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
         return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
     t->copy = !from;
     t->start = from ? f.t : 0;
+    t->existed = rec.exists;
     FLOE_FORWARD(floe__mirror_adopt(t, t->cols, t->ncols, err));
     if (why[0])
         floe__mirror_resync_mark(pg, t, why);
@@ -1004,24 +1007,78 @@ static int open_sinks(floe_pg *pg, floe_error *err)
     return catalog_read_at(pg, err);
 }
 
-int floe__mirror_setup(floe_pg *pg, floe_error *err)
+/* A table floe refuses (rather than a failure of the server or the
+ * connection): every such refusal is gathered, so one run names them all. */
+static bool refusal(int rc)
 {
-    FLOE_FORWARD(floe__pg_connect(pg->opts.source, false, &pg->conn, err));
-    FLOE_FORWARD(check_server(pg, err));
-    FLOE_FORWARD(resolve_tables(pg, err));
-    /* one snapshot of the catalog for every table's columns and key (an
-     * ALTER TABLE may run meanwhile) */
+    return rc == FLOE_EUNSUPPORTED || rc == FLOE_ESTATE || rc == FLOE_EPERM ||
+           rc == FLOE_ENOTFOUND || rc == FLOE_EINVAL;
+}
+
+typedef struct refusals {
+    floe__buf text;
+    size_t n;
+    int code;                    /* the first one's */
+} refusals;
+
+/* rc of a check of one table: a refusal is noted (and err cleared). */
+static int note(refusals *r, int rc, floe_error *err)
+{
+    if (rc == FLOE_OK || !refusal(rc))
+        return rc;
+    if (!r->n)
+        r->code = rc;
+    r->n++;
+    int brc = floe__buf_printf(&r->text, NULL, "\n  %s", floe_error_message(err));
+    floe_error_clear(err);
+    return brc == FLOE_OK ? FLOE_OK : FLOE_OOM(err);
+}
+
+/* Every table described (in one snapshot of the catalog: an ALTER TABLE may
+ * run meanwhile, and a refused table does not end the transaction: each
+ * has a savepoint) and checked; every refusal in one error. */
+static int describe_all(floe_pg *pg, refusals *r, floe_error *err)
+{
     FLOE_FORWARD(floe__pg_exec(pg->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err));
     int rc = FLOE_OK;
-    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
-        rc = describe_table(pg, &pg->tables[i], err);
+    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++) {
+        rc = floe__pg_exec(pg->conn, "SAVEPOINT floe_describe", err);
+        int drc = rc == FLOE_OK ? describe_table(pg, &pg->tables[i], err) : rc;
+        if (rc == FLOE_OK && drc != FLOE_OK)
+            rc = floe__pg_exec(pg->conn, "ROLLBACK TO SAVEPOINT floe_describe", NULL);
+        if (rc == FLOE_OK)
+            rc = note(r, drc, err);
+        pg->tables[i].refused = drc != FLOE_OK;
+    }
     if (rc != FLOE_OK) {
         floe__pg_exec(pg->conn, "ROLLBACK", NULL);
         return rc;
     }
     FLOE_FORWARD(floe__pg_exec(pg->conn, "COMMIT", err));
     for (size_t i = 0; i < pg->ntables; i++)
-        FLOE_FORWARD(check_toast(pg, &pg->tables[i], err));
+        if (!pg->tables[i].refused)
+            FLOE_FORWARD(note(r, check_toast(pg, &pg->tables[i], err), err));
+    return FLOE_OK;
+}
+
+int floe__mirror_setup(floe_pg *pg, floe_error *err)
+{
+    FLOE_FORWARD(floe__pg_connect(pg->opts.source, false, &pg->conn, err));
+    FLOE_FORWARD(check_server(pg, err));
+    FLOE_FORWARD(resolve_tables(pg, err));
+    refusals r = {.n = 0};
+    floe__buf_init(&r.text, 1 << 20);
+    int rc = describe_all(pg, &r, err);
+    if (rc == FLOE_OK && r.n == 1) {
+        rc = floe__err_set(err, r.code, "%.*s", (int)r.text.len - 3,
+                           (const char *)r.text.data + 3);
+    } else if (rc == FLOE_OK && r.n) {
+        rc = floe__err_set(err, r.code, "%zu of the %zu tables cannot be mirrored (nothing was "
+                           "created; each says how to go on):%.*s", r.n, pg->ntables,
+                           (int)r.text.len, (const char *)r.text.data);
+    }
+    floe__buf_free(&r.text);
+    FLOE_FORWARD(rc);
     FLOE_FORWARD(setup_publication(pg, err));
     return open_sinks(pg, err);
 }

@@ -15,6 +15,11 @@
  *    new to the mirror) are copied inside the snapshot of a temporary slot
  *    created for it (mirror.c); the stream skips their changes below that
  *    slot's consistent point.  The slot itself is never dropped.
+ *  - The slot exists but the catalog holds none of the tables (they were
+ *    all created by this run): another catalog holds this mirror (a
+ *    relative catalog path run from another directory), and copying here
+ *    would move the slot past it.  Refused unless new_mirror.  (A first
+ *    run killed during its copies left its tables created, empty.)
  */
 #include <stdio.h>
 
@@ -104,6 +109,25 @@ static int check_against_tables(floe_pg *pg, floe_error *err)
 {
     const char *which = NULL;
     uint64_t min = min_progress(pg, &which);
+    bool any = false;                      /* a table an earlier run here created */
+    for (size_t i = 0; i < pg->ntables; i++)
+        any = any || pg->tables[i].existed;
+    if (!min && !any && !pg->opts.new_mirror) {    /* a catalog new to this slot */
+        char a[24];
+        floe__lsn_format(pg->slot.confirmed, a, sizeof a);
+        const char *cat = pg->opts.sink.connect.catalog;
+        return floe__err_set(err, FLOE_ESTATE, "replication slot %s exists and is confirmed up "
+                             "to %s, but catalog %s holds none of its tables: "
+                             "another catalog holds this mirror (a relative catalog path, "
+                             "the default sqlite:warehouse/catalog.db among them, is relative "
+                             "to the working directory: run from the first run's directory, "
+                             "or name the catalog with an absolute path).  Copying the tables "
+                             "here would move the slot past what that catalog holds.  To "
+                             "mirror into this catalog anyway pass --new-mirror (every table "
+                             "is copied; the other catalog can no longer resume), or use "
+                             "another --slot", pg->slot_name, a,
+                             cat ? cat : "sqlite:warehouse/catalog.db");
+    }
     if (!min || pg->slot.confirmed <= min)
         return FLOE_OK;
     char a[24], b[24];
