@@ -950,6 +950,13 @@ typedef struct floe_pg_options {
      * directory): every table is copied, and the other catalog can no
      * longer resume from the slot.  0 (default): that is refused. */
     int new_mirror;
+    /* A lost connection (a Postgres restart or shutdown, a network failure,
+     * a walsender timeout) or another transient failure during
+     * floe_pg_run: floe drops what is not committed, connects again with
+     * backoff (100 ms doubling to 10 s) and resumes every table from its
+     * committed frontier, for up to this many milliseconds of failing in a
+     * row (floe_pg_options_init: 300000); 0: never gives up. */
+    uint64_t reconnect_timeout_ms;
 } floe_pg_options;
 
 void floe_pg_options_init(floe_pg_options *opts);
@@ -990,7 +997,8 @@ typedef struct floe_pg_table_info {
     int copied;                     /* 1 once its initial copy is committed by this run */
     uint64_t copied_rows;
 } floe_pg_table_info;
-/* Strings are owned by pg; FLOE_EINVAL when i is out of range. */
+/* Strings are owned by pg, valid until floe_pg_run reconnects (the tables
+ * are opened again then); FLOE_EINVAL when i is out of range. */
 int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out,
                            floe_error *err);
 /* The slot's and publication's names (owned by pg). */
@@ -1020,6 +1028,10 @@ typedef struct floe_pg_stats {
     /* ALTER TABLE followed in place, and tables copied again in place */
     uint64_t schema_changes, resyncs;
     uint64_t truncates;             /* TRUNCATEs mirrored (one per table truncated) */
+    /* Reconnections (each a fresh start from the committed frontiers), and
+     * whether floe is reconnecting now. */
+    uint64_t reconnects;
+    int reconnecting;
 } floe_pg_stats;
 void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out);
 /* Prometheus text: every table's sink metrics (labelled by sink id) and

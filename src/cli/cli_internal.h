@@ -20,6 +20,7 @@
 #define CLI_EXIT_OK 0           /* done */
 #define CLI_EXIT_FAILED 1       /* the command failed (bad input, storage, catalog...) */
 #define CLI_EXIT_USAGE 2        /* bad options: nothing was done */
+#define CLI_EXIT_TRANSIENT 75   /* gave up on a failure that may pass (EX_TEMPFAIL): run again */
 /* A run stopped by signal N exits with 128 + N (SIGHUP 129, SIGINT 130, SIGTERM 143). */
 
 /* ---- commands and options (args.c) ------------------------------------------ */
@@ -248,6 +249,10 @@ void metrics_server_attach(metrics_server *m, const floe_sink *sink);
  * threads; ctx must outlive the server). */
 typedef int (*cli_metrics_fn)(void *ctx, char **text, floe_error *err);
 void metrics_server_attach_fn(metrics_server *m, cli_metrics_fn fn, void *ctx);
+/* While /health would answer 200, ask fn (with the attach_fn ctx): another
+ * status makes it 503 with fn's text (e.g. "reconnecting"). */
+typedef int (*cli_health_fn)(void *ctx, char *text, size_t cap);
+void metrics_server_health_fn(metrics_server *m, cli_health_fn fn);
 /* /health answers `status` (200 or 503) with the text (printf format;
  * truncated to 1 KiB) from now on.  Accepts NULL m. */
 void metrics_server_health(metrics_server *m, int status, const char *fmt, ...)

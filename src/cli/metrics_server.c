@@ -50,6 +50,7 @@ struct metrics_server {
     const floe_sink *sink;
     cli_metrics_fn fn;            /* or this, with ctx */
     void *fn_ctx;
+    cli_health_fn health_fn;      /* while healthy: may say otherwise (with fn_ctx) */
     int health_status;
     char health_text[1024];
     conn conns[MAX_CONNS];
@@ -144,6 +145,13 @@ static void serve_health(metrics_server *m, int fd, uint64_t deadline)
     pthread_mutex_lock(&m->lock);
     int status = m->health_status;
     snprintf(body, sizeof body, "%s\n", m->health_text);
+    if (status == 200 && m->health_fn) {
+        char text[sizeof m->health_text];
+        if (m->health_fn(m->fn_ctx, text, sizeof text) != 200) {
+            status = 503;
+            snprintf(body, sizeof body, "%s\n", text);
+        }
+    }
     pthread_mutex_unlock(&m->lock);
     respond(fd, status == 200 ? "200 OK" : "503 Service Unavailable", "text/plain", body,
             deadline);
@@ -416,6 +424,15 @@ void metrics_server_attach_fn(metrics_server *m, cli_metrics_fn fn, void *ctx)
     m->fn_ctx = ctx;
     m->health_status = 200;
     snprintf(m->health_text, sizeof m->health_text, "ok");
+    pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_server_health_fn(metrics_server *m, cli_health_fn fn)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->health_fn = fn;
     pthread_mutex_unlock(&m->lock);
 }
 

@@ -170,6 +170,10 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     o->table_map = cli_get(opts, "table-map");
     o->resync = cli_get(opts, "resync");
     o->new_mirror = cli_has(opts, "new-mirror");
+    uint64_t reconnect_ns = o->reconnect_timeout_ms * 1000000u;
+    if (cli_wall_duration_opt(opts, "reconnect-timeout", true, &reconnect_ns) != 0)
+        return -1;
+    o->reconnect_timeout_ms = reconnect_ns / 1000000u;
     o->on_notice = on_notice;
     o->notice_ctx = r;
     cli_connect_options(opts, &o->sink.connect);
@@ -221,6 +225,11 @@ static void status_text(void *ctx, double secs, char *buf, size_t cap)
     floe_pg_stats_get(r->pg, &st);
     char when[32], rcv[24], done[24] = "none", lag[24];
     cli_elapsed_text((uint64_t)(secs * 1e9), when, sizeof when);
+    if (st.reconnecting) {
+        snprintf(buf, cap, "%s: reconnecting to Postgres (%" PRIu64 " reconnections so far)",
+                 when, st.reconnects);
+        return;
+    }
     if (st.phase < 2) {
         snprintf(buf, cap, "%s: copying: %" PRIu64 " of %" PRIu64 " tables, %" PRIu64 " rows",
                  when, st.tables_copied, st.tables, st.copy_rows);
@@ -243,6 +252,17 @@ static void status_text(void *ctx, double secs, char *buf, size_t cap)
 static int metrics_text(void *ctx, char **text, floe_error *err)
 {
     return floe_pg_metrics(ctx, text, err);
+}
+
+static int health_text(void *ctx, char *text, size_t cap)
+{
+    floe_pg_stats st;
+    floe_pg_stats_get(ctx, &st);
+    if (!st.reconnecting)
+        return 200;
+    snprintf(text, cap, "reconnecting to Postgres (%" PRIu64 " reconnections so far)",
+             st.reconnects);
+    return 503;
 }
 
 static void table_notices(run *r)
@@ -340,9 +360,12 @@ static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)
     if (floe_pg_open(o, &r->pg, r->err) != FLOE_OK) {
         report_halt(r, "pg");
         linger(r);
-        return floe_error_code(r->err) == FLOE_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+        return floe_error_code(r->err) == FLOE_EINVAL ? CLI_EXIT_USAGE
+               : floe_error_retryable(r->err)          ? CLI_EXIT_TRANSIENT
+                                                       : CLI_EXIT_FAILED;
     }
     metrics_server_attach_fn(r->metrics, metrics_text, r->pg);
+    metrics_server_health_fn(r->metrics, health_text);
     table_notices(r);
     r->status = cli_status_start_fn(r->mode, r->interval_ns, status_text, r);
     int rc = floe_pg_run(r->pg, r->err);
@@ -353,7 +376,7 @@ static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)
     if (rc != FLOE_OK) {
         report_halt(r, "pg");
         linger(r);
-        return CLI_EXIT_FAILED;
+        return floe_error_retryable(r->err) ? CLI_EXIT_TRANSIENT : CLI_EXIT_FAILED;
     }
     report_done(r);
     linger(r);
@@ -375,6 +398,8 @@ int cmd_pg(int argc, char **argv)
         {"table-map", true, "Iceberg names, SCHEMA.TABLE=NS.NAME,...", NULL},
         {"resync", true, "copy these tables again in place while the others stream, "
                          "SCHEMA.TABLE,...", NULL},
+        {"reconnect-timeout", true, "keep reconnecting after a lost connection this long "
+                                    "(default 5m; 0: for ever)", NULL},
         {"new-mirror", false, "mirror into this catalog although the slot already confirmed "
                               "progress no table here records (copies every table)", NULL},
         CLI_CATALOG_OPTS,

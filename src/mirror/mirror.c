@@ -22,6 +22,7 @@ void floe_pg_options_init(floe_pg_options *o)
     o->commit_interval_ms = 10000;
     o->idle_commit_interval_ms = 60000;
     o->stop_fd = -1;
+    o->reconnect_timeout_ms = 300000;
 }
 
 void floe_pg_lsn_format(uint64_t lsn, char *out, size_t n) { floe__lsn_format(lsn, out, n); }
@@ -127,6 +128,8 @@ void floe__mirror_publish(floe_pg *pg)
     st.schema_changes = pg->schema_changes;
     st.truncates = pg->truncates;
     st.resyncs = pg->resyncs;
+    st.reconnects = pg->reconnects;
+    st.reconnecting = pg->reconnecting;
     pthread_mutex_lock(&pg->lock);
     pg->published = st;
     pthread_mutex_unlock(&pg->lock);
@@ -170,6 +173,8 @@ static int slot_metrics(const floe_pg *pg, floe__buf *b, floe_error *err)
         {"floe_pg_schema_changes_total", "counter", "Changes of a table's shape (ALTER TABLE) followed in place.", (double)st.schema_changes},
         {"floe_pg_resyncs_total", "counter", "Tables copied again in place (resyncs).", (double)st.resyncs},
         {"floe_pg_truncates_total", "counter", "TRUNCATEs mirrored (one per table truncated).", (double)st.truncates},
+        {"floe_pg_reconnects_total", "counter", "Reconnections to Postgres after a lost connection or another transient failure.", (double)st.reconnects},
+        {"floe_pg_reconnecting", "gauge", "1 while floe is reconnecting.", (double)st.reconnecting},
         {"floe_pg_tables", "gauge", "Tables mirrored.", (double)st.tables},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
@@ -179,16 +184,20 @@ static int slot_metrics(const floe_pg *pg, floe__buf *b, floe_error *err)
 
 int floe_pg_metrics(const floe_pg *pg, char **out, floe_error *err)
 {
+    floe_pg *p = (floe_pg *)pg;               /* the locks are all that is touched */
     floe__buf b;
     floe__buf_init(&b, (size_t)1 << 26);
-    const floe_sink **sinks = floe__calloc(pg->ntables ? pg->ntables : 1, sizeof *sinks);
+    pthread_mutex_lock(&p->tables_lock);
+    size_t n = p->tables_ready ? p->ntables : 0;   /* none while they are reopened */
+    const floe_sink **sinks = floe__calloc(n ? n : 1, sizeof *sinks);
     int rc = sinks ? FLOE_OK : FLOE_OOM(err);
-    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
+    for (size_t i = 0; rc == FLOE_OK && i < n; i++)
         sinks[i] = pg->tables[i].sink;
     if (rc == FLOE_OK)
         rc = slot_metrics(pg, &b, err);
     if (rc == FLOE_OK)
-        rc = floe__sinks_metrics(sinks, pg->ntables, &b, err);
+        rc = floe__sinks_metrics(sinks, n, &b, err);
+    pthread_mutex_unlock(&p->tables_lock);
     if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
         rc = FLOE_OOM(err);
     floe__free(sinks);
@@ -265,6 +274,7 @@ int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
         return FLOE_OOM(err);
     pg->stop_pipe[0] = pg->stop_pipe[1] = -1;
     pthread_mutex_init(&pg->lock, NULL);
+    pthread_mutex_init(&pg->tables_lock, NULL);
     floe__pgo_decoder_init(&pg->dec);
     floe__buf_init(&pg->scratch, (size_t)1 << 30);
     floe__buf_init(&pg->fields_buf, (size_t)1 << 30);
@@ -285,6 +295,7 @@ int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
         floe_pg_free(pg);
         return rc;
     }
+    pg->tables_ready = true;
     floe__mirror_publish(pg);
     *out = pg;
     return FLOE_OK;
@@ -319,7 +330,7 @@ static int copy_phase(floe_pg *pg, floe_error *err)
     return rc;
 }
 
-int floe_pg_run(floe_pg *pg, floe_error *err)
+static int run_once(floe_pg *pg, floe_error *err)
 {
     int rc = copy_phase(pg, err);
     if (rc != FLOE_OK) {
@@ -334,6 +345,119 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
     pg->published.phase = 3;
     pthread_mutex_unlock(&pg->lock);
     return rc;
+}
+
+static void table_free(floe__mtable *t);
+
+/* The --resync tables whose resync has not committed yet (asked again
+ * after a reconnection), or NULL. */
+static const char *resyncs_left(floe_pg *pg)
+{
+    floe__buf b;
+    floe__buf_init(&b, 1 << 20);
+    for (size_t i = 0; i < pg->ntables; i++) {
+        const floe__mtable *t = &pg->tables[i];
+        if ((t->resync_due || t->resyncing) && strstr(t->resync_why, "--resync"))
+            floe__buf_printf(&b, NULL, "%s%s", b.len ? "," : "", t->source);
+    }
+    const char *out = NULL;
+    if (b.len && floe__buf_putc(&b, 0, NULL) == FLOE_OK)
+        out = floe__arena_strndup(pg->strings, (const char *)b.data, b.len - 1);
+    floe__buf_free(&b);
+    return out;
+}
+
+/* Drop everything not committed (sinks, connections, the stream's state)
+ * and open the tables and the slot again, as a new run would. */
+static int reopen(floe_pg *pg, floe_error *err)
+{
+    floe__mirror_resync_abandon(pg);
+    pg->opts.resync = resyncs_left(pg);
+    pthread_mutex_lock(&pg->tables_lock);
+    pg->tables_ready = false;
+    for (size_t i = 0; i < pg->ntables; i++)
+        table_free(&pg->tables[i]);
+    floe__free(pg->tables);
+    pg->tables = NULL;
+    pg->ntables = 0;
+    pthread_mutex_unlock(&pg->tables_lock);
+    pg->last_table = NULL;
+    floe__pg_close(pg->repl);
+    floe__pg_close(pg->conn);
+    pg->repl = pg->conn = NULL;
+    floe__free(pg->database);
+    pg->database = NULL;
+    floe__txnmap_clear(pg->txn);
+    floe__pgo_decoder_free(&pg->dec);
+    floe__pgo_decoder_init(&pg->dec);
+    memset(&pg->slot, 0, sizeof pg->slot);
+    pg->in_txn = pg->streaming = false;
+    pg->frontier = pg->received = 0;
+    int rc = floe__mirror_setup(pg, err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_slot_prepare(pg, err);
+    pthread_mutex_lock(&pg->tables_lock);
+    pg->tables_ready = true;
+    pthread_mutex_unlock(&pg->tables_lock);
+    return rc;
+}
+
+static void set_reconnecting(floe_pg *pg, bool on)
+{
+    pg->reconnecting = on;
+    pthread_mutex_lock(&pg->lock);
+    pg->published.reconnecting = on;
+    pg->published.reconnects = pg->reconnects;
+    pthread_mutex_unlock(&pg->lock);
+}
+
+/* Sleep ms, or less when asked to stop. */
+static void pause_ms(floe_pg *pg, unsigned ms)
+{
+    struct pollfd p[2] = {{pg->stop_pipe[0], POLLIN, 0}, {pg->opts.stop_fd, POLLIN, 0}};
+    poll(p, pg->opts.stop_fd >= 0 ? 2 : 1, (int)ms);
+}
+
+int floe_pg_run(floe_pg *pg, floe_error *err)
+{
+    uint64_t failing_since = 0;            /* monotonic ns of the first failure in a row */
+    unsigned delay = 100;
+    for (int rc = run_once(pg, err);;) {
+        if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED || !floe_error_retryable(err))
+            return rc;
+        uint64_t now = floe__monotonic_ns(), limit = pg->opts.reconnect_timeout_ms;
+        if (!failing_since)
+            failing_since = now;
+        if (floe__mirror_stopping(pg) ||
+            (limit && now - failing_since >= limit * 1000000ull)) {
+            set_reconnecting(pg, false);
+            return limit && !floe__mirror_stopping(pg)
+                       ? floe__err_wrap(err, rc, "gave up reconnecting after %.0fs",
+                                        (double)(now - failing_since) / 1e9)
+                       : rc;
+        }
+        floe__mirror_warn(pg, "%s: reconnecting in %.1fs (every table stays at its last "
+                          "commit and resumes from it)", floe_error_message(err),
+                          (double)delay / 1e3);
+        set_reconnecting(pg, true);
+        pause_ms(pg, delay);
+        delay = delay * 2 > 10000 ? 10000 : delay * 2;
+        floe_error_clear(err);
+        if (floe__mirror_stopping(pg)) {
+            set_reconnecting(pg, false);
+            return floe__err_set(err, FLOE_EINTERRUPTED, "stopped while reconnecting");
+        }
+        rc = reopen(pg, err);
+        if (rc != FLOE_OK)
+            continue;                      /* still down: back off again (or give up) */
+        pg->reconnects++;
+        floe__mirror_notice(pg, "reconnected to Postgres (%" PRIu64 " reconnections so far): "
+                            "resuming every table from its committed frontier", pg->reconnects);
+        set_reconnecting(pg, false);
+        failing_since = 0;
+        delay = 100;
+        rc = run_once(pg, err);
+    }
 }
 
 static void table_free(floe__mtable *t)
@@ -381,6 +505,7 @@ void floe_pg_free(floe_pg *pg)
     floe__arena_free(pg->strings);
     floe__free(pg->database);
     pthread_mutex_destroy(&pg->lock);
+    pthread_mutex_destroy(&pg->tables_lock);
     floe__free(pg);
 }
 

@@ -195,6 +195,12 @@ struct floe_pg {
     /* counters (the stream's thread), published under lock */
     uint64_t transactions, inserts, updates, deletes, bytes_in, copy_rows, tables_copied;
     uint64_t schema_changes, resyncs, truncates;
+    uint64_t reconnects;
+    bool reconnecting;
+    /* Held by floe_pg_metrics (another thread) and by a reconnection while
+     * it frees the tables; tables_ready is false while they are reopened. */
+    pthread_mutex_t tables_lock;
+    bool tables_ready;
     pthread_mutex_t lock;
     floe_pg_stats published;
 };

@@ -547,7 +547,7 @@ static int stopped(floe_pg *pg, floe_error *err)
 int floe__mirror_stream(floe_pg *pg, floe_error *err)
 {
     FLOE_FORWARD(start(pg, err));
-    if (pg->opts.stop_at_now)
+    if (pg->opts.stop_at_now && !pg->stop_lsn)      /* not again after a reconnection */
         FLOE_FORWARD(stop_at_now(pg, err));
     uint64_t now = floe__monotonic_ns();
     clock_s ck = {now + pg->opts.commit_interval_ms * 1000000ull, now, now, now, now};
