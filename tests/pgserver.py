@@ -94,10 +94,17 @@ class PgServer:
             shutil.rmtree(self.root, ignore_errors=True)
             self.data = None
 
+    def down(self, mode="fast"):
+        """Stop the server (immediate: as a crash); up() starts it again."""
+        self._run("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
+
+    def up(self):
+        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w", "start")
+
     def restart(self, mode="immediate"):
         """Stop (immediate: as a crash) and start again."""
-        self._run("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
-        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w", "start")
+        self.down(mode)
+        self.up()
 
     def log(self):
         with open(os.path.join(self.root, "log")) as f:

@@ -225,7 +225,7 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
                 "--reconnect-timeout", "0", stderr=subprocess.PIPE, text=True)
     wait_until(lambda: health(port)[0] == 200, "/health answering 200")
     srv = pgdb.srv
-    srv._run("pg_ctl", "-D", srv.data, "-m", "fast", "-w", "stop")
+    srv.down()
     try:
         wait_until(lambda: health(port)[0] == 503 and "reconnecting" in health(port)[1],
                    "/health saying reconnecting")
@@ -233,7 +233,7 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
             text = r.read().decode()
         assert "floe_pg_reconnecting" in text
     finally:
-        srv._run("pg_ctl", "-D", srv.data, "-l", os.path.join(srv.root, "log"), "-w", "start")
+        srv.up()
     wait_until(lambda: health(port)[0] == 200, "/health answering 200 again")
     pgdb.sql("INSERT INTO a VALUES (1000, 1)")
     end = lsn_int(pgdb.lsn())
@@ -246,19 +246,19 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
     p = m.popen("--metrics-addr", f"127.0.0.1:{port}", "--reconnect-timeout", "2s",
                 stderr=subprocess.PIPE, text=True)
     wait_until(lambda: health(port)[0] == 200, "/health answering 200")
-    srv._run("pg_ctl", "-D", srv.data, "-m", "fast", "-w", "stop")
+    srv.down()
     try:
         _, err = p.communicate(timeout=300 * SCALE)
     finally:
-        srv._run("pg_ctl", "-D", srv.data, "-l", os.path.join(srv.root, "log"), "-w", "start")
+        srv.up()
     assert p.returncode == 75, err
     assert "gave up reconnecting after" in err and "run the same command again" in err, err
     # Postgres down from the start: the same status
-    srv._run("pg_ctl", "-D", srv.data, "-m", "fast", "-w", "stop")
+    srv.down()
     try:
         r = m.run(check=False)
     finally:
-        srv._run("pg_ctl", "-D", srv.data, "-l", os.path.join(srv.root, "log"), "-w", "start")
+        srv.up()
     assert r.returncode == 75, r
     pgdb.sql("INSERT INTO a VALUES (1001, 1)")
     m.catch_up()                                         # the advice works
