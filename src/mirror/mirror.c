@@ -368,11 +368,13 @@ static const char *resyncs_left(floe_pg *pg)
 }
 
 /* Drop everything not committed (sinks, connections, the stream's state)
- * and open the tables and the slot again, as a new run would. */
-static int reopen(floe_pg *pg, floe_error *err)
+ * and open the tables and the slot again, as a new run would.  after_run:
+ * the tables ran (else a reopen failed half way, and --resync stays). */
+static int reopen(floe_pg *pg, bool after_run, floe_error *err)
 {
     floe__mirror_resync_abandon(pg);
-    pg->opts.resync = resyncs_left(pg);
+    if (after_run)
+        pg->opts.resync = resyncs_left(pg);
     pthread_mutex_lock(&pg->tables_lock);
     pg->tables_ready = false;
     for (size_t i = 0; i < pg->ntables; i++)
@@ -422,6 +424,7 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
 {
     uint64_t failing_since = 0;            /* monotonic ns of the first failure in a row */
     unsigned delay = 100;
+    bool ran = true;
     for (int rc = run_once(pg, err);;) {
         if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED || !floe_error_retryable(err))
             return rc;
@@ -447,7 +450,8 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
             set_reconnecting(pg, false);
             return floe__err_set(err, FLOE_EINTERRUPTED, "stopped while reconnecting");
         }
-        rc = reopen(pg, err);
+        rc = reopen(pg, ran, err);
+        ran = false;
         if (rc != FLOE_OK)
             continue;                      /* still down: back off again (or give up) */
         pg->reconnects++;
@@ -457,6 +461,7 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
         failing_since = 0;
         delay = 100;
         rc = run_once(pg, err);
+        ran = true;
     }
 }
 
