@@ -948,7 +948,10 @@ typedef struct floe_pg_options {
      * progress that none of the tables here records (another catalog holds
      * this mirror, e.g. a relative catalog path run from another
      * directory): every table is copied, and the other catalog can no
-     * longer resume from the slot.  0 (default): that is refused. */
+     * longer resume from the slot.  Also: start a new slot when the slot
+     * the tables record progress from is gone (floe_pg_retire, or dropped
+     * by hand): every such table is copied again in place (a resync).
+     * 0 (default): both are refused. */
     int new_mirror;
     /* A lost connection (a Postgres restart or shutdown, a network failure,
      * a walsender timeout) or another transient failure during
@@ -986,6 +989,32 @@ int floe_pg_run(floe_pg *pg, floe_error *err);
 /* Ask floe_pg_run to stop.  From any thread or a signal handler. */
 void floe_pg_stop(floe_pg *pg);
 void floe_pg_free(floe_pg *pg);
+
+/* Stop mirroring `tables` ("schema.table,...") of the mirror that opts
+ * names (source, slot, publication, create_publication, namespace_name,
+ * table_map, sink.connect; opts->tables is not used).  Refused while the
+ * slot is in use (stop the running floe pg first).  Each table leaves the
+ * publication when create_publication is 1; otherwise a warning gives the
+ * ALTER PUBLICATION ... DROP TABLE that does it.  purge 0: its Iceberg
+ * table stays, with its history; listed again later, it is copied again
+ * in place (a resync), since the slot did not keep its changes meanwhile.
+ * purge 1: its Iceberg table is dropped and every file its metadata
+ * reaches deleted (refused for a table with snapshots of other writers
+ * only); listed again, it is copied afresh.  The slot is not touched: a
+ * table no run mirrors holds it back no more.  What was done goes to
+ * opts->on_notice, one sentence per table.  Nothing is changed unless
+ * every table passes its checks. */
+int floe_pg_drop_tables(const floe_pg_options *opts, const char *tables, int purge,
+                        floe_error *err);
+/* After floe_pg_run returned FLOE_OK (stop_at_lsn or stop_at_now reached:
+ * every table committed up to it), drop the replication slot, and the
+ * publication when create_publication is 1 (else a notice gives the
+ * DROP PUBLICATION).  The Iceberg tables, their history and the catalog
+ * stay.  A later floe_pg_open of the same slot finds tables recording
+ * progress from a slot that is gone: an error unless new_mirror (a new
+ * slot, every table copied again in place).  FLOE_ESTATE (nothing
+ * dropped) when floe_pg_run did not reach its stop LSN. */
+int floe_pg_retire(floe_pg *pg, floe_error *err);
 
 /* The mirrored tables. */
 size_t floe_pg_table_count(const floe_pg *pg);

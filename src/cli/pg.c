@@ -28,7 +28,7 @@ static const char USAGE[] =
     "[--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
     "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
     "[--memory-limit BYTES] [--spill-dir DIR] [--sink-version N] [--metrics-addr HOST:PORT] "
-    "[--quiet]";
+    "[--quiet] [--retire] [--drop-table SCHEMA.TABLE,... [--purge]]";
 
 static const char NOTES[] =
     "source:\n"
@@ -54,6 +54,15 @@ static const char NOTES[] =
     "  changes, every --idle-commit-interval for the others; the slot's confirmed LSN\n"
     "  only moves to what every table has committed.  Kill it at any moment and run the\n"
     "  same command again: nothing is lost or doubled.\n"
+    "\n"
+    "lifecycle:\n"
+    "  --drop-table T,... stops mirroring tables (with the slot idle: no floe pg running):\n"
+    "  each leaves the publication (with --create-publication; else the ALTER PUBLICATION\n"
+    "  is printed) and its Iceberg table stays, or with --purge is dropped with its files.\n"
+    "  Listed again later, a kept table is copied again in place (a resync), a purged one\n"
+    "  afresh.  --retire runs until everything up to the server's position now is\n"
+    "  committed, then drops the slot (and the publication with --create-publication);\n"
+    "  the Iceberg tables stay.  Mirroring them again takes --new-mirror.\n"
     "\n"
     "exit status:\n"
     "  0    --stop-at was reached: everything up to it is committed\n"
@@ -188,7 +197,19 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
         cli_size_opt(opts, "txn-memory", &txn) != 0)
         return -1;
     o->txn_memory = txn;
-    if (!o->tables && !o->publication) {
+    if (cli_has(opts, "retire")) {
+        if (cli_has(opts, "stop-at") || cli_has(opts, "drop-table")) {
+            cli_say("floe: --retire stops by itself (at the server's position now): leave out "
+                    "--stop-at and --drop-table\n");
+            return -1;
+        }
+        o->stop_at_now = 1;
+    }
+    if (cli_has(opts, "purge") && !cli_has(opts, "drop-table")) {
+        cli_say("floe: --purge goes with --drop-table\n");
+        return -1;
+    }
+    if (!o->tables && !o->publication && !cli_has(opts, "drop-table")) {
         cli_say("floe: name the tables (--tables) or a publication (--publication)\n");
         return -1;
     }
@@ -350,6 +371,19 @@ static void linger(run *r)
         cli_signals_wait(r->linger_ns);
 }
 
+/* --retire, after every table committed up to the server's position. */
+static int retire(run *r)
+{
+    if (floe_pg_retire(r->pg, r->err) != FLOE_OK) {
+        report_halt(r, "pg --retire");
+        return floe_error_retryable(r->err) ? CLI_EXIT_TRANSIENT : CLI_EXIT_FAILED;
+    }
+    cli_say("floe: retired: replication slot %s is dropped; the Iceberg tables stay with their "
+            "history in the catalog (to mirror them again, run floe pg with --new-mirror: a "
+            "new slot, each table copied again in place)\n", floe_pg_slot_name(r->pg));
+    return CLI_EXIT_OK;
+}
+
 static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)
 {
     const char *addr = cli_get(opts, "metrics-addr");
@@ -379,7 +413,28 @@ static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)
         return floe_error_retryable(r->err) ? CLI_EXIT_TRANSIENT : CLI_EXIT_FAILED;
     }
     report_done(r);
+    if (cli_has(opts, "retire"))
+        return retire(r);
     linger(r);
+    return CLI_EXIT_OK;
+}
+
+/* --drop-table: no stream; the library says what it did per table. */
+static int drop_tables(run *r, const cli_opt *opts, const floe_pg_options *o)
+{
+    const char *list = cli_get(opts, "drop-table");
+    bool purge = cli_has(opts, "purge");
+    if (floe_pg_drop_tables(o, list, purge, r->err) != FLOE_OK) {
+        char chain[16384];
+        cli_chain(r->err, chain, sizeof chain);
+        cli_say("floe: pg --drop-table: %s\n", chain);
+        return floe_error_code(r->err) == FLOE_EINVAL ? CLI_EXIT_USAGE
+               : floe_error_retryable(r->err)          ? CLI_EXIT_TRANSIENT
+                                                       : CLI_EXIT_FAILED;
+    }
+    cli_say("floe: done: slot %s no longer mirrors %s (%s); the slot and the other tables "
+            "are unchanged\n", o->slot ? o->slot : "floe", list,
+            purge ? "Iceberg tables dropped with their files" : "Iceberg tables kept");
     return CLI_EXIT_OK;
 }
 
@@ -401,7 +456,15 @@ int cmd_pg(int argc, char **argv)
         {"reconnect-timeout", true, "keep reconnecting after a lost connection this long "
                                     "(default 5m; 0: for ever)", NULL},
         {"new-mirror", false, "mirror into this catalog although the slot already confirmed "
-                              "progress no table here records (copies every table)", NULL},
+                              "progress no table here records (copies every table), or start "
+                              "a new slot after the old one was dropped (--retire): every "
+                              "table is copied again in place", NULL},
+        {"drop-table", true, "stop mirroring these tables, SCHEMA.TABLE,... (no stream; "
+                             "their Iceberg tables stay unless --purge)", NULL},
+        {"purge", false, "with --drop-table: drop the Iceberg tables and delete their files",
+         NULL},
+        {"retire", false, "commit everything up to the server's position now, then drop the "
+                          "slot (and the publication with --create-publication)", NULL},
         CLI_CATALOG_OPTS,
         {"commit-interval", true, "wall clock between snapshots of a table with changes "
                                   "(default 10s)", NULL},
@@ -441,8 +504,12 @@ int cmd_pg(int argc, char **argv)
     r.err = floe_error_new();
     floe_pg_options o;
     int status = CLI_EXIT_FAILED;
-    if (r.err)
-        status = options(opts, &o, &r) != 0 ? CLI_EXIT_USAGE : open_and_run(&r, opts, &o);
+    if (r.err && options(opts, &o, &r) != 0)
+        status = CLI_EXIT_USAGE;
+    else if (r.err && cli_has(opts, "drop-table"))
+        status = drop_tables(&r, opts, &o);
+    else if (r.err)
+        status = open_and_run(&r, opts, &o);
     cli_status_stop(r.status);
     metrics_server_stop(r.metrics);
     floe_pg_free(r.pg);

@@ -266,9 +266,9 @@ static int check_slot_name(const char *s, floe_error *err)
     return FLOE_OK;
 }
 
-int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
+int floe__mirror_new(const floe_pg_options *o, floe_pg **out, floe_error *err)
 {
-    FLOE_RETURN_IF(!o || !out, err, FLOE_EINVAL, "floe_pg_open: NULL argument");
+    FLOE_RETURN_IF(!o || !out, err, FLOE_EINVAL, "floe_pg: NULL argument");
     floe_pg *pg = floe__calloc(1, sizeof *pg);
     if (!pg)
         return FLOE_OOM(err);
@@ -287,8 +287,19 @@ int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
         rc = floe__err_set(err, FLOE_EIO, "cannot make a pipe");
     if (rc == FLOE_OK)
         rc = floe__txnmap_new(o->txn_memory ? o->txn_memory : DEFAULT_MEMORY, &pg->txn, err);
-    if (rc == FLOE_OK)
-        rc = floe__mirror_setup(pg, err);
+    if (rc != FLOE_OK) {
+        floe_pg_free(pg);
+        return rc;
+    }
+    *out = pg;
+    return FLOE_OK;
+}
+
+int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
+{
+    floe_pg *pg = NULL;
+    FLOE_FORWARD(floe__mirror_new(o, &pg, err));
+    int rc = floe__mirror_setup(pg, err);
     if (rc == FLOE_OK)
         rc = floe__mirror_slot_prepare(pg, err);
     if (rc != FLOE_OK) {

