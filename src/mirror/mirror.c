@@ -485,6 +485,7 @@ static void table_free(floe__mtable *t)
     floe__mirror_cols_free(t->cols, t->ncols);
     floe__mirror_cols_free(t->msg, t->nmsg);
     floe__mirror_cols_free(t->cat, t->ncat);
+    floe__mirror_cols_free(t->generated, t->ngenerated);
     floe__free(t->keys);
     floe__free(t->nsp);
     floe__free(t->rel);

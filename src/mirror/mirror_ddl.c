@@ -111,9 +111,27 @@ static void type_text(const floe__mcol *c, char *out, size_t n)
 
 /* ---- the Relation message ----------------------------------------------------------------------- */
 
+/* A Relation message that names a generated column (Postgres 18's
+ * publish_generated_columns): the stream would carry a column the copy
+ * does not read. */
+static int check_generated(floe_pg *pg, const floe__mtable *t, const floe__pgo_msg *m,
+                           floe_error *err)
+{
+    for (uint16_t i = 0; i < m->ncols; i++)
+        for (size_t g = 0; g < t->ngenerated; g++)
+            if (strcmp(m->cols[i].name, t->generated[g].name) == 0)
+                return floe__err_set(err, FLOE_EUNSUPPORTED, "publication \"%s\" sends the "
+                                     "generated column \"%s\" of %s, which floe's copy does "
+                                     "not read: floe does not mirror generated columns yet "
+                                     "(ALTER PUBLICATION \"%s\" SET (publish_generated_columns "
+                                     "= none))", pg->pub_name, m->cols[i].name, t->source,
+                                     pg->pub_name);
+    return FLOE_OK;
+}
+
 int floe__mirror_relation(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, floe_error *err)
 {
-    (void)pg;
+    FLOE_FORWARD(check_generated(pg, t, m, err));
     floe__mcol *c = floe__calloc(m->ncols ? m->ncols : 1, sizeof *c);
     if (!c)
         return FLOE_OOM(err);

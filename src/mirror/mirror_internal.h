@@ -150,6 +150,11 @@ typedef struct floe__mtable {
     bool toast_gap;          /* the change being read lacks an unchanged TOAST value */
     bool rejoined;           /* listed again after --drop-table: resynced, and its frontier
                                 does not hold the slot's checks (mirror_slot.c) */
+    /* Its stored generated columns at setup (names only): pgoutput before
+     * Postgres 18 does not send them, COPY does not read them; a Relation
+     * message naming one is refused (the copy and the stream would differ). */
+    floe__mcol *generated;
+    size_t ngenerated;
 } floe__mtable;
 
 /* ---- the mirror ------------------------------------------------------------------------------ */
