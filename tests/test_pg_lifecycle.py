@@ -191,3 +191,52 @@ def test_generated_columns_are_left_out_with_a_warning(pgdb, tmp_path):
     equal(pgdb, m, "g", cols)
     schema = m.pyiceberg_table("public.g").schema()
     assert [f.name for f in schema.fields] == ["id", "v", "w"]
+
+
+def temp_slots(db):
+    return db.sql("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'floe_copy_%%' "
+                  "AND database = %s", (db.name,))[0][0]
+
+
+def test_two_processes_copying_one_new_table(pgdb, tmp_path):
+    """Table b is added to a running mirror's --tables by two processes at
+    once (the same command started twice).  A transaction holding a
+    transaction id keeps both in the creation of their temporary slots, so
+    both have opened b (with nothing committed) before either copies it;
+    then both copy and commit, and whichever commits second loses, with
+    the mirror's message (not the commit layer's "main was rolled back")."""
+    pgdb.sql(DDL)
+    pgdb.sql(f'CREATE PUBLICATION "{pgdb.slot}" FOR TABLE a, b')
+    Mirror(pgdb, tmp_path, ["public.a"]).catch_up()
+    pgdb.sql("UPDATE b SET v = -v WHERE id < 50")
+    m = Mirror(pgdb, tmp_path, ["public.a", "public.b"])
+    stop = pgdb.lsn()
+    hold = psycopg.connect(pgdb.dsn)
+    hold.execute("SELECT txid_current()")              # a running transaction with an xid
+    procs = []
+    try:
+        for k in (1, 2):
+            procs.append(m.popen("--stop-at", stop, "--commit-interval", "200ms",
+                                 stderr=subprocess.PIPE, text=True))
+            wait_until(lambda: temp_slots(pgdb) == k, f"process {k} creating its slot")
+        assert all(p.poll() is None for p in procs)
+        hold.commit()
+        out = [p.communicate(timeout=300 * SCALE) for p in procs]
+    finally:
+        hold.close()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 1], out
+    err = next(e for p, (_, e) in zip(procs, out) if p.returncode == 1)
+    assert "another floe pg process is mirroring public.b into public.b in the same catalog" \
+        in err, err
+    assert "rolled back" not in err, err
+    for t in ("a", "b"):
+        equal(pgdb, m, t)
+    # the loser's command, run again, resumes from the winner's commit
+    r = m.catch_up()
+    assert "public.b -> public.b: resuming at" in r.stderr, r.stderr
+    for t in ("a", "b"):
+        equal(pgdb, m, t)

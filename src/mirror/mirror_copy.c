@@ -129,6 +129,52 @@ static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *er
     }
 }
 
+/* After t's copy failed to commit, or its commit was skipped as covered:
+ * whether another process of this mirror committed t's copy meanwhile (t
+ * recorded no progress when this run opened it; progress at `at` is this
+ * run's own), as FLOE_ESTATE naming it; else FLOE_OK. */
+static int another_mirror(floe_pg *pg, floe__mtable *t, uint64_t at, bool *other,
+                          floe_error *err)
+{
+    floe__table *tb = NULL;
+    floe__progress p = {.state = FLOE__PROGRESS_NONE};
+    if (floe__mirror_open_iceberg(pg, t, &tb, NULL) != FLOE_OK ||
+        floe__progress_read(tb->loaded->metadata, tb->io, t->sink_id, &p, NULL) != FLOE_OK)
+        p.state = FLOE__PROGRESS_NONE;
+    floe__table_free(tb);
+    if (p.state != FLOE__PROGRESS_FOUND || (!p.frontier.empty && p.frontier.t == at))
+        return FLOE_OK;                   /* nothing, or this run's own commit */
+    *other = true;
+    char lsn[24];
+    floe__lsn_format(p.frontier.t, lsn, sizeof lsn);
+    floe_error_clear(err);
+    return floe__err_set(err, FLOE_ESTATE, "another floe pg process is mirroring %s into %s in "
+                         "the same catalog (slot %s): it committed its own copy of the table, up "
+                         "to %s, while this run was copying it.  Nothing of this run's copy is "
+                         "committed, and this run stops; the other goes on.  Run one floe pg "
+                         "per slot and catalog (a later run resumes from what the table "
+                         "records)", t->source, t->ident, pg->slot_name, lsn);
+}
+
+/* Commit t's copy (its snapshot batch) at `at`: another process of the
+ * mirror that committed it first makes this one fail, whichever of the two
+ * copies is newer (the sink skips a batch another run covered). */
+static int commit_copy(floe_pg *pg, floe__mtable *t, uint64_t at, bool *other,
+                       floe_error *err)
+{
+    floe_sink_stats before, after;
+    floe_sink_stats_get(t->sink, &before);
+    int rc = floe__mirror_advance(pg, t, at, err);
+    floe_sink_stats_get(t->sink, &after);
+    if (rc == FLOE_OK && after.batches_skipped == before.batches_skipped)
+        return FLOE_OK;
+    int arc = another_mirror(pg, t, at, other, err);
+    if (arc != FLOE_OK)
+        return arc;
+    return rc != FLOE_OK ? rc : floe__err_set(err, FLOE_ESTATE, "%s: its copy was skipped as "
+                                              "committed already", t->ident);
+}
+
 static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err)
 {
     uint64_t t0 = floe__monotonic_ns();
@@ -144,11 +190,14 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
         rc = floe__mirror_copy_begin(pg->rconn, t, err);
     if (rc == FLOE_OK)
         rc = copy_rows(pg, t, at - 1, err);
+    bool other = false;                                   /* another process committed it */
     if (rc == FLOE_OK)
-        rc = floe__mirror_advance(pg, t, at, err);        /* the snapshot batch commits */
-    if (rc != FLOE_OK)
+        rc = commit_copy(pg, t, at, &other, err);         /* the snapshot batch commits */
+    if (rc != FLOE_OK && !other)
         return floe__err_wrap(err, rc, "the initial copy of %s (nothing of it is committed; "
                               "the next run copies it again)", t->source);
+    if (rc != FLOE_OK)
+        return rc;
     t->input = t->start = at;
     t->copy = false;
     t->copied = true;

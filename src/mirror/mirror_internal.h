@@ -266,6 +266,9 @@ int floe__mirror_connect(floe_pg *pg, floe_error *err);
 int floe__mirror_name_tables(floe_pg *pg, const char *list, const char *option,
                              floe_error *err);
 int floe__mirror_open_catalog(floe_pg *pg, floe_error *err);
+/* t's Iceberg table as the catalog has it now (FLOE_ENOTFOUND: none). */
+int floe__mirror_open_iceberg(floe_pg *pg, const floe__mtable *t, floe__table **out,
+                              floe_error *err);
 
 /* mirror_life.c: whether floe pg --drop-table left the table (its
  * metadata md) with sink_id's progress at `frontier`, and it has not moved

@@ -81,14 +81,7 @@ static int slot_idle(floe_pg *pg, floe_error *err)
  * is refused for a table holding snapshots none of which is this sink's. */
 static int examine(floe_pg *pg, floe__mtable *t, bool purge, dropping *d, floe_error *err)
 {
-    const char *dot = strrchr(t->ident, '.');
-    FLOE_RETURN_IF(!dot || dot == t->ident || !dot[1], err, FLOE_EINVAL, "Iceberg table '%s' "
-                   "is not NS.NAME", t->ident);
-    char *ns = floe__strndup(t->ident, (size_t)(dot - t->ident));
-    if (!ns)
-        return FLOE_OOM(err);
-    int rc = floe__table_open(pg->catalog, pg->io, ns, dot + 1, NULL, NULL, &d->tb, err);
-    floe__free(ns);
+    int rc = floe__mirror_open_iceberg(pg, t, &d->tb, err);
     if (rc == FLOE_ENOTFOUND) {
         floe_error_clear(err);
         d->tb = NULL;

@@ -1169,3 +1169,17 @@ int floe__mirror_name_tables(floe_pg *pg, const char *list, const char *option,
 }
 
 int floe__mirror_open_catalog(floe_pg *pg, floe_error *err) { return open_catalog(pg, err); }
+
+int floe__mirror_open_iceberg(floe_pg *pg, const floe__mtable *t, floe__table **out,
+                              floe_error *err)
+{
+    const char *dot = strrchr(t->ident, '.');
+    FLOE_RETURN_IF(!dot || dot == t->ident || !dot[1], err, FLOE_EINVAL, "Iceberg table '%s' "
+                   "is not NS.NAME", t->ident);
+    char *ns = floe__strndup(t->ident, (size_t)(dot - t->ident));
+    if (!ns)
+        return FLOE_OOM(err);
+    int rc = floe__table_open(pg->catalog, pg->io, ns, dot + 1, NULL, NULL, out, err);
+    floe__free(ns);
+    return rc;
+}

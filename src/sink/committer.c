@@ -16,6 +16,8 @@
  *   lower < frontier < upper          part of the batch is in the table: stop
  *   frontier < lower, or our earlier  main was rolled back past what this
  *   snapshots gone from main          sink committed: stop
+ *   frontier < lower, this run had    another process of the sink id
+ *   nothing committed                 committed since it started: stop
  *
  * A commit asserts the current snapshot (no rebasing) and moves the tag
  * floe-<sink id> to the new snapshot in the same metadata update.
@@ -121,6 +123,20 @@ static int rolled_back(const judged *j, floe_error *err)
                          "hold the rows)", j->c->cfg.sink_id, where, j->last);
 }
 
+/* A sink that started with nothing committed finds progress of its sink
+ * id below its batch: no rollback can explain that (this run committed
+ * nothing to roll back), another process of the sink id committed since
+ * this one opened the table. */
+static int another_writer(const judged *j, floe_error *err)
+{
+    return floe__err_set(err, FLOE_ESTATE,
+                         "sink '%s' committed frontier %s since this run started, from another "
+                         "process (version %" PRIu64 "): two processes are writing this table "
+                         "with the same sink id; nothing of batch [%s, %s) was committed.  Stop "
+                         "one of them; a later run resumes from what the table records",
+                         j->c->cfg.sink_id, j->have, j->p->sink_version, j->lo, j->hi);
+}
+
 static int judge_found(const judged *j, verdict *v, floe_error *err)
 {
     const floe__progress *p = j->p;
@@ -133,6 +149,8 @@ static int judge_found(const judged *j, verdict *v, floe_error *err)
     *v = same && up == 0 ? ALREADY_LANDED : same && up > 0 ? COVERED : PROCEED;
     if (*v != PROCEED || low == 0)
         return FLOE_OK;
+    if (low < 0 && !j->c->has_last)
+        return another_writer(j, err);
     if (low < 0)
         return rolled_back(j, err);
     return floe__err_set(err, FLOE_ESTATE,
@@ -432,9 +450,10 @@ static void skip_covered(floe__committer *c, const floe__sealed *s, int64_t by)
     char lo[32], hi[32], msg[400];
     floe__frontier_format(s->desc.lower, lo, sizeof lo);
     floe__frontier_format(s->desc.upper, hi, sizeof hi);
-    snprintf(msg, sizeof msg, "batch [%s, %s) was already committed by an earlier run of sink "
-             "'%s' (snapshot %" PRId64 ", whose commit landed after this run started): "
-             "skipped", lo, hi, c->cfg.sink_id, by);
+    snprintf(msg, sizeof msg, "batch [%s, %s) was already committed by another run of sink "
+             "'%s' (snapshot %" PRId64 ", committed after this run started: an earlier run's "
+             "commit that landed late, or another process of the sink): skipped", lo, hi,
+             c->cfg.sink_id, by);
     c->cfg.warn(c->cfg.warn_ctx, msg);
 }
 

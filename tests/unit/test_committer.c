@@ -265,7 +265,7 @@ TEST(batches_an_earlier_run_committed_late_are_skipped)
     CHECK_EQ_INT(floe__committer_commit(f.c, b, f.err), FLOE_OK);
     floe__sealed_free(b);
     CHECK(access(path, F_OK) != 0);                           /* its files are not needed */
-    CHECK(strstr(f.warned, "already committed by an earlier run") != NULL);
+    CHECK(strstr(f.warned, "already committed by another run") != NULL);
     CHECK_EQ_INT(commit(&f, 5, 9, 1), FLOE_OK);     /* ends where it did: as a lost response */
     floe__committer_stats st;
     floe__committer_get_stats(f.c, &st);
@@ -305,6 +305,22 @@ TEST(a_rollback_past_our_commits_stops_the_sink)
     CHECK_EQ_INT(sc_rollback(f.sc, "ns", "t", first, NULL), FLOE_OK);
     CHECK_EQ_INT(commit(&f, 5, 9, 1), FLOE_ESTATE);
     CHECK(msg_has(&f, "rolled back") && msg_has(&f, "records [1]"));
+out:
+    fix_close(&f);
+}
+
+TEST(another_process_of_the_sink_is_not_called_a_rollback)
+{
+    fix f;
+    if (fix_open(&f, "twin") != 0)
+        goto out;
+    /* nothing of ours committed when a twin process of sink s commits [3] */
+    CHECK_EQ_INT(sc_sink_commit(f.sc, "ns", "t", "s", 1, "[3]", NULL, NULL), FLOE_OK);
+    CHECK_EQ_INT(commit(&f, 5, 9, 1), FLOE_ESTATE);
+    CHECK(msg_has(&f, "since this run started, from another process") &&
+          msg_has(&f, "two processes are writing this table with the same sink id"));
+    CHECK(!msg_has(&f, "rolled back"));
+    CHECK_EQ_STR(current_frontier(&f), "[3]");
 out:
     fix_close(&f);
 }
@@ -544,6 +560,7 @@ int main(void)
     RUN(batches_an_earlier_run_committed_late_are_skipped);
     RUN(a_batch_partly_in_the_table_stops_the_sink);
     RUN(a_rollback_past_our_commits_stops_the_sink);
+    RUN(another_process_of_the_sink_is_not_called_a_rollback);
     RUN(expired_history_is_walked_through_older_metadata_files);
     RUN(history_nobody_can_vouch_for_stops_the_sink);
     RUN(resume_decisions);
