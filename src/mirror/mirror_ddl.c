@@ -95,15 +95,13 @@ static const floe__mcol *by_attnum(const floe__mcol *c, size_t n, int32_t attnum
     return NULL;
 }
 
-/* A column's Postgres type for messages ("integer", "numeric(10,2)",
- * "varchar(20)"). */
+/* A column's Postgres type for messages, as format_type() names it
+ * ("integer", "numeric(10,2)", "character varying(20)", a domain's name;
+ * floe__mirror_resolve_type sets it). */
 static void type_text(const floe__mcol *c, char *out, size_t n)
 {
     const floe__pg_type *t = &c->type;
-    bool sized = strcmp(t->name, "varchar") == 0 || strcmp(t->name, "bpchar") == 0;
-    if (t->name[0] && t->conv == FLOE__PGC_TEXT && sized && c->typmod >= 4)
-        snprintf(out, n, "%s(%d)", t->name, (int)(c->typmod - 4));
-    else if (t->name[0] && t->conv == FLOE__PGC_TEXT)
+    if (t->name[0])
         snprintf(out, n, "%s", t->name);
     else
         floe__pg_type_decl(t, out, n);

@@ -325,6 +325,22 @@ static int check_filters(floe_pg *pg, floe__mtable *t, floe_error *err)
 
 /* ---- one table ---------------------------------------------------------------------------------- */
 
+/* pg_class.relkind as Postgres's documentation names it. */
+static const char *relkind_name(char k)
+{
+    switch (k) {
+    case 'v': return "a view";
+    case 'm': return "a materialized view";
+    case 'f': return "a foreign table";
+    case 'p': return "a partitioned table";
+    case 'S': return "a sequence";
+    case 'i': case 'I': return "an index";
+    case 'c': return "a composite type";
+    case 't': return "a TOAST table";
+    default: return "a relation of another kind";
+    }
+}
+
 static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
     floe__pg_result *r = NULL;
@@ -338,9 +354,9 @@ static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
         rc = floe__err_set(err, FLOE_ENOTFOUND, "table %s does not exist in database %s (names "
                            "are matched exactly)", t->source, pg->database);
     else if (kind[0] != 'r')
-        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s is not a plain table (relkind '%s'%s): "
-                           "floe mirrors tables", t->source, kind,
-                           kind[0] == 'p' ? ", partitioned" : "");
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s is %s, not a plain table: floe mirrors "
+                           "tables%s", t->source, relkind_name(kind[0]),
+                           kind[0] == 'p' ? " (publish its partitions and mirror those)" : "");
     else if (!yes(floe__pg_get(r, 0, 3)))
         rc = floe__err_set(err, FLOE_EPERM, "no SELECT privilege on %s: GRANT SELECT ON %s TO "
                            "the role floe connects as", t->source, t->source);
@@ -370,10 +386,12 @@ static int resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, int depth, fl
     char o[16];
     snprintf(o, sizeof o, "%u", oid);
     floe__pg_result *r = NULL;
+    char mod[16];
+    snprintf(mod, sizeof mod, "%d", (int)typmod);
     FLOE_FORWARD(query1(pg, "SELECT t.typtype, t.typbasetype, t.typtypmod, t.typelem, "
                             "t.typcategory, t.typlen, (SELECT rngsubtype FROM pg_range WHERE "
-                            "rngtypid = t.oid), t.typname FROM pg_type t WHERE t.oid = $1", o,
-                        NULL, &r, err));
+                            "rngtypid = t.oid), t.typname, format_type(t.oid, $2::int) FROM "
+                            "pg_type t WHERE t.oid = $1", o, mod, &r, err));
     int rc = FLOE_OK;
     const char *tt = floe__pg_get(r, 0, 0), *cat = floe__pg_get(r, 0, 4);
     uint32_t base = floe__pg_rows(r) ? (uint32_t)strtoul(floe__pg_get(r, 0, 1), NULL, 10) : 0;
@@ -397,6 +415,9 @@ static int resolve_type(floe_pg *pg, uint32_t oid, int32_t typmod, int depth, fl
         if (out->conv == FLOE__PGC_TEXT)
             snprintf(out->name, sizeof out->name, "%s", floe__pg_get(r, 0, 7));
     }
+    const char *shown = floe__pg_get(r, 0, 8);    /* messages name it as Postgres does */
+    if (rc == FLOE_OK && depth == 0 && shown)
+        snprintf(out->name, sizeof out->name, "%s", shown);
     floe__pg_result_free(r);
     return rc;
 }
