@@ -329,3 +329,30 @@ def test_create_publication_sets_publish_via_root(pgdb, tmp_path):
     pgdb.sql("UPDATE h SET id = id + 1000 WHERE id < 50; INSERT INTO plain VALUES (1)")
     m.catch_up()
     check_equal(pgdb, m, ("h",))
+
+
+def test_a_partition_added_with_an_identity_that_does_not_fit(pgdb, tmp_path):
+    """A FULL root's new partition starts at DEFAULT: its old rows would come
+    with the key only.  The mirror stops with the statement that fixes it,
+    and the next run copies the table again."""
+    pgdb.sql(DDL)
+    m = Mirror(pgdb, tmp_path, ["public.l"], "--create-publication")
+    m.catch_up()
+    p, f, log = start(m, tmp_path, "run")
+    pgdb.sql("CREATE TABLE l_af PARTITION OF l FOR VALUES IN ('af')")
+    try:
+        p.wait(timeout=120 * SCALE)
+    finally:
+        if p.returncode is None:
+            p.kill()
+        f.close()
+    text = open(log).read()
+    assert p.returncode == 1, text
+    assert "partition public.l_af, added while floe ran, has REPLICA IDENTITY DEFAULT while " \
+        "public.l has FULL: run ALTER TABLE public.l_af REPLICA IDENTITY FULL" in text, text
+    pgdb.sql("INSERT INTO l VALUES (1, 'af', 'x'), (2, 'af', 'y')")
+    pgdb.sql("ALTER TABLE public.l_af REPLICA IDENTITY FULL")
+    pgdb.sql("UPDATE l SET note = 'z' WHERE region = 'af'; UPDATE l SET region = 'af' WHERE id = 3")
+    r = m.catch_up()
+    assert "public.l: its partitions changed since its last commit" in r.stderr, r.stderr
+    check_equal(pgdb, m, ("l",))

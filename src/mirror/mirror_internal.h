@@ -17,6 +17,8 @@
  *                    sink's schema evolves at the change's position
  *   mirror_resync.c  a table copied again in place (a change Iceberg cannot
  *                    take, or --resync) while the others stream on
+ *   mirror_part.c    partitioned tables, published through their root: the
+ *                    checks, and ATTACH/DETACH/TRUNCATE of a partition found
  *
  * Time is the LSN: every change of a transaction is pushed at the
  * transaction's commit LSN, and the frontier moves to a commit's end LSN
