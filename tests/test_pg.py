@@ -216,6 +216,8 @@ def test_tables_floe_cannot_mirror_are_refused_up_front(pgdb, tmp_path):
         CREATE TABLE fullnokey (x double precision);
         ALTER TABLE fullnokey REPLICA IDENTITY FULL;
         CREATE TABLE parted (id int PRIMARY KEY) PARTITION BY RANGE (id);
+        CREATE TABLE parted1 PARTITION OF parted FOR VALUES FROM (0) TO (10);
+        ALTER TABLE parted REPLICA IDENTITY FULL;
         CREATE TABLE ok (id int PRIMARY KEY);
     """)
     cases = {
@@ -223,7 +225,7 @@ def test_tables_floe_cannot_mirror_are_refused_up_front(pgdb, tmp_path):
         "public.nothing": "REPLICA IDENTITY NOTHING",
         "public.toasty": "ALTER TABLE public.toasty REPLICA IDENTITY FULL",
         "public.fullnokey": "keys it by the whole row",
-        "public.parted": "partitioned",
+        "public.parted": "ALTER TABLE public.parted1 REPLICA IDENTITY FULL",
         "public.missing": "does not exist",
     }
     for table, why in cases.items():

@@ -495,6 +495,7 @@ static void table_free(floe__mtable *t)
     floe__free(t->schema_text);
     floe__free(t->key_text);
     floe__free(t->shape);
+    floe__free(t->parts);
 }
 
 void floe_pg_free(floe_pg *pg)

@@ -22,17 +22,29 @@
 
 #define CHECK_EVERY 65536
 
-static int copy_sql(const floe__mtable *t, floe__buf *b, floe_error *err)
+static int table_name(const floe__mtable *t, floe__buf *b, floe_error *err)
 {
-    FLOE_FORWARD(floe__buf_printf(b, err, "COPY "));
     FLOE_FORWARD(floe__pg_quote_ident(t->nsp, b, err));
     FLOE_FORWARD(floe__buf_putc(b, '.', err));
-    FLOE_FORWARD(floe__pg_quote_ident(t->rel, b, err));
-    FLOE_FORWARD(floe__buf_printf(b, err, " ("));
+    return floe__pg_quote_ident(t->rel, b, err);
+}
+
+/* COPY t (cols) TO STDOUT; for a partitioned table, which COPY refuses,
+ * COPY (SELECT cols FROM t) TO STDOUT (every partition's rows). */
+static int copy_sql(const floe__mtable *t, floe__buf *b, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, t->partitioned ? "COPY (SELECT " : "COPY "));
+    if (!t->partitioned)
+        FLOE_FORWARD(table_name(t, b, err));
+    FLOE_FORWARD(floe__buf_printf(b, err, t->partitioned ? "" : " ("));
     for (size_t c = 0; c < t->ncols; c++) {
         if (c)
             FLOE_FORWARD(floe__buf_append(b, ", ", 2, err));
         FLOE_FORWARD(floe__pg_quote_ident(t->cols[c].name, b, err));
+    }
+    if (t->partitioned) {
+        FLOE_FORWARD(floe__buf_printf(b, err, " FROM "));
+        FLOE_FORWARD(table_name(t, b, err));
     }
     FLOE_FORWARD(floe__buf_printf(b, err, ") TO STDOUT"));
     return floe__buf_putc(b, 0, err);
@@ -48,7 +60,10 @@ int floe__mirror_shape(floe__pg_conn *c, const floe__mtable *t, char **out, floe
                                 "':' || (SELECT string_agg(attnum || ',' || attname || ',' || "
                                 "atttypid || ',' || atttypmod || ',' || attisdropped || ',' || "
                                 "attnotnull, ';' ORDER BY attnum) FROM pg_attribute WHERE "
-                                "attrelid = $1 AND attnum > 0)", params, 1, &r, err));
+                                "attrelid = $1 AND attnum > 0) || coalesce((SELECT ':' || "
+                                "string_agg(c.oid || ',' || c.xmin, ';' ORDER BY c.oid) FROM "
+                                "pg_partition_tree($1) p JOIN pg_class c ON c.oid = p.relid "
+                                "WHERE p.relid <> $1), '')", params, 1, &r, err));
     const char *v = floe__pg_rows(r) ? floe__pg_get(r, 0, 0) : NULL;
     *out = floe__strdup(v ? v : "");
     floe__pg_result_free(r);
@@ -184,6 +199,8 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
         rc = floe__err_set(err, FLOE_ESTATE, "%s changed shape (ALTER TABLE) as its copy began: "
                            "the snapshot it is read in shows it in another shape (or empty, "
                            "after a rewrite); run again", t->source);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_part_read(pg, pg->rconn, t, err);      /* as the copy sees them */
     if (rc == FLOE_OK)
         rc = floe_sink_set_as_of(t->sink, at - 1, err);
     if (rc == FLOE_OK)

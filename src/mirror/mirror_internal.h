@@ -19,6 +19,8 @@
  *                    take, or --resync) while the others stream on
  *   mirror_life.c    a mirror's lifecycle: tables dropped from it
  *                    (--drop-table), the mirror retired (--retire)
+ *   mirror_part.c    partitioned tables, published through their root: the
+ *                    checks, and ATTACH/DETACH/TRUNCATE of a partition found
  *
  * Time is the LSN: every change of a transaction is pushed at the
  * transaction's commit LSN, and the frontier moves to a commit's end LSN
@@ -155,6 +157,18 @@ typedef struct floe__mtable {
      * message naming one is refused (the copy and the stream would differ). */
     floe__mcol *generated;
     size_t ngenerated;
+    /* A partitioned table (relkind 'p', mirror_part.c): its partitions as
+     * last verified ("oid:relfilenode,..." of every partition, by oid),
+     * whether they were verified for this round's commit, the xids of the
+     * TRUNCATEs of it the stream brought (they rewrite every leaf), and an
+     * unexplained rewrite of a leaf waiting for the stream to pass
+     * part_wait (a TRUNCATE of the root not yet received explains it). */
+    bool partitioned;
+    char *parts;
+    bool parts_ok;
+    uint32_t trunc_xids[8];
+    uint32_t ntrunc_xids;
+    uint64_t part_wait;
 } floe__mtable;
 
 /* ---- the mirror ------------------------------------------------------------------------------ */
@@ -193,6 +207,7 @@ struct floe_pg {
     /* the stream */
     bool in_txn;
     uint64_t txn_lsn;        /* the open transaction's commit LSN: its changes' time */
+    uint32_t txn_xid;        /* its xid (Begin) */
     int64_t txn_time;        /* its commit time (protocol time) */
     uint64_t txn_changes;    /* its changes of mirrored tables */
     uint64_t frontier;       /* G: every transaction to come commits at or after it */
@@ -330,6 +345,29 @@ int floe__mirror_resync_step(floe_pg *pg, floe_error *err);
 /* Copy the rest of the running resync and commit it, now. */
 int floe__mirror_resync_complete(floe_pg *pg, floe_error *err);
 void floe__mirror_resync_abandon(floe_pg *pg);
+
+/* mirror_part.c: partitioned tables, published through their root
+ * (publish_via_partition_root).  Setup: t's partitions described on pg->conn
+ * (refusing partitions whose replica identity does not fit the root's), the
+ * publication checked; a leaf partition mirrored while its root's changes
+ * carry it is refused.  The partitions' fingerprint as c sees them (in a
+ * copy's snapshot) into t->parts; its short form (floe.pg.partitions) for
+ * the commits; a resuming table whose recorded form differs is resynced.
+ * Before each round of commits, the partitions are verified (t->parts_ok):
+ * ATTACH, DETACH, DROP and TRUNCATE of a partition send no change, so a
+ * difference other than an empty new partition or the stream's own
+ * TRUNCATE of the root resyncs the table. */
+int floe__mirror_part_describe(floe_pg *pg, floe__mtable *t, char kind, bool is_partition,
+                               floe_error *err);
+bool floe__mirror_part_via_root(const floe_pg *pg);
+int floe__mirror_part_publication(floe_pg *pg, floe_error *err);
+int floe__mirror_part_read(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, floe_error *err);
+int floe__mirror_part_resumed(floe_pg *pg, floe__mtable *t, const char *recorded,
+                              floe_error *err);
+int floe__mirror_part_verify(floe_pg *pg, floe_error *err);
+void floe__mirror_part_truncated(floe_pg *pg, floe__mtable *t);
+/* The floe.pg.partitions property of t's commits (a partitioned table). */
+int floe__mirror_part_record(floe__mtable *t, floe_error *err);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */
 /* Advance t's sink to `at`, its commit recording floe.pg.lsn (at) and

@@ -96,6 +96,8 @@ static int start(floe_pg *pg, floe__mtable *t, floe_error *err)
     size_t ncat = 0;
     FLOE_FORWARD(floe__mirror_columns(pg, pg->rconn, t->relid, t->source, &cat, &ncat, err));
     int rc = floe__mirror_reopen_sink(pg, t, err);
+    if (rc == FLOE_OK)                   /* its partitions as the copy sees them */
+        rc = floe__mirror_part_read(pg, pg->rconn, t, err);
     if (rc != FLOE_OK) {
         floe__mirror_cols_free(cat, ncat);
         return rc;

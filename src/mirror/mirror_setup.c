@@ -6,7 +6,7 @@
  * per table on one catalog.
  *
  * Refused up front, with the statement that fixes it: a table that is
- * missing, not a plain table, not readable (SELECT), without a primary
+ * missing, not a table (plain or partitioned: mirror_part.c), not readable (SELECT), without a primary
  * key or replica identity (REPLICA IDENTITY NOTHING, or DEFAULT without a
  * primary key), keyed by the whole row (FULL without a primary key) with
  * columns that cannot be compared, or whose values Postgres may store out
@@ -172,6 +172,8 @@ static int publication_statement(floe_pg *pg, bool create, const bool *want, flo
     if (rc == FLOE_OK)
         rc = floe__buf_printf(sql, err, "%s %s", create ? " FOR TABLE" : " ADD TABLE",
                               (const char *)list.data);
+    if (rc == FLOE_OK && create && floe__mirror_part_via_root(pg))   /* a partitioned table */
+        rc = floe__buf_printf(sql, err, " WITH (publish_via_partition_root = true)");
     if (rc == FLOE_OK)
         rc = floe__buf_putc(sql, 0, err);
     floe__buf_free(&list);
@@ -289,7 +291,9 @@ static int setup_publication(floe_pg *pg, floe_error *err)
     size_t n = pg->ntables;
     for (size_t i = 0; i < pg->ntables; i++)
         want[i] = true;
-    int rc = exists ? missing_tables(pg, want, &n, err) : FLOE_OK;
+    int rc = exists ? floe__mirror_part_publication(pg, err) : FLOE_OK;
+    if (rc == FLOE_OK && exists)
+        rc = missing_tables(pg, want, &n, err);
     if (rc == FLOE_OK && n)
         rc = fix_publication(pg, !exists, want, err);
     floe__free(want);
@@ -345,7 +349,8 @@ static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
     floe__pg_result *r = NULL;
     FLOE_FORWARD(query1(pg, "SELECT c.oid, c.relkind, c.relreplident, "
-                            "has_table_privilege(c.oid, 'SELECT') FROM pg_class c JOIN "
+                            "has_table_privilege(c.oid, 'SELECT'), c.relispartition FROM "
+                            "pg_class c JOIN "
                             "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND "
                             "c.relname = $2", t->nsp, t->rel, &r, err));
     int rc = FLOE_OK;
@@ -353,10 +358,9 @@ static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
     if (!floe__pg_rows(r))
         rc = floe__err_set(err, FLOE_ENOTFOUND, "table %s does not exist in database %s (names "
                            "are matched exactly)", t->source, pg->database);
-    else if (kind[0] != 'r')
-        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s is %s, not a plain table: floe mirrors "
-                           "tables%s", t->source, relkind_name(kind[0]),
-                           kind[0] == 'p' ? " (publish its partitions and mirror those)" : "");
+    else if (kind[0] != 'r' && kind[0] != 'p')
+        rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s is %s, not a table: floe mirrors tables, "
+                           "plain or partitioned", t->source, relkind_name(kind[0]));
     else if (!yes(floe__pg_get(r, 0, 3)))
         rc = floe__err_set(err, FLOE_EPERM, "no SELECT privilege on %s: GRANT SELECT ON %s TO "
                            "the role floe connects as", t->source, t->source);
@@ -364,6 +368,7 @@ static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
         t->relid = (uint32_t)strtoul(floe__pg_get(r, 0, 0), NULL, 10);
         t->replident = floe__pg_get(r, 0, 2)[0];
         t->stream_replident = t->replident;
+        rc = floe__mirror_part_describe(pg, t, kind[0], yes(floe__pg_get(r, 0, 4)), err);
     }
     floe__pg_result_free(r);
     return rc;
@@ -703,6 +708,7 @@ typedef struct recorded {
     char *columns, *key;
     char *relid, *system_id;     /* the Postgres table's identity (NULL: not recorded) */
     bool dropped;                /* floe pg --drop-table left it at its progress (mirror_life.c) */
+    char *partitions;            /* floe.pg.partitions (a partitioned table's) */
 } recorded;
 
 static void recorded_clear(recorded *r)
@@ -712,6 +718,7 @@ static void recorded_clear(recorded *r)
     floe__free(r->key);
     floe__free(r->relid);
     floe__free(r->system_id);
+    floe__free(r->partitions);
     memset(r, 0, sizeof *r);
 }
 
@@ -747,6 +754,10 @@ static int probe(floe_pg *pg, floe__mtable *t, recorded *out, floe_error *err)
         out->key = key ? floe__strdup(key) : NULL;
         out->relid = relid ? floe__strdup(relid) : NULL;
         out->system_id = sys ? floe__strdup(sys) : NULL;
+        const char *parts = s ? floe__snapshot_summary_get(s, "floe.pg.partitions") : NULL;
+        out->partitions = parts ? floe__strdup(parts) : NULL;
+        if (parts && !out->partitions)
+            rc = FLOE_OOM(err);
         if ((cols && !out->columns) || (key && !out->key) || (relid && !out->relid) ||
             (sys && !out->system_id))
             rc = FLOE_OOM(err);
@@ -915,6 +926,7 @@ static int set_properties(floe_pg *pg, floe__mtable *t, floe_error *err)
     FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.relid", relid, err));
     if (pg->system_id[0])
         FLOE_FORWARD(floe_sink_set_property(t->sink, "floe.pg.system-id", pg->system_id, err));
+    FLOE_FORWARD(floe__mirror_part_record(t, err));
     return floe_sink_set_property(t->sink, "floe.pg.table", t->source, err);
 }
 
@@ -972,6 +984,8 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
     if (rc == FLOE_OK && from)
         rc = align_with_table(t, &rec, err);
     bool dropped = rec.dropped;
+    if (rc == FLOE_OK && from && !other)
+        rc = floe__mirror_part_resumed(pg, t, rec.partitions, err);
     recorded_clear(&rec);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
@@ -1071,7 +1085,9 @@ static int check_toast(floe_pg *pg, floe__mtable *t, floe_error *err)
         return floe__err_set(err, FLOE_EUNSUPPORTED, "%s: Postgres may store values of %s out "
                              "of line (TOAST) and then leaves them out of updates that do not "
                              "change them, unless the table has REPLICA IDENTITY FULL: run "
-                             "ALTER TABLE %s REPLICA IDENTITY FULL", s, names, s);
+                             "ALTER TABLE %s REPLICA IDENTITY FULL%s", s, names, s,
+                             t->partitioned ? ", and the same for each of its partitions (a "
+                             "partition's updates carry what its own identity logs)" : "");
     floe__mirror_warn(pg, "%s: Postgres may leave values of %s out of updates that do not "
                       "change them (TOAST), and each such update makes floe copy the table "
                       "again (a resync): run ALTER TABLE %s REPLICA IDENTITY FULL", s, names, s);

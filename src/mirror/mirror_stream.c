@@ -136,6 +136,8 @@ static bool commit_due(const floe_pg *pg, const floe__mtable *t, commit_what wha
     uint64_t idle = pg->opts.idle_commit_interval_ms * 1000000ull;
     if (pg->frontier <= t->input || t->resync_due || t->resyncing)
         return false;                      /* a resync commits by itself */
+    if (t->partitioned && !t->parts_ok)
+        return false;                      /* its partitions are not verified (mirror_part.c) */
     return t->pending || what == COMMIT_ALL ||
            (what == COMMIT_DUE && now - t->last_commit_ns >= idle);
 }
@@ -144,6 +146,7 @@ static int commit_tables(floe_pg *pg, commit_what what, floe_error *err)
 {
     uint64_t now = floe__monotonic_ns();
     bool any = false;
+    FLOE_FORWARD(floe__mirror_part_verify(pg, err));      /* up to the frontier */
     for (size_t i = 0; i < pg->ntables; i++) {
         floe__mtable *t = &pg->tables[i];
         if (!commit_due(pg, t, what, now))
@@ -289,6 +292,7 @@ static int truncate_table(floe_pg *pg, floe__mtable *t, floe_error *err)
         return floe__err_wrap(err, rc, "the TRUNCATE of %s in the transaction committed at %s",
                               t->source, lsn);
     floe__txnmap_truncate(pg->txn, t->index);    /* the keys it touched are gone */
+    floe__mirror_part_truncated(pg, t);          /* its partitions' new relfilenodes */
     note_pending(pg, t);
     pg->truncates++;
     pg->txn_changes++;
@@ -365,6 +369,7 @@ static int on_message(floe_pg *pg, const uint8_t *p, size_t n, floe_error *err)
         FLOE_RETURN_IF(pg->in_txn, err, FLOE_EINPUT, "a Begin inside a transaction");
         pg->in_txn = true;
         pg->txn_lsn = m.lsn;
+        pg->txn_xid = m.xid;
         pg->txn_time = m.time;
         pg->txn_changes = 0;
         floe__txnmap_clear(pg->txn);
