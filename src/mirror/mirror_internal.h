@@ -17,6 +17,8 @@
  *                    sink's schema evolves at the change's position
  *   mirror_resync.c  a table copied again in place (a change Iceberg cannot
  *                    take, or --resync) while the others stream on
+ *   mirror_verify.c  floe pg --verify: every table compared with Postgres at
+ *                    one LSN (floe_pg_verify)
  *
  * Time is the LSN: every change of a transaction is pushed at the
  * transaction's commit LSN, and the frontier moves to a commit's end LSN
@@ -203,6 +205,11 @@ struct floe_pg {
     bool tables_ready;
     pthread_mutex_t lock;
     floe_pg_stats published;
+    /* floe_pg_verify (mirror_verify.c): the consistent point C the tables
+     * are committed up to and no further (0: not verifying), and the
+     * connection holding the snapshot exported at C. */
+    uint64_t verify_at;
+    floe__pg_conn *vconn;
 };
 
 /* Messages through the options' callbacks. */
@@ -300,6 +307,10 @@ int floe__mirror_resync_step(floe_pg *pg, floe_error *err);
 /* Copy the rest of the running resync and commit it, now. */
 int floe__mirror_resync_complete(floe_pg *pg, floe_error *err);
 void floe__mirror_resync_abandon(floe_pg *pg);
+
+/* mirror_verify.c: a resync due while verifying (it would commit past C):
+ * the error that says so, naming t. */
+int floe__mirror_verify_refuse_resync(floe_pg *pg, const floe__mtable *t, floe_error *err);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */
 /* Advance t's sink to `at`, its commit recording floe.pg.lsn (at) and
