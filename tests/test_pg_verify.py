@@ -116,6 +116,32 @@ def test_foreign_writes_are_reported_by_key(pgdb, tmp_path):
     assert r.returncode == 0 and "all 1 tables equal" in r.stderr, r
 
 
+def test_many_differences_are_all_counted_and_the_first_reported(pgdb, tmp_path):
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual
+    pgdb.sql(DDL)
+    m = Mirror(pgdb, tmp_path, ["public.t"], "--create-publication")
+    m.catch_up()
+    t = foreign(m)
+    t.delete(delete_filter=LessThanOrEqual("id", 1500))
+    t = foreign(m)
+    rows = [{"id": i, "v": f"v{i}", "n": -i} for i in range(2000, 2101)]
+    t.overwrite(pa.Table.from_pylist(rows, schema=t.schema().as_arrow()),
+                overwrite_filter=And(GreaterThanOrEqual("id", 2000), LessThanOrEqual("id", 2100)))
+    r = verify(m)
+    assert r.returncode == 3, r
+    line = table_line(r, "public.t")
+    assert "1601 differences at" in line, line
+    assert "(1500 missing in public.t, 0 extra, 101 different; 3000 rows in Postgres, 1500 in " \
+           "Iceberg)" in line, line
+    shown = line.split("): ", 1)[1]
+    assert shown.endswith(", ... (1501 more)"), line
+    items = re.findall(r'(missing|different) \{"id":(\d+)\}', shown)
+    assert len(items) == 100, shown
+    for kind, key in items:
+        assert (kind == "missing" and int(key) <= 1500) or \
+               (kind == "different" and 2000 <= int(key) <= 2100), (kind, key)
+
+
 def writer(db, stop, counts):
     with db.conn() as c:
         i = 0

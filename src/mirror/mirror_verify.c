@@ -47,6 +47,7 @@
 #define REPORT_MAX 100
 #define ROUND_BYTES ((uint64_t)256 << 20)    /* rows held by one round of the second read */
 #define KEY_JSON_MAX 300
+#define STOP_EVERY 65536                     /* rows between looks at a stop request */
 #define SEED_BUCKET 0x6a09e667f3bcc908ull
 #define SEED_H1 0xbb67ae8584caa73bull
 #define SEED_H2 0x3c6ef372fe94f82bull
@@ -79,6 +80,7 @@ typedef struct vtable {
     size_t n, cap;
     uint64_t rows[2], missing, extra, different;
     uint64_t reported, shown;                /* differences noted; of them written out */
+    uint64_t seen;                           /* rows read, for stop requests */
 } vtable;
 
 int floe__mirror_verify_refuse_resync(floe_pg *pg, const floe__mtable *t, floe_error *err)
@@ -133,6 +135,8 @@ static int hold(vtable *v, const uint8_t *row, size_t len, floe_error *err)
 /* A row of the side being read: into its bucket's digest, or held. */
 static int on_row(vtable *v, const uint8_t *row, size_t len, floe_error *err)
 {
+    FLOE_RETURN_IF(++v->seen % STOP_EVERY == 0 && floe__mirror_stopping(v->pg), err,
+                   FLOE_EINTERRUPTED, "stopped while comparing %s", v->t->source);
     FLOE_FORWARD(row_key(v, row, len, err));
     uint32_t b = (uint32_t)floe__hash64(v->key.data, v->key.len, SEED_BUCKET) & (BUCKETS - 1);
     if (v->collect)
@@ -332,18 +336,20 @@ static bool same(const digest *a, const digest *b)
  * the report is full. */
 static void choose_round(vtable *v, uint32_t *next, bool *any)
 {
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, room = v->reported < REPORT_MAX ? REPORT_MAX - v->reported : 0;
     *any = false;
     memset(v->wanted, 0, BUCKETS);
     for (; *next < BUCKETS; (*next)++) {
         const digest *p = &v->d[PG][*next], *q = &v->d[ICEBERG][*next];
         if (same(p, q))
             continue;
-        if ((!p->n || !q->n) && v->reported >= REPORT_MAX) {
-            v->missing += p->n;
-            v->extra += q->n;
-            v->reported += p->n + q->n;
-            continue;
+        if (!p->n || !q->n) {                /* all missing or all extra */
+            if (!room) {
+                v->missing += p->n;
+                v->extra += q->n;
+                continue;
+            }
+            room -= p->n + q->n < room ? p->n + q->n : room;
         }
         uint64_t need = p->bytes + q->bytes + (p->n + q->n) * sizeof(entry);
         if (*any && bytes + need > ROUND_BYTES)
