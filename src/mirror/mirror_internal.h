@@ -310,7 +310,7 @@ void floe__mirror_resync_abandon(floe_pg *pg);
 
 /* mirror_verify.c: a resync due while verifying (it would commit past C):
  * the error that says so, naming t. */
-int floe__mirror_verify_refuse_resync(floe_pg *pg, const floe__mtable *t, floe_error *err);
+int floe__mirror_verify_refuse_resync(const floe__mtable *t, floe_error *err);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */
 /* Advance t's sink to `at`, its commit recording floe.pg.lsn (at) and

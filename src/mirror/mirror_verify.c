@@ -46,6 +46,8 @@
 #define BUCKETS 65536u                       /* a power of two */
 #define REPORT_MAX 100
 #define ROUND_BYTES ((uint64_t)256 << 20)    /* rows held by one round of the second read */
+#define HELD_MAX ((size_t)4 << 30)           /* a round's rows, even when one bucket holds
+                                                more than ROUND_BYTES (a key skew) */
 #define KEY_JSON_MAX 300
 #define STOP_EVERY 65536                     /* rows between looks at a stop request */
 #define SEED_BUCKET 0x6a09e667f3bcc908ull
@@ -83,9 +85,8 @@ typedef struct vtable {
     uint64_t seen;                           /* rows read, for stop requests */
 } vtable;
 
-int floe__mirror_verify_refuse_resync(floe_pg *pg, const floe__mtable *t, floe_error *err)
+int floe__mirror_verify_refuse_resync(const floe__mtable *t, floe_error *err)
 {
-    (void)pg;
     return floe__err_set(err, FLOE_ESTATE, "%s needs a resync (%s), which would commit past "
                          "the point being verified: run floe pg without --verify until it "
                          "has resynced, then verify", t->source, t->resync_why);
@@ -412,7 +413,7 @@ static int vtable_init(vtable *v, floe_pg *pg, floe__mtable *t, uint64_t at, flo
 {
     *v = (vtable){.pg = pg, .t = t, .at = at};
     floe__buf_init(&v->key, (size_t)1 << 30);
-    floe__buf_init(&v->held, (size_t)1 << 40);
+    floe__buf_init(&v->held, HELD_MAX);
     floe__buf_init(&v->json, (size_t)1 << 20);
     floe__buf_init(&v->report, (size_t)1 << 20);
     v->spans = floe__calloc(t->ncols + 1, sizeof *v->spans);
@@ -485,7 +486,7 @@ static int check_tables(const floe_pg *pg, floe_error *err)
                        "this mirror): run floe pg without --verify first, then verify",
                        t->source, t->ident);
         if (t->resync_due)
-            return floe__mirror_verify_refuse_resync((floe_pg *)pg, t, err);
+            return floe__mirror_verify_refuse_resync(t, err);
     }
     return FLOE_OK;
 }
@@ -530,9 +531,11 @@ static int check_committed(floe_pg *pg, uint64_t at, floe_error *err)
         floe_sink_stats_get(pg->tables[i].sink, &st);
         bool ok = st.has_committed_frontier && !st.committed_frontier_empty &&
                   st.committed_frontier == at;
-        FLOE_RETURN_IF(!ok, err, FLOE_EINTERNAL, "%s is not committed at exactly the point "
-                       "verified (its frontier is %" PRIu64 ", the point %" PRIu64 ")",
-                       pg->tables[i].source, st.committed_frontier, at);
+        char f[24], c[24];
+        floe__lsn_format(st.committed_frontier, f, sizeof f);
+        floe__lsn_format(at, c, sizeof c);
+        FLOE_RETURN_IF(!ok, err, FLOE_EINTERNAL, "%s is committed up to %s, not at exactly the "
+                       "point verified, %s", pg->tables[i].source, f, c);
     }
     return FLOE_OK;
 }
