@@ -1015,6 +1015,44 @@ int floe_pg_drop_tables(const floe_pg_options *opts, const char *tables, int pur
  * slot, every table copied again in place).  FLOE_ESTATE (nothing
  * dropped) when floe_pg_run did not reach its stop LSN. */
 int floe_pg_retire(floe_pg *pg, floe_error *err);
+/* Verify the mirror (floe pg --verify, docs/postgres.md "Verifying a
+ * mirror"), instead of floe_pg_run: a temporary slot exports a snapshot
+ * consistent at C (held open on a connection of its own), the mirror
+ * streams from its slot until every transaction committing below C is in
+ * and advances every table to exactly C (the slot is confirmed there), and
+ * then each table's Iceberg rows (the live rows of its current snapshot,
+ * read back with floe's reader) are compared with its Postgres rows in that
+ * snapshot (COPY, converted as the copy converts them), key by key:
+ * digests of hash buckets of the key first, then the rows of the buckets
+ * that differ, so memory stays bounded whatever the table's size.
+ * on_table (may be NULL) hears each table's result as it is compared (the
+ * struct and its strings are valid during the call only); *at receives C
+ * and *differences (may be NULL) the differences of all tables.  FLOE_OK
+ * whether or not the tables are equal; an error when a table could not be
+ * compared (a table that needs its initial copy or a resync, an ALTER
+ * TABLE while verifying, the connection: FLOE_ENET).  Tables needing a
+ * copy are refused (run the mirror first). */
+typedef struct floe_pg_verify_table {
+    const char *source;             /* "schema.table" */
+    const char *table;              /* the Iceberg table, "NS.NAME" */
+    uint64_t at;                    /* C, the LSN both sides were read at */
+    uint64_t pg_rows, iceberg_rows;
+    /* Keys live in Postgres and not in Iceberg, live in Iceberg and not in
+     * Postgres, and live in both with other values (for a table keyed by
+     * the whole row: rows, counted with their multiplicity). */
+    uint64_t missing, extra, different;
+    /* 1: its columns in Postgres at C are not those it is mirrored with (an
+     * ALTER TABLE the mirror follows at the table's next change): its rows
+     * were not compared, and it counts as one difference. */
+    int shape_differs;
+    /* The first differences (at most 100), ", "-separated: `missing {"id":5}`,
+     * `extra {"id":9}`, `different {"id":7} ("qty", "note")`, then
+     * `... (N more)` when there are more; "" when none.  A table whose
+     * shape differs says how here. */
+    const char *report;
+} floe_pg_verify_table;
+int floe_pg_verify(floe_pg *pg, void (*on_table)(void *ctx, const floe_pg_verify_table *t),
+                   void *ctx, uint64_t *at, uint64_t *differences, floe_error *err);
 
 /* The mirrored tables. */
 size_t floe_pg_table_count(const floe_pg *pg);

@@ -23,7 +23,7 @@
 static const char USAGE[] =
     "floe pg [--source CONNINFO] [--tables SCHEMA.TABLE,...] [--publication NAME] "
     "[--create-publication] [--slot NAME] [--namespace NS] [--table-map SCHEMA.TABLE=NS.NAME,...] "
-    "[--resync SCHEMA.TABLE,...] [--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
+    "[--resync SCHEMA.TABLE,...] [--verify] [--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
     "[--idle-commit-interval DURATION] [--stop-at LSN|now] [--txn-memory BYTES] "
     "[--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
     "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
@@ -47,7 +47,8 @@ static const char NOTES[] =
     "  position in the stream.  A change Iceberg cannot take in place (bigint -> int,\n"
     "  another type, a default Postgres wrote into old rows of a format 2 table)\n"
     "  copies that table again (a resync) while the others stream on; --resync does\n"
-    "  the same on demand.  TRUNCATE of a mirrored table stops the mirror.\n"
+    "  the same on demand.  TRUNCATE is mirrored at its place in the stream (one\n"
+    "  snapshot removes the rows it removed).\n"
     "  A partitioned table is one Iceberg table, the root's; its publication publishes\n"
     "  through the root (publish_via_partition_root = true: --create-publication sets\n"
     "  it).  ATTACH, DETACH, DROP or TRUNCATE of one partition resync it.\n"
@@ -66,9 +67,17 @@ static const char NOTES[] =
     "  afresh.  --retire runs until everything up to the server's position now is\n"
     "  committed, then drops the slot (and the publication with --create-publication);\n"
     "  the Iceberg tables stay.  Mirroring them again takes --new-mirror.\n"
+
+    "verify:\n"
+    "  --verify runs the mirror up to one LSN (a temporary slot's consistent point),\n"
+    "  commits every table there, compares each with Postgres at that LSN and exits:\n"
+    "  a line per table (equal, or its missing, extra and different keys) and a\n"
+    "  summary.  It takes the slot as a run does: stop the mirror meanwhile.\n"
     "\n"
     "exit status:\n"
-    "  0    --stop-at was reached: everything up to it is committed\n"
+    "  0    --stop-at was reached: everything up to it is committed; --verify: every\n"
+    "       table is equal\n"
+    "  3    --verify found differences (each table's line names them)\n"
     "  1    the mirror halted (the message says why); tables stay at their last commits\n"
     "  2    bad options: nothing was created\n"
     "  129, 130, 143   stopped by SIGHUP, SIGINT, SIGTERM (whole transactions received\n"
@@ -77,6 +86,7 @@ static const char NOTES[] =
 static const cli_command CMD = {"pg", USAGE, NOTES};
 
 #define MAX_WARNINGS 20
+#define EXIT_DIFFERENCES 3              /* --verify found differences */
 #define TTY_INTERVAL_NS 1000000000u
 #define PLAIN_INTERVAL_NS 10000000000u
 
@@ -210,6 +220,12 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     }
     if (cli_has(opts, "purge") && !cli_has(opts, "drop-table")) {
         cli_say("floe: --purge goes with --drop-table\n");
+        return -1;
+    }
+    if (cli_has(opts, "verify") && (o->stop_at_lsn || o->stop_at_now || o->resync ||
+                                    cli_has(opts, "retire") || cli_has(opts, "drop-table"))) {
+        cli_say("floe: --verify stops by itself at the LSN it verifies: it takes none of "
+                "--stop-at, --resync, --retire and --drop-table\n");
         return -1;
     }
     if (!o->tables && !o->publication && !cli_has(opts, "drop-table")) {
@@ -387,6 +403,57 @@ static int retire(run *r)
     return CLI_EXIT_OK;
 }
 
+/* ---- --verify ------------------------------------------------------------------------------ */
+
+typedef struct verified {
+    uint64_t tables, equal;
+} verified;
+
+static void on_verified(void *ctx, const floe_pg_verify_table *t)
+{
+    verified *v = ctx;
+    char lsn[24];
+    floe_pg_lsn_format(t->at, lsn, sizeof lsn);
+    uint64_t n = t->missing + t->extra + t->different;
+    v->tables++;
+    if (t->shape_differs) {
+        cli_say("%s: differs at %s: %s\n", t->source, lsn, t->report);
+        return;
+    }
+    if (!n) {
+        v->equal++;
+        cli_say("%s: equal, %" PRIu64 " rows at %s\n", t->source, t->pg_rows, lsn);
+        return;
+    }
+    cli_say("%s: %" PRIu64 " difference%s at %s (%" PRIu64 " missing in %s, %" PRIu64 " extra, %"
+            PRIu64 " different; %" PRIu64 " rows in Postgres, %" PRIu64 " in Iceberg): %s\n",
+            t->source, n, n == 1 ? "" : "s", lsn, t->missing, t->table, t->extra, t->different,
+            t->pg_rows, t->iceberg_rows, t->report);
+}
+
+static int verify(run *r)
+{
+    verified v = {0};
+    uint64_t at = 0, diffs = 0;
+    int rc = floe_pg_verify(r->pg, on_verified, &v, &at, &diffs, r->err);
+    if (rc == FLOE_EINTERRUPTED && cli_signals_caught())
+        return report_stop(r, cli_signals_caught());
+    if (rc != FLOE_OK) {
+        report_halt(r, "pg --verify");
+        return floe_error_retryable(r->err) ? CLI_EXIT_TRANSIENT : CLI_EXIT_FAILED;
+    }
+    char lsn[24];
+    floe_pg_lsn_format(at, lsn, sizeof lsn);
+    if (!diffs) {
+        cli_say("floe: verified at %s: all %" PRIu64 " tables equal\n", lsn, v.tables);
+        return CLI_EXIT_OK;
+    }
+    cli_say("floe: verified at %s: %" PRIu64 " of %" PRIu64 " tables differ (%" PRIu64
+            " differences); floe pg --resync SCHEMA.TABLE copies a table again in place\n",
+            lsn, v.tables - v.equal, v.tables, diffs);
+    return EXIT_DIFFERENCES;
+}
+
 static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)
 {
     const char *addr = cli_get(opts, "metrics-addr");
@@ -405,6 +472,12 @@ static int open_and_run(run *r, const cli_opt *opts, const floe_pg_options *o)
     metrics_server_health_fn(r->metrics, health_text);
     table_notices(r);
     r->status = cli_status_start_fn(r->mode, r->interval_ns, status_text, r);
+    if (cli_has(opts, "verify")) {
+        int status = verify(r);
+        cli_status_stop(r->status);
+        r->status = NULL;
+        return status;
+    }
     int rc = floe_pg_run(r->pg, r->err);
     cli_status_stop(r->status);
     r->status = NULL;
@@ -458,6 +531,8 @@ int cmd_pg(int argc, char **argv)
                          "SCHEMA.TABLE,...", NULL},
         {"reconnect-timeout", true, "keep reconnecting after a lost connection this long "
                                     "(default 5m; 0: for ever)", NULL},
+        {"verify", false, "commit every table up to one LSN, compare each with Postgres "
+                          "there and exit (0 equal, 3 differences)", NULL},
         {"new-mirror", false, "mirror into this catalog although the slot already confirmed "
                               "progress no table here records (copies every table), or start "
                               "a new slot after the old one was dropped (--retire): every "

@@ -537,16 +537,10 @@ static int do_group(floe__compaction *c, const floe__compact_group *g, floe_erro
 
 void floe__compaction_clear(floe__compaction *c)
 {
-    for (size_t k = 0; c->eq && c->plan && k < c->plan->n_deletes; k++) {
-        floe__byteset_free(c->eq[k].keys);
-        floe_schema_free(c->eq[k].schema);
-    }
-    floe__free(c->eq);
-    floe__deleted_free(c->deleted);
+    floe__live_free(c->live);
     floe__plan_free(c->plan);
     floe_schema_free(c->rows);
     floe_schema_free(c->schema);
-    floe__buf_free(&c->key);
     floe__buf_free(&c->row);
 }
 
@@ -562,10 +556,7 @@ int floe__compaction_start(floe__compaction *c, floe_error *err)
     FLOE_FORWARD(floe__table_current_schema(c->t, &c->schema, err));
     FLOE_FORWARD(floe__compact_row_schema(c, err));
     FLOE_FORWARD(floe__table_plan(c->t, -1, &c->plan, err));
-    c->eq = floe__calloc(c->plan->n_deletes + 1, sizeof *c->eq);
-    if (!c->eq)
-        return FLOE_OOM(err);
-    return floe__deleted_new(c->t->io, c->plan, &c->deleted, err);
+    return floe__live_new(c->t->io, c->plan, c->schema, &c->live, err);
 }
 
 int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_result *res,
@@ -576,7 +567,6 @@ int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_
     if (!c)
         return FLOE_OOM(err);
     *c = (floe__compaction){.t = t, .o = o, .res = res};
-    floe__buf_init(&c->key, 0);
     floe__buf_init(&c->row, 0);
     floe__compact_group *gs = NULL;
     size_t n = 0;

@@ -8,12 +8,6 @@
 
 #include "maint/maint_internal.h"
 
-/* The keys of one equality delete file, read once per run. */
-typedef struct floe__eq_set {
-    floe__schema *schema;            /* the table's columns it deletes by, in table order */
-    floe__byteset *keys;             /* its rows in the row format of `schema` */
-} floe__eq_set;
-
 /* Data files (indexes into the plan) rewritten together into new files. */
 typedef struct floe__compact_group {
     size_t *files;
@@ -35,16 +29,14 @@ typedef struct floe__compaction {
                                         the run's target */
     floe__plan *plan;                /* of the start snapshot */
     int64_t start_seq;               /* its sequence number: the new files' data seq */
-    floe__deleted *deleted;          /* the plan's position deletes per data file */
+    floe__live *live;                /* the plan's live rows: its deletes per data file */
     const floe__posdel_set *extra;   /* copy-on-write: more rows to leave out; NULL: none */
-    floe__eq_set *eq;                /* per plan->deletes index (equality files only) */
-    floe__buf key;                   /* a row's projection onto equality delete columns */
     floe__buf row;                   /* a row with its lineage made explicit */
 } floe__compaction;
 
 /* Set c (t, o and res given) up on its table as loaded, without reloading
  * it: write options, row schema, the current snapshot's plan and its
- * position deletes (compact.c). */
+ * live rows (compact.c). */
 int floe__compaction_start(floe__compaction *c, floe_error *err);
 /* Free what c holds (not c itself). */
 void floe__compaction_clear(floe__compaction *c);

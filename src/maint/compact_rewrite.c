@@ -3,13 +3,10 @@
  * data files that no delete deletes, read back through the table's FileIO
  * and written to new data files of the target size.
  *
- * Deletes applied per data file, as a reader would apply them: its DV or
- * position delete files (floe__deleted), and the equality delete files
- * whose data sequence number is above the file's.  An equality delete
- * file's rows are read once per compaction into a set of their bytes; a
- * data row matches when its projection onto the same columns (top-level
- * columns in table order, the row format of both) is in the set, null
- * equal to null as Iceberg's equality deletes have it.
+ * Deletes applied per data file, as a reader would apply them: the
+ * table layer's live rows (floe__live: its DV or position delete files,
+ * and the equality delete files whose data sequence number is above the
+ * file's), plus a copy-on-write commit's own deletes.
  *
  * Row lineage (v3): a row keeps its identity when it moves.  Its _row_id
  * and _last_updated_sequence_number are written into the new file: the
@@ -21,83 +18,6 @@
  * assigns them.
  */
 #include "maint/compact_internal.h"
-
-/* ---- equality delete sets ---------------------------------------------------------------- */
-
-/* The projection of the table's schema onto an equality delete file's columns. */
-static int eq_schema(const floe__schema *s, const floe__content_file *eq, floe__schema **out,
-                     floe_error *err)
-{
-    const char **names = floe__calloc(eq->n_equality_ids ? eq->n_equality_ids : 1,
-                                      sizeof *names);
-    if (!names)
-        return FLOE_OOM(err);
-    size_t n = 0;
-    for (uint32_t c = 0; c < s->root.n_children; c++)
-        for (size_t k = 0; k < eq->n_equality_ids; k++)
-            if (s->root.children[c].id == eq->equality_ids[k])
-                names[n++] = s->root.children[c].name;
-    int rc = n == eq->n_equality_ids && n > 0
-                 ? floe__schema_project(s, names, n, out, err)
-                 : floe__err_set(err, FLOE_EUNSUPPORTED, "equality delete file %s deletes by "
-                                 "fields that are not top-level columns of the table",
-                                 eq->path);
-    floe__free(names);
-    return rc;
-}
-
-static int add_key(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
-{
-    (void)pos;
-    return floe__byteset_add(ctx, row, len, err);
-}
-
-static int read_eq_set(floe__compaction *c, const floe__plan_file *eq, floe__eq_set *out,
-                       floe_error *err)
-{
-    FLOE_FORWARD(eq_schema(c->schema, &eq->file, &out->schema, err));
-    FLOE_FORWARD(floe__byteset_new(&out->keys, err));
-    int rc = floe__file_rows_each(c->t->io, eq->file.path, out->schema, add_key, out->keys, err);
-    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "reading equality deletes %s",
-                                                     eq->file.path);
-}
-
-/* The set of plan->deletes[k], read on first use. */
-static int eq_set(floe__compaction *c, size_t k, floe__eq_set **out, floe_error *err)
-{
-    floe__eq_set *e = &c->eq[k];
-    if (!e->keys) {
-        int rc = read_eq_set(c, &c->plan->deletes[k], e, err);
-        if (rc != FLOE_OK) {
-            floe__byteset_free(e->keys);
-            floe_schema_free(e->schema);
-            memset(e, 0, sizeof *e);
-            return rc;
-        }
-    }
-    *out = e;
-    return FLOE_OK;
-}
-
-/* row's top-level slots of the columns `proj` holds, in table order, into out. */
-static int project(const floe__schema *table, const floe__schema *proj, const uint8_t *row,
-                   size_t len, floe__buf *out, floe_error *err)
-{
-    floe__buf_reset(out);
-    const uint8_t *p = row, *end = row + len;
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < table->root.n_children && k < proj->root.n_children; i++) {
-        const floe__field *f = &table->root.children[i];
-        const uint8_t *next = floe__datum_skip(f, p, end);
-        FLOE_RETURN_IF(!next, err, FLOE_EINTERNAL, "a row read back is not of the table schema");
-        if (proj->root.children[k].id == f->id) {
-            FLOE_FORWARD(floe__buf_append(out, p, (size_t)(next - p), err));
-            k++;
-        }
-        p = next;
-    }
-    return FLOE_OK;
-}
 
 /* ---- row lineage ------------------------------------------------------------------------ */
 
@@ -183,33 +103,25 @@ static int with_lineage(const floe__compaction *c, const floe__plan_file *from,
 typedef struct filtering {
     floe__compaction *c;
     const floe__plan_file *from;     /* the old file */
-    floe__posbitmap_seq deleted;     /* by the file's DV or position deletes */
-    floe__eq_set **eq;
-    size_t n_eq;
     floe__posbitmap *skipped;        /* rows left out, recorded */
     floe__file_writer *w;
 } filtering;
 
-static int deleted_by_eq(floe__compaction *c, const filtering *x, const uint8_t *row,
-                         size_t len, bool *gone, floe_error *err)
+/* A row of an old file that a delete deletes: left out, recorded. */
+static int skip_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
 {
-    for (size_t i = 0; i < x->n_eq && !*gone; i++) {
-        FLOE_FORWARD(project(c->schema, x->eq[i]->schema, row, len, &c->key, err));
-        *gone = floe__byteset_has(x->eq[i]->keys, c->key.data, c->key.len);
-    }
-    return FLOE_OK;
+    (void)row;
+    (void)len;
+    filtering *x = ctx;
+    x->c->res->rows_read++;
+    return floe__posbitmap_add(x->skipped, pos, err);
 }
 
-/* One row of an old file: left out when a delete deletes it, else copied. */
+/* A live row of an old file: copied. */
 static int copy_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
 {
     filtering *x = ctx;
     x->c->res->rows_read++;
-    bool gone = floe__posbitmap_seq_has(&x->deleted, pos);
-    if (!gone && x->n_eq)
-        FLOE_FORWARD(deleted_by_eq(x->c, x, row, len, &gone, err));
-    if (gone)
-        return floe__posbitmap_add(x->skipped, pos, err);
     x->c->res->rows_written++;
     if (has_lineage(x->c)) {
         FLOE_FORWARD(with_lineage(x->c, x->from, row, len, pos, &x->c->row, err));
@@ -227,36 +139,17 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
     filtering x = {.c = c, .from = &pd->f, .skipped = &map->skipped[k], .w = w};
     map->first_out[k] = floe__file_writer_rows(w);
     const floe__posbitmap *deleted;
-    FLOE_FORWARD(floe__deleted_positions(c->deleted, i, &deleted, err));
+    FLOE_FORWARD(floe__live_positions(c->live, i, &deleted, err));
     if (deleted)
         FLOE_FORWARD(floe__posbitmap_or(&map->pos_deleted[k], deleted, err));
-    floe__posbitmap both = {0};
+    /* copy-on-write: the commit's deletes too */
     const floe__posbitmap *extra = c->extra ? floe__posdel_set_find(c->extra, pd->f.file.path)
                                             : NULL;
-    int rc = FLOE_OK;
-    if (extra) {                                  /* copy-on-write: the commit's deletes too */
-        if (deleted)
-            rc = floe__posbitmap_or(&both, deleted, err);
-        if (rc == FLOE_OK)
-            rc = floe__posbitmap_or(&both, extra, err);
-        deleted = &both;
-    }
-    floe__posbitmap_seq_init(&x.deleted, deleted);
-    size_t n_eq = p->n_eq - pd->eq_from;
-    x.eq = floe__calloc(n_eq ? n_eq : 1, sizeof *x.eq);
-    if (!x.eq)
-        rc = FLOE_OOM(err);
-    for (size_t e = 0; rc == FLOE_OK && e < n_eq; e++)
-        rc = eq_set(c, p->eq[pd->eq_from + e], &x.eq[x.n_eq++], err);
-    if (rc == FLOE_OK)
-        rc = floe__file_rows_each(c->t->io, pd->f.file.path, c->rows, copy_row, &x, err);
+    int rc = floe__live_file_rows(c->live, i, c->rows, extra, copy_row, skip_row, &x, err);
     if (rc != FLOE_OK)
-        rc = floe__err_wrap(err, rc, "compacting %s", pd->f.file.path);
-    floe__free(x.eq);
-    floe__posbitmap_clear(&both);
-    if (rc == FLOE_OK)
-        c->res->bytes_read += pd->f.file.metrics.file_size;
-    return rc;
+        return floe__err_wrap(err, rc, "compacting %s", pd->f.file.path);
+    c->res->bytes_read += pd->f.file.metrics.file_size;
+    return FLOE_OK;
 }
 
 void floe__compact_map_clear(floe__compact_map *m)

@@ -83,7 +83,6 @@ int floe__cow_rewrite(floe__table *t, const floe__posdel_set *deletes, floe__cow
     }
     w->state = st;
     st->c = (floe__compaction){.t = t, .o = &st->o, .res = &w->stats};
-    floe__buf_init(&st->c.key, 0);
     floe__buf_init(&st->c.row, 0);
     int rc = rewrite(w, deletes, err);
     if (rc != FLOE_OK) {

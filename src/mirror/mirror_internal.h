@@ -21,6 +21,8 @@
  *                    (--drop-table), the mirror retired (--retire)
  *   mirror_part.c    partitioned tables, published through their root: the
  *                    checks, and ATTACH/DETACH/TRUNCATE of a partition found
+ *   mirror_verify.c  floe pg --verify: every table compared with Postgres at
+ *                    one LSN (floe_pg_verify)
  *
  * Time is the LSN: every change of a transaction is pushed at the
  * transaction's commit LSN, and the frontier moves to a commit's end LSN
@@ -227,6 +229,11 @@ struct floe_pg {
     bool tables_ready;
     pthread_mutex_t lock;
     floe_pg_stats published;
+    /* floe_pg_verify (mirror_verify.c): the consistent point C the tables
+     * are committed up to and no further (0: not verifying), and the
+     * connection holding the snapshot exported at C. */
+    uint64_t verify_at;
+    floe__pg_conn *vconn;
 };
 
 /* A floe_pg with its options copied and nothing opened (floe_pg_open's
@@ -368,6 +375,9 @@ int floe__mirror_part_verify(floe_pg *pg, floe_error *err);
 void floe__mirror_part_truncated(floe_pg *pg, floe__mtable *t);
 /* The floe.pg.partitions property of t's commits (a partitioned table). */
 int floe__mirror_part_record(floe__mtable *t, floe_error *err);
+/* mirror_verify.c: a resync due while verifying (it would commit past C):
+ * the error that says so, naming t. */
+int floe__mirror_verify_refuse_resync(const floe__mtable *t, floe_error *err);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */
 /* Advance t's sink to `at`, its commit recording floe.pg.lsn (at) and

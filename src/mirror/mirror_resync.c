@@ -142,6 +142,8 @@ static int step(floe_pg *pg, floe_error *err)
     if (!t) {
         if (!(t = next_due(pg)))
             return FLOE_OK;
+        if (pg->verify_at)                 /* its commit would pass the point verified */
+            return floe__mirror_verify_refuse_resync(t, err);
         return start(pg, t, err);
     }
     bool done = false;

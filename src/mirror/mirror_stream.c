@@ -119,12 +119,19 @@ int floe__mirror_advance(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *
     return floe_sink_advance(t->sink, at, err);
 }
 
+/* Where tables commit to: the frontier, but never past the point a
+ * verification reads them at (floe_pg_verify). */
+static uint64_t commit_point(const floe_pg *pg)
+{
+    return pg->verify_at && pg->frontier > pg->verify_at ? pg->verify_at : pg->frontier;
+}
+
 static int commit_table(floe_pg *pg, floe__mtable *t, uint64_t now, floe_error *err)
 {
-    int rc = floe__mirror_advance(pg, t, pg->frontier, err);
+    int rc = floe__mirror_advance(pg, t, commit_point(pg), err);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "committing %s into %s", t->source, t->ident);
-    t->input = pg->frontier;
+    t->input = commit_point(pg);
     t->pending = 0;
     t->pending_since = 0;
     t->last_commit_ns = now;
@@ -134,7 +141,7 @@ static int commit_table(floe_pg *pg, floe__mtable *t, uint64_t now, floe_error *
 static bool commit_due(const floe_pg *pg, const floe__mtable *t, commit_what what, uint64_t now)
 {
     uint64_t idle = pg->opts.idle_commit_interval_ms * 1000000ull;
-    if (pg->frontier <= t->input || t->resync_due || t->resyncing)
+    if (commit_point(pg) <= t->input || t->resync_due || t->resyncing)
         return false;                      /* a resync commits by itself */
     if (t->partitioned && !t->parts_ok)
         return false;                      /* its partitions are not verified (mirror_part.c) */

@@ -305,6 +305,32 @@ void floe__deleted_free(floe__deleted *d);                       /* accepts NULL
 int floe__deleted_positions(floe__deleted *d, size_t i, const floe__posbitmap **out,
                             floe_error *err);
 
+/* ---- live rows (live_rows.c) ---------------------------------------------------------------
+ * The rows of a plan's data files that no delete deletes, as a reader sees
+ * them: a file's DV or position delete files, and the equality delete
+ * files the plan applies to it (each read once into a set of its rows'
+ * projection onto its columns; null equals null).  `schema` is the table's
+ * columns (the current schema: files of older ones read into it by field
+ * id); io, plan and schema must outlive it. */
+typedef struct floe__live floe__live;
+int floe__live_new(floe__fileio *io, const floe__plan *p, const floe__schema *schema,
+                   floe__live **out, floe_error *err);
+void floe__live_free(floe__live *l);                             /* accepts NULL */
+/* Data file i's positions its DV or position delete files delete (*out
+ * NULL when none), valid until the next call. */
+int floe__live_positions(floe__live *l, size_t i, const floe__posbitmap **out,
+                         floe_error *err);
+/* Every row of data file i, in order, read with `rows` (NULL: the schema;
+ * else the schema's columns followed by more fields): live(ctx, row, len,
+ * pos) for each live row, gone (NULL: none) for each deleted one; extra
+ * (NULL: none): more positions to count as deleted.  A callback's failure
+ * stops the walk and is returned. */
+int floe__live_file_rows(floe__live *l, size_t i, const floe__schema *rows,
+                         const floe__posbitmap *extra, floe__row_fn live, floe__row_fn gone,
+                         void *ctx, floe_error *err);
+/* Every live row of the plan, file by file, read with the schema. */
+int floe__live_rows_each(floe__live *l, floe__row_fn fn, void *ctx, floe_error *err);
+
 /* ---- commits (table_commit.c, commit_files.c) ---------------------------------------------
  * One snapshot adding `files` (data files go in a data manifest, delete
  * files in a delete manifest), writing `deletes` for the table's format,
