@@ -269,5 +269,5 @@ def test_messages_name_postgres_types_as_postgres_does(pgdb, tmp_path):
     equal(pgdb, m, "ty", [Col("id", "integer", True), Col("o", "integer"), Col("s", "bigint")])
     r = Mirror(pgdb, tmp_path / "v", ["public.tv"], "--create-publication").run(
         "--stop-at", "now", check=False)
-    assert r.returncode == 1 and "public.tv is a view, not a plain table" in r.stderr, r
+    assert r.returncode == 1 and "public.tv is a view, not a table" in r.stderr, r
     assert "relkind" not in r.stderr, r.stderr

@@ -280,6 +280,7 @@ int floe__mirror_new(const floe_pg_options *o, floe_pg **out, floe_error *err)
     floe__buf_init(&pg->fields_buf, (size_t)1 << 30);
     floe__buf_init(&pg->keybuf, (size_t)1 << 30);
     floe__buf_init(&pg->fill, (size_t)1 << 30);
+    floe__buf_init(&pg->packed, (size_t)1 << 30);
     int rc = copy_options(pg, o, err);
     if (rc == FLOE_OK)
         rc = check_slot_name(pg->slot_name, err);
@@ -516,6 +517,7 @@ void floe_pg_free(floe_pg *pg)
     floe__buf_free(&pg->fields_buf);
     floe__buf_free(&pg->keybuf);
     floe__buf_free(&pg->fill);
+    floe__buf_free(&pg->packed);
     floe__free(pg->fields);
     for (int i = 0; i < 2; i++)
         if (pg->stop_pipe[i] >= 0)

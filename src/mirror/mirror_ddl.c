@@ -457,8 +457,8 @@ static int remap_row(void *ctx, const uint8_t *key, size_t klen, const uint8_t *
                      floe__buf *nkey, floe__buf *nrow, floe_error *err)
 {
     remapping *r = ctx;
-    if (row)
-        FLOE_FORWARD(floe__datum_convert(r->from, r->to, row, rlen, nrow, err));
+    if (row)                          /* whole or partial */
+        FLOE_FORWARD(floe__partial_convert(r->from, r->to, row, rlen, nrow, err));
     return floe__buf_append(nkey, key, klen, err);
 }
 
@@ -578,12 +578,12 @@ static int reshape(floe_pg *pg, floe__mtable *t, const floe__mcol *want, size_t 
     int rc = make_plan(pg, pg->conn, t, want, n, from_catalog, &p, err);
     char what[600] = "", lsn[24], gap[512], gap_after[512];
     floe__lsn_format(at, lsn, sizeof lsn);
-    floe__mirror_toast_gap(t, gap, sizeof gap);
+    floe__mirror_toast_gap(pg, t, gap, sizeof gap);
     if (rc == FLOE_OK)
         describe_change(t, &p, what, sizeof what);
     if (rc == FLOE_OK && !p.resync[0])
         rc = apply(pg, t, &p, at, err);
-    floe__mirror_toast_gap(t, gap_after, sizeof gap_after);
+    floe__mirror_toast_gap(pg, t, gap_after, sizeof gap_after);
     if (rc == FLOE_OK && gap_after[0] && strcmp(gap, gap_after) != 0)
         floe__mirror_warn(pg, "%s: Postgres may leave values of %s out of updates that do not "
                           "change them (TOAST), and each such update makes floe copy the table "

@@ -202,7 +202,7 @@ struct floe_pg {
     floe__mslot slot;
     floe__txnmap *txn;
     floe__pgo_decoder dec;
-    floe__buf scratch, fields_buf, keybuf, fill;
+    floe__buf scratch, fields_buf, keybuf, fill, packed;
     floe__pg_field *fields;  /* a COPY line's, sized to the widest table */
     size_t cap_fields;
     int stop_pipe[2];
@@ -277,7 +277,7 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err);
 int floe__mirror_reopen_sink(floe_pg *pg, floe__mtable *t, floe_error *err);
 /* The columns of t an update may leave out (TOAST without REPLICA
  * IDENTITY FULL), as `"a", "b"` (empty: none). */
-void floe__mirror_toast_gap(const floe__mtable *t, char *out, size_t n);
+void floe__mirror_toast_gap(const floe_pg *pg, const floe__mtable *t, char *out, size_t n);
 /* pg->fields holds n fields. */
 int floe__mirror_fit_fields(floe_pg *pg, size_t n, floe_error *err);
 
@@ -386,8 +386,11 @@ int floe__mirror_advance(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *
 int floe__mirror_stream(floe_pg *pg, floe_error *err);
 
 /* mirror_row.c: rows of table t. */
-/* From a TupleData into `row`.  fill: row bytes whose slots stand in for
- * values Postgres left out as unchanged TOAST ('u'); NULL when none.
+/* From a TupleData into `row`.  fill: row bytes (whole or partial) whose
+ * slots stand in for values Postgres left out as unchanged TOAST ('u');
+ * NULL when none.  Without a value for one, `row` is a partial row
+ * (sink/partial.c), or, where the sink cannot fill it, FLOE_EUNSUPPORTED
+ * with t->toast_gap set.
  * key_only: only the key columns are read (a key tuple). */
 int floe__mirror_tuple_row(floe_pg *pg, floe__mtable *t, const floe__pgo_tuple *tup,
                            const floe__buf *fill, bool key_only, floe_row *row,

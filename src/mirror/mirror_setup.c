@@ -437,7 +437,8 @@ static int catalog_column(floe_pg *pg, floe__pg_result *r, size_t i, floe__mcol 
     c->typmod = (int32_t)strtol(floe__pg_get(r, i, 3), NULL, 10);
     c->not_null = yes(floe__pg_get(r, i, 4));
     c->toastable = floe__pg_toastable(floe__pg_get(r, i, 5)[0],
-                                      (int)strtol(floe__pg_get(r, i, 6), NULL, 10));
+                                      (int)strtol(floe__pg_get(r, i, 6), NULL, 10), c->type_oid,
+                                      c->typmod);
     c->has_missing = yes(floe__pg_get(r, i, 7));
     const char *missing = floe__pg_get(r, i, 8);
     c->has_default = yes(floe__pg_get(r, i, 9));
@@ -554,12 +555,16 @@ static int check_identity(floe__mtable *t, floe_error *err)
 
 /* Columns whose values Postgres may store out of line (TOAST) and then
  * leave out of updates that do not change them, unless the table has
- * REPLICA IDENTITY FULL: `"a", "b"` into out (empty: none). */
-void floe__mirror_toast_gap(const floe__mtable *t, char *out, size_t n)
+ * REPLICA IDENTITY FULL, where floe cannot take them from the key's row
+ * (mirror_row.c: --delete-mode equality, or a table without a key):
+ * `"a", "b"` into out (empty: none). */
+void floe__mirror_toast_gap(const floe_pg *pg, const floe__mtable *t, char *out, size_t n)
 {
     size_t at = 0;
     out[0] = 0;
     if (t->replident == 'f' || t->stream_replident == 'f')
+        return;
+    if (t->nkeys && pg->opts.sink.delete_mode != FLOE_DELETE_EQUALITY)
         return;
     for (size_t c = 0; c < t->ncols && at < n; c++)
         if (t->cols[c].toastable)
@@ -1067,12 +1072,13 @@ static int open_catalog(floe_pg *pg, floe_error *err)
 }
 
 /* A table new to the mirror is refused when its updates can leave values
- * out; one that resumes (a column added since) is warned about: such an
- * update makes floe copy it again (a resync). */
+ * out that floe cannot fill (floe__mirror_toast_gap); one that resumes (a
+ * column added since) is warned about: such an update makes floe copy it
+ * again (a resync). */
 static int check_toast(floe_pg *pg, floe__mtable *t, floe_error *err)
 {
     char names[512];
-    floe__mirror_toast_gap(t, names, sizeof names);
+    floe__mirror_toast_gap(pg, t, names, sizeof names);
     const char *s = t->source;
     if (!names[0])
         return FLOE_OK;
@@ -1084,8 +1090,11 @@ static int check_toast(floe_pg *pg, floe__mtable *t, floe_error *err)
     if (!resumes)
         return floe__err_set(err, FLOE_EUNSUPPORTED, "%s: Postgres may store values of %s out "
                              "of line (TOAST) and then leaves them out of updates that do not "
-                             "change them, unless the table has REPLICA IDENTITY FULL: run "
-                             "ALTER TABLE %s REPLICA IDENTITY FULL%s", s, names, s,
+                             "change them, unless the table has REPLICA IDENTITY FULL; %s: run "
+                             "ALTER TABLE %s REPLICA IDENTITY FULL%s", s, names,
+                             t->nkeys ? "with --delete-mode equality floe cannot take them "
+                             "from the rows it wrote" : "the table has no key to find them by",
+                             s,
                              t->partitioned ? ", and the same for each of its partitions (a "
                              "partition's updates carry what its own identity logs)" : "");
     floe__mirror_warn(pg, "%s: Postgres may leave values of %s out of updates that do not "

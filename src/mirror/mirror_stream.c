@@ -177,15 +177,13 @@ static void note_pending(floe_pg *pg, floe__mtable *t)
         t->pending_since = pg->txn_time;
 }
 
-/* Push row bytes (a row the transaction pushed before) with diff -1. */
+/* Push row bytes (a row the transaction pushed before, whole or partial)
+ * with diff -1. */
 static int retract_bytes(floe_pg *pg, floe__mtable *t, const uint8_t *row, size_t len,
                          floe_error *err)
 {
-    floe__buf *b = &t->keyrow->data;
-    floe__buf_reset(b);
-    FLOE_FORWARD(floe__buf_append(b, row, len, err));
     note_pending(pg, t);
-    return floe_sink_push(t->sink, t->keyrow, time_of(pg, t), -1, err);
+    return floe__sink_push_bytes(t->sink, row, len, time_of(pg, t), -1, err);
 }
 
 /* The old version of a key goes: `old` is its whole row (REPLICA IDENTITY
@@ -228,7 +226,8 @@ static int insert_new(floe_pg *pg, floe__mtable *t, floe_row *row, floe_error *e
     floe__txnmap_get(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, &found, &prev, &len);
     if (found && prev)                   /* a key inserted twice: the sink warns */
         FLOE_FORWARD(retract_bytes(pg, t, prev, len, err));
-    FLOE_FORWARD(floe_sink_push(t->sink, row, time_of(pg, t), 1, err));
+    FLOE_FORWARD(floe__sink_push_bytes(t->sink, row->data.data, row->data.len, time_of(pg, t), 1,
+                                       err));
     note_pending(pg, t);
     if (found || t->stream_replident != 'f')
         return floe__txnmap_put(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len,
@@ -251,6 +250,46 @@ static int old_version(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, flo
     return floe__mirror_tuple_row(pg, t, k, NULL, true, t->keyrow, err);
 }
 
+/* Whether an update's new tuple leaves out an unchanged TOAST value. */
+static bool leaves_out(const floe__pgo_tuple *tup)
+{
+    for (uint32_t c = 0; c < tup->n; c++)
+        if (tup->vals[c].kind == 'u')
+            return true;
+    return false;
+}
+
+/* The row this transaction left for the key in t->keyrow (whole or
+ * partial), into `fill`; nothing when it left none (the key's row is then
+ * the sink's: the new row is partial, mirror_row.c). */
+static int left_row(floe_pg *pg, floe__mtable *t, floe__buf *fill, floe_error *err)
+{
+    FLOE_FORWARD(floe__mirror_row_key(t, t->keyrow, &pg->keybuf, err));
+    bool found;
+    const uint8_t *row;
+    size_t len;
+    floe__txnmap_get(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, &found, &row, &len);
+    return found && row ? floe__buf_append(fill, row, len, err) : FLOE_OK;
+}
+
+/* A partial row takes its unchanged values from its key's row: an update
+ * that also changed the key (t->keyrow the old one) cannot be mirrored so
+ * (the table is copied again, on_change). */
+static int same_key(floe_pg *pg, floe__mtable *t, floe_error *err)
+{
+    floe__buf *old = &pg->packed;           /* free once the row is made */
+    FLOE_FORWARD(floe__mirror_row_key(t, t->keyrow, &pg->keybuf, err));
+    floe__buf_reset(old);
+    FLOE_FORWARD(floe__buf_append(old, pg->keybuf.data, pg->keybuf.len, err));
+    FLOE_FORWARD(floe__mirror_row_key(t, t->row, &pg->keybuf, err));
+    if (old->len == pg->keybuf.len && memcmp(old->data, pg->keybuf.data, old->len) == 0)
+        return FLOE_OK;
+    t->toast_gap = true;
+    return floe__err_set(err, FLOE_EUNSUPPORTED, "%s: an update changed a row's key and left a "
+                         "TOASTed value unchanged, which Postgres did not send (REPLICA "
+                         "IDENTITY FULL sends it)", t->source);
+}
+
 static int change(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, floe_error *err)
 {
     floe_row *old = NULL;
@@ -268,7 +307,11 @@ static int change(floe_pg *pg, floe__mtable *t, const floe__pgo_msg *m, floe_err
     floe__buf_reset(&pg->fill);
     if (old)
         FLOE_FORWARD(floe__buf_append(&pg->fill, old->data.data, old->data.len, err));
+    else if (leaves_out(&m->new_tuple))
+        FLOE_FORWARD(left_row(pg, t, &pg->fill, err));
     FLOE_FORWARD(floe__mirror_tuple_row(pg, t, &m->new_tuple, &pg->fill, false, t->row, err));
+    if (floe__partial_is(t->row->data.data, t->row->data.len) && m->old_kind == 'K')
+        FLOE_FORWARD(same_key(pg, t, err));
     FLOE_FORWARD(retract_old(pg, t, old, t->keyrow, err));
     return insert_new(pg, t, t->row, err);
 }

@@ -899,7 +899,13 @@ static int push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t tim
         s->newest = time;
     s->has_newest = true;
     FLOE_RETURN_IF(len > UINT32_MAX, err, FLOE_ELIMIT, "row of %zu bytes is too large", len);
-    FLOE_FORWARD(floe__sink_extract_key(s, row, len, err));
+    if (floe__partial_is(row, len)) {
+        floe__partial p;
+        FLOE_FORWARD(floe__partial_view(row, len, &p, err));
+        FLOE_FORWARD(floe__sink_extract_key(s, p.row, p.len, err));
+    } else {
+        FLOE_FORWARD(floe__sink_extract_key(s, row, len, err));
+    }
     if (key_only)
         len = 0;
     return floe__stash_push(s->stash, time, diff, s->key.data, (uint32_t)s->key.len, row,
@@ -912,6 +918,27 @@ int floe_sink_push(floe_sink *s, const floe_row *row, uint64_t time, int64_t dif
     FLOE_RETURN_IF(row->schema != s->input, err, FLOE_EINVAL,
                    "the row is not of floe_sink_row_schema()");
     return push_bytes(s, row->data.data, row->data.len, time, diff, false, err);
+}
+
+int floe__sink_push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t time,
+                          int64_t diff, floe_error *err)
+{
+    if (floe__partial_is(row, len)) {
+        FLOE_RETURN_IF(!s->upsert || s->synthetic || s->opts.delete_mode == FLOE_DELETE_EQUALITY,
+                       err, FLOE_EINVAL,
+                       "a partial row needs upsert mode with declared key columns and "
+                       "position deletes (or copy-on-write)");
+        floe__partial p;
+        FLOE_FORWARD(floe__partial_view(row, len, &p, err));
+        FLOE_RETURN_IF(p.n != s->input->root.n_children, err, FLOE_EINVAL,
+                       "a partial row of %u columns for a table of %u", (unsigned)p.n,
+                       (unsigned)s->input->root.n_children);
+        for (size_t k = 0; k < s->n_key; k++)
+            FLOE_RETURN_IF(floe__partial_unchanged(&p, s->key_cols[k]), err, FLOE_EINVAL,
+                           "a partial row leaves key column \"%s\" unchanged",
+                           s->input->root.children[s->key_cols[k]].name);
+    }
+    return push_bytes(s, row, len, time, diff, false, err);
 }
 
 int floe_sink_retract_key(floe_sink *s, const floe_row *row, uint64_t time, floe_error *err)

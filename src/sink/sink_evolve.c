@@ -118,9 +118,12 @@ static int carry(floe_sink *s, carrying *c, const floe__upd *u, floe_error *err)
         return floe__stash_push(c->into, u->time, u->diff, c->key.data, (uint32_t)c->key.len,
                                 c->row.data, 0, err);
     }
-    FLOE_FORWARD(floe__datum_convert(c->from, s->input, u->row, u->row_len, &c->row, err));
+    FLOE_FORWARD(floe__partial_convert(c->from, s->input, u->row, u->row_len, &c->row, err));
     FLOE_RETURN_IF(c->row.len > UINT32_MAX, err, FLOE_ELIMIT, "a row grew too large");
-    FLOE_FORWARD(floe__sink_extract_key(s, c->row.data, c->row.len, err));
+    floe__partial p = {.row = c->row.data, .len = c->row.len};
+    if (floe__partial_is(c->row.data, c->row.len))        /* its key is whole */
+        FLOE_FORWARD(floe__partial_view(c->row.data, c->row.len, &p, err));
+    FLOE_FORWARD(floe__sink_extract_key(s, p.row, p.len, err));
     return floe__stash_push(c->into, u->time, u->diff, s->key.data, (uint32_t)s->key.len,
                             c->row.data, (uint32_t)c->row.len, err);
 }

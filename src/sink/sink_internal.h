@@ -140,6 +140,42 @@ int floe__stash_next(floe__stash *st, floe__upd *u, bool *got, floe_error *err);
 void floe__stash_end_close(floe__stash *st);
 void floe__stash_get_stats(const floe__stash *st, floe__stash_stats *out);
 
+/* ---- partial rows (partial.c) -----------------------------------------------------------
+ * An upsert's insertion some of whose top-level columns are "unchanged":
+ * they take the values of the row it replaces, the key's row retracted at
+ * the same time (a Postgres update that leaves TOASTed values out).  The
+ * writer fills them (write_upsert.c, write_fill.c).  Bytes: the tag, u32
+ * n, a mask of n bits (column c unchanged), the row with null slots
+ * there.  Whole rows never start with the tag. */
+#define FLOE__PARTIAL_TAG 0xFF
+typedef struct floe__partial {
+    uint32_t n;                         /* columns */
+    const uint8_t *mask;
+    const uint8_t *row;                 /* its unchanged slots null */
+    size_t len;
+} floe__partial;
+
+bool floe__partial_is(const uint8_t *p, size_t len);
+int floe__partial_view(const uint8_t *p, size_t len, floe__partial *out, floe_error *err);
+bool floe__partial_unchanged(const floe__partial *v, size_t c);
+/* mask: ceil(n / 8) bytes. */
+int floe__partial_pack(const uint8_t *mask, uint32_t n, const uint8_t *row, size_t len,
+                       floe__buf *out, floe_error *err);
+/* p's unchanged columns from `src`, a row of s (whole, or partial: what
+ * it leaves unchanged stays so), appended to out: a whole row, or a
+ * partial one when columns stay unchanged. */
+int floe__partial_fill(const floe__schema *s, const floe__partial *p, const uint8_t *src,
+                       size_t slen, floe__buf *out, floe_error *err);
+/* The same from a row of `proj`, a projection of s (by field id) holding
+ * at least p's unchanged columns (read back with it): a whole row. */
+int floe__partial_fill_projected(const floe__schema *s, const floe__schema *proj,
+                                 const floe__partial *p, const uint8_t *vals, size_t vlen,
+                                 floe__buf *out, floe_error *err);
+/* A row (whole or partial) of `from` in schema `to` (columns matched by
+ * field id, as floe__datum_convert does). */
+int floe__partial_convert(const floe__schema *from, const floe__schema *to, const uint8_t *row,
+                          size_t len, floe__buf *out, floe_error *err);
+
 /* ---- the writer (write.c, write_upsert.c) ------------------------------------------------
  * Pairs consolidated updates with batch descriptions and turns them into
  * data and delete files, one set per batch (SPEC.md section 6).
@@ -218,6 +254,7 @@ typedef struct floe__writer_stats {
     uint64_t pk_violations;             /* an insertion for a key already live */
     uint64_t retract_missing;           /* a retraction of a key with no live row */
     uint64_t retract_mismatch;          /* a retraction whose row is not the live row */
+    uint64_t rows_filled, fill_reads;   /* partial rows filled from data files; files read */
 } floe__writer_stats;
 
 /* cfg (and what it points to) must outlive the writer. */
@@ -488,6 +525,11 @@ const char *floe__sink_key_text(const floe_sink *s);
  * `user` is a column list schema (floe_schema_parse). */
 int floe__sink_resync(floe_sink *s, uint64_t at, const floe_schema *user, const char *key,
                       floe_error *err);
+/* floe_sink_push of row bytes in the sink's row schema, which may be a
+ * partial row (position or copy-on-write upsert mode with declared key
+ * columns only; a retraction of one is a retraction of its key's row). */
+int floe__sink_push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t time,
+                          int64_t diff, floe_error *err);
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err);
 /* The Prometheus text exposition of several sinks' metrics, appended to

@@ -29,6 +29,7 @@ static void batch_free(open_batch *b, bool abort_files)
         floe__file_writer_abort(b->eqdel);
     }
     floe__delrecs_free(&b->dels);
+    floe__writer_fills_free(b);
     floe__kx_free(b->mem);
     if (b->log) {
         floe__kx_log_free(b->log);
@@ -61,6 +62,8 @@ void floe__writer_free(floe__writer *w)
     floe__buf_free(&w->g_key);
     floe__buf_free(&w->g_rows);
     floe__buf_free(&w->scratch);
+    floe__arena_free(w->fill_arena);
+    floe__free(w->pending);
     floe__free(w->g_items);
     floe__free(w);
 }
@@ -74,6 +77,8 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
         return FLOE_OOM(err);
     ob->desc = *b;
     floe__delrecs_init(&ob->dels);
+    floe__delrecs_init(&ob->fill_paths);
+    floe__buf_init(&ob->fills, 0);
     int rc = w->cfg->upsert && !w->cfg->kx && !b->snapshot ? floe__kx_new(NULL, &ob->mem, err)
                                                            : FLOE_OK;
     if (rc != FLOE_OK) {
@@ -199,12 +204,18 @@ static bool same_key(const floe__writer *w, const floe__upd *u)
     return u->row_len == w->g_key.len && memcmp(u->row, w->g_key.data, u->row_len) == 0;
 }
 
-int floe__writer_flush(floe__writer *w, floe_error *err)
+static int end_group(floe__writer *w, floe_error *err)
 {
     if (!w->in_group)
         return FLOE_OK;
     w->in_group = false;
     return floe__writer_resolve_group(w, err);
+}
+
+int floe__writer_flush(floe__writer *w, floe_error *err)
+{
+    FLOE_FORWARD(end_group(w, err));
+    return floe__writer_fill(w, err);
 }
 
 int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err)
@@ -217,7 +228,7 @@ int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err)
     if (!w->cfg->upsert)
         return write_append(w, b, u, err);
     if (!w->in_group || b != w->g_batch || !same_key(w, u)) {
-        FLOE_FORWARD(floe__writer_flush(w, err));
+        FLOE_FORWARD(end_group(w, err));
         w->in_group = true;
         w->g_batch = b;
         w->g_n = 0;

@@ -32,12 +32,24 @@
 
 #include "sink/write_internal.h"
 
-/* A row the batch inserted and still holds, with its multiplicity. */
+/* Where the unchanged columns of a partial row come from: a row the
+ * batch holds, or a row of a data file. */
+typedef struct source {
+    const uint8_t *row;                /* NULL: none, or a file's */
+    uint32_t len;
+    const char *path;                  /* the file (the index's string), or NULL */
+    uint64_t pos;
+} source;
+
+/* A row the batch inserted and still holds, with its multiplicity; a
+ * partial one (still partial once filled from the batch) with the file row
+ * its unchanged columns come from. */
 typedef struct survivor {
     const uint8_t *row;
     uint32_t len;
     uint64_t count;
     uint64_t time;
+    source from;
 } survivor;
 
 typedef struct resolving {
@@ -48,6 +60,7 @@ typedef struct resolving {
     survivor *s;
     size_t n, cap;
     bool eq_written;
+    source replaced;                   /* the row retracted at the current time */
 } resolving;
 
 static const uint8_t *item_row(const floe__writer *w, const floe__group_item *it)
@@ -100,6 +113,8 @@ static bool cancel_survivor(resolving *r, const uint8_t *row, uint32_t len)
     if (pick == r->n)
         return false;
     r->s[pick].count--;
+    r->replaced = (source){r->s[pick].row, r->s[pick].len, r->s[pick].from.path,
+                           r->s[pick].from.pos};
     return true;
 }
 
@@ -149,14 +164,18 @@ static int retract_older(resolving *r, const uint8_t *row, uint32_t len, uint64_
                           "from the key's live row; the live row is deleted", key_text(r),
                           (unsigned long long)time);
     }
+    r->replaced = (source){NULL, 0, floe__kx_file_path(index_of(r), loc.file), loc.pos};
     return record_delete(r, loc, err);
 }
 
 static int retract(resolving *r, const floe__group_item *it, floe_error *err)
 {
     const uint8_t *row = item_row(r->w, it);
+    uint32_t len = it->row_len;
+    if (floe__partial_is(row, len))
+        len = 0;                          /* the row it stands for: the key's */
     for (uint64_t n = magnitude(it->diff); n > 0; n--) {
-        if (cancel_survivor(r, row, it->row_len))
+        if (cancel_survivor(r, row, len))
             continue;
         if (r->b->desc.snapshot) {
             if (!r->w->warned_snapshot_retraction)
@@ -165,12 +184,46 @@ static int retract(resolving *r, const floe__group_item *it, floe_error *err)
             r->w->warned_snapshot_retraction = true;
             continue;
         }
-        FLOE_FORWARD(retract_older(r, row, it->row_len, it->time, err));
+        FLOE_FORWARD(retract_older(r, row, len, it->time, err));
     }
     return FLOE_OK;
 }
 
 /* ---- insertions -------------------------------------------------------------------------- */
+
+/* A partial insertion takes its unchanged columns from the row retracted
+ * at its time: now when the batch holds that row, else later from its data
+ * file (write_fill.c). */
+static int fill_from_batch(resolving *r, survivor *s, floe_error *err)
+{
+    floe__writer *w = r->w;
+    const source *from = &r->replaced;
+    if (!from->row && !from->path)
+        return floe__err_set(err, FLOE_EINPUT, "an update of key %s at time %llu leaves "
+                             "columns unchanged, but the key has no row to take them from",
+                             key_text(r), (unsigned long long)s->time);
+    if (!from->row) {
+        s->from = *from;
+        return FLOE_OK;
+    }
+    floe__partial p;
+    FLOE_FORWARD(floe__partial_view(s->row, s->len, &p, err));
+    floe__buf *out = &w->scratch;
+    floe__buf_reset(out);
+    FLOE_FORWARD(floe__partial_fill(w->cfg->data_schema, &p, from->row, from->len, out, err));
+    FLOE_RETURN_IF(out->len > UINT32_MAX, err, FLOE_ELIMIT, "a row grew too large");
+    if (!w->fill_arena && !(w->fill_arena = floe__arena_new(1 << 16)))
+        return FLOE_OOM(err);
+    uint8_t *copy = floe__arena_alloc(w->fill_arena, out->len);
+    if (!copy)
+        return FLOE_OOM(err);
+    memcpy(copy, out->data, out->len);
+    s->row = copy;
+    s->len = (uint32_t)out->len;
+    if (floe__partial_is(copy, out->len))     /* the rest from the row's own source */
+        s->from = (source){NULL, 0, from->path, from->pos};
+    return FLOE_OK;
+}
 
 /* An insertion while the group still holds a row of the key is a
  * primary-key violation (a key live from an earlier group is found when
@@ -194,36 +247,56 @@ static int insert(resolving *r, const floe__group_item *it, floe_error *err)
         r->s = s;
         r->cap = cap;
     }
-    r->s[r->n++] = (survivor){item_row(w, it), it->row_len, n, it->time};
+    survivor *s = &r->s[r->n];
+    *s = (survivor){item_row(w, it), it->row_len, n, it->time, {0}};
+    if (floe__partial_is(s->row, s->len))
+        FLOE_FORWARD(fill_from_batch(r, s, err));
+    r->n++;
     return FLOE_OK;
 }
 
 /* ---- the rows that are left --------------------------------------------------------------- */
+
+int floe__writer_index_row(floe__writer *w, floe__open_batch *b, const uint8_t *key,
+                           size_t klen, const char *path, uint64_t pos, const uint8_t *row,
+                           size_t len, bool *was_live, floe_error *err)
+{
+    floe__kx *kx = w->cfg->kx ? w->cfg->kx : b->mem;
+    uint32_t id;
+    FLOE_FORWARD(floe__kx_file(kx, path, &id, err));
+    floe__kx_file_set_committed(kx, id, false);
+    floe__kx_file_set_schema(kx, id, w->cfg->schema_id);
+    uint64_t rh = floe__hash64(row, len, 0);
+    FLOE_FORWARD(floe__kx_insert_checked(kx, key, klen, (floe__kx_loc){id, pos, rh}, was_live,
+                                         err));
+    return b->log ? floe__kx_log_insert(b->log, key, klen, path, pos, rh, err) : FLOE_OK;
+}
 
 /* Index a written row; the group's first also tells whether the key was
  * live before (not in the snapshot batch, which starts from nothing). */
 static int index_row(resolving *r, const char *path, uint64_t pos, const survivor *s, bool first,
                      floe_error *err)
 {
-    floe__kx *kx = index_of(r);
-    uint32_t id;
-    FLOE_FORWARD(floe__kx_file(kx, path, &id, err));
-    floe__kx_file_set_committed(kx, id, false);
-    floe__kx_file_set_schema(kx, id, r->w->cfg->schema_id);
-    uint64_t rh = floe__hash64(s->row, s->len, 0);
     bool check = first && !r->w->cfg->synthetic_key && !r->b->desc.snapshot, was_live = false;
-    FLOE_FORWARD(floe__kx_insert_checked(kx, r->key, r->klen, (floe__kx_loc){id, pos, rh},
-                                         check ? &was_live : NULL, err));
+    FLOE_FORWARD(floe__writer_index_row(r->w, r->b, r->key, r->klen, path, pos, s->row, s->len,
+                                        check ? &was_live : NULL, err));
     if (was_live)
         pk_violation(r, s->time);
-    return r->b->log ? floe__kx_log_insert(r->b->log, r->key, r->klen, path, pos, rh, err)
-                     : FLOE_OK;
+    return FLOE_OK;
 }
 
 static int write_survivors(resolving *r, floe_error *err)
 {
     bool first = true;
     for (size_t i = 0; i < r->n; i++) {
+        if (r->s[i].count && floe__partial_is(r->s[i].row, r->s[i].len)) {
+            FLOE_RETURN_IF(r->s[i].count > 1 || !r->s[i].from.path, err, FLOE_EINTERNAL,
+                           "a partial row without its source");
+            FLOE_FORWARD(floe__writer_defer_fill(r->w, r->b, r->key, r->klen, r->s[i].row,
+                                                 r->s[i].len, r->s[i].from.path,
+                                                 r->s[i].from.pos, err));
+            continue;
+        }
         for (uint64_t c = r->s[i].count; c > 0; c--) {
             const char *path = NULL;
             uint64_t pos = 0;
@@ -240,6 +313,7 @@ static int write_survivors(resolving *r, floe_error *err)
 /* Items [from, to) share one time: their retractions, then insertions. */
 static int resolve_time(resolving *r, size_t from, size_t to, floe_error *err)
 {
+    r->replaced = (source){0};
     for (size_t i = from; i < to; i++)
         if (r->w->g_items[i].diff < 0)
             FLOE_FORWARD(retract(r, &r->w->g_items[i], err));
@@ -251,6 +325,8 @@ static int resolve_time(resolving *r, size_t from, size_t to, floe_error *err)
 
 int floe__writer_resolve_group(floe__writer *w, floe_error *err)
 {
+    if (floe__writer_fill_pending(w, w->g_key.data, w->g_key.len))
+        FLOE_FORWARD(floe__writer_fill(w, err));      /* the key's row first */
     resolving r = {.w = w, .b = w->g_batch, .key = w->g_key.data, .klen = w->g_key.len};
     int rc = FLOE_OK;
     for (size_t i = 0, j; rc == FLOE_OK && i < w->g_n; i = j) {
@@ -261,5 +337,7 @@ int floe__writer_resolve_group(floe__writer *w, floe_error *err)
     if (rc == FLOE_OK)
         rc = write_survivors(&r, err);
     floe__free(r.s);
+    if (w->fill_arena)
+        floe__arena_reset(w->fill_arena);
     return rc;
 }

@@ -178,10 +178,13 @@ void floe__pg_range_of(floe__pg_type *t);
 /* The column declaration of SPEC 3 for t ("bigint", "numeric(12,2)",
  * "text[]", "range<date>"), into out. */
 void floe__pg_type_decl(const floe__pg_type *t, char *out, size_t n);
-/* Whether a value of t can be stored out of line (TOAST): any
- * variable-length type whose storage is not plain; `storage` is
- * pg_attribute.attstorage, `typlen` pg_type.typlen. */
-bool floe__pg_toastable(char storage, int typlen);
+/* Whether a value of a column can be stored out of line (TOAST): a
+ * variable-length type whose storage is not plain, unless its type
+ * modifier bounds its values to what Postgres never moves out of line
+ * (numeric(p,s) with p <= 32, varchar(n) and char(n) with n <= 5).
+ * `storage` is pg_attribute.attstorage, `typlen` pg_type.typlen, `oid`
+ * and `typmod` the column's atttypid and atttypmod. */
+bool floe__pg_toastable(char storage, int typlen, uint32_t oid, int32_t typmod);
 
 /* Append the slot (present) of field f read from the Postgres text value
  * [s, s+n) by t; `scratch` holds decoded quoted parts of arrays and ranges.

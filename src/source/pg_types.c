@@ -150,7 +150,29 @@ void floe__pg_type_decl(const floe__pg_type *t, char *out, size_t n)
         snprintf(out, n, "%s", one);
 }
 
-bool floe__pg_toastable(char storage, int typlen) { return typlen == -1 && storage != 'p'; }
+/* Postgres moves a value out of line only when it is longer than this
+ * (the aligned size of a TOAST pointer): the largest value toast_tuple
+ * looks at must exceed it.  Sizes below count the 4-byte header. */
+#define TOAST_MIN_BYTES 24
+
+bool floe__pg_toastable(char storage, int typlen, uint32_t oid, int32_t typmod)
+{
+    if (typlen != -1 || storage == 'p')
+        return false;
+    if (typmod < 4)
+        return true;                             /* no bound */
+    uint32_t m = (uint32_t)typmod - 4;
+    switch (oid) {
+    case 1700: {                                 /* numeric(p,s): 4-digit groups */
+        uint32_t p = m >> 16, groups = (p + 3) / 4 + 1;
+        return 4 + 2 + 2 * groups > TOAST_MIN_BYTES;
+    }
+    case 1043: case 1042:                        /* varchar(n), char(n): 4 bytes a char */
+        return 4 + 4 * m > TOAST_MIN_BYTES;
+    default:
+        return true;
+    }
+}
 
 /* ---- values: slots ------------------------------------------------------------------------ */
 

@@ -232,6 +232,22 @@ int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len
 
 uint64_t floe__file_writer_rows(const floe__file_writer *w) { return w ? w->rows : 0; }
 
+const char *floe__file_writer_open_path(const floe__file_writer *w)
+{
+    return w && w->cur && w->cur_rows ? w->cur_path : NULL;
+}
+
+int floe__file_writer_roll(floe__file_writer *w, floe_error *err)
+{
+    FLOE_RETURN_IF(w->broken, err, w->broken, "file writer: an earlier failure broke it");
+    if (!w->cur || !w->cur_rows)
+        return FLOE_OK;
+    int rc = finish_file(w, err);
+    if (rc != FLOE_OK)
+        w->broken = rc;
+    return rc;
+}
+
 static void free_writer(floe__file_writer *w, bool remove_files)
 {
     if (remove_files)

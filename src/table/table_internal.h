@@ -108,6 +108,12 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
 int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len,
                             const char **path, uint64_t *pos, floe_error *err);
 uint64_t floe__file_writer_rows(const floe__file_writer *w);
+/* The path of the file being written, once it holds a row (NULL: none);
+ * valid until the next write. */
+const char *floe__file_writer_open_path(const floe__file_writer *w);
+/* Close the file being written now (it becomes readable); the next row
+ * opens another. */
+int floe__file_writer_roll(floe__file_writer *w, floe_error *err);
 /* Finish every file and append them to `out`.  Frees w either way; on
  * failure the files it wrote are removed. */
 int floe__file_writer_close(floe__file_writer *w, floe__content_list *out, floe_error *err);

@@ -65,8 +65,15 @@ TEST(declarations)
     decl_of(23, -1, 2, "range<integer>");
     decl_of(1082, -1, 2, "range<date>");
     decl_of(1184, -1, 2, "range<timestamptz>");
-    CHECK(floe__pg_toastable('x', -1) && floe__pg_toastable('m', -1));
-    CHECK(!floe__pg_toastable('p', -1) && !floe__pg_toastable('p', 8));
+    CHECK(floe__pg_toastable('x', -1, 25, -1) && floe__pg_toastable('m', -1, 3802, -1));
+    CHECK(!floe__pg_toastable('p', -1, 25, -1) && !floe__pg_toastable('p', 8, 20, -1));
+    /* bounded by the type modifier: at most 24 bytes, never out of line */
+    CHECK(!floe__pg_toastable('m', -1, 1700, NUMERIC(10, 2)));
+    CHECK(!floe__pg_toastable('m', -1, 1700, NUMERIC(32, 0)));
+    CHECK(floe__pg_toastable('m', -1, 1700, NUMERIC(33, 0)));
+    CHECK(floe__pg_toastable('m', -1, 1700, -1));           /* numeric: unbounded */
+    CHECK(!floe__pg_toastable('x', -1, 1043, 5 + 4) && floe__pg_toastable('x', -1, 1043, 6 + 4));
+    CHECK(!floe__pg_toastable('x', -1, 1042, 1 + 4) && floe__pg_toastable('x', -1, 25, 9));
 }
 
 /* Read `text` as a value of (oid, typmod, wrap) and compare floe's JSON of

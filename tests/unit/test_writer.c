@@ -551,6 +551,118 @@ out:
     wfix_close(&f);
 }
 
+/* ---- partial rows (sink/partial.c, write_fill.c) ------------------------------------------ */
+
+/* A partial row of the JSON row: `unchanged` (a bit per column) null in it. */
+static void put_partial(wfix *f, uint64_t time, const char *json, uint8_t unchanged)
+{
+    floe__buf_reset(&f->row);
+    const char *end;
+    CHECK_EQ_INT(floe__json_parse_row(f->t->schema, json, json + strlen(json), &end, &f->row,
+                                      NULL), FLOE_OK);
+    const uint8_t *k = floe__datum_skip(&f->t->schema->root.children[0], f->row.data,
+                                        f->row.data + f->row.len);
+    floe__buf_reset(&f->key);
+    floe__buf_append(&f->key, f->row.data, (size_t)(k - f->row.data), NULL);
+    floe__buf packed;
+    floe__buf_init(&packed, 0);
+    CHECK_EQ_INT(floe__partial_pack(&unchanged, f->t->schema->root.n_children, f->row.data,
+                                    f->row.len, &packed, NULL), FLOE_OK);
+    floe__upd u = {time, 1, f->key.data, packed.data, (uint32_t)f->key.len,
+                   (uint32_t)packed.len, false};
+    CHECK_EQ_INT(floe__writer_write(f->w, &u, NULL), FLOE_OK);
+    floe__buf_free(&packed);
+}
+
+/* The live row of key `id` (read back from its data file) equals the JSON row. */
+static void live_row_is(wfix *f, int64_t id, const char *json)
+{
+    char kj[64];
+    snprintf(kj, sizeof kj, "{\"id\": %lld, \"v\": null, \"w\": null}", (long long)id);
+    floe__buf want, got;
+    floe__buf_init(&want, 0);
+    floe__buf_init(&got, 0);
+    const char *end;
+    CHECK_EQ_INT(floe__json_parse_row(f->t->schema, kj, kj + strlen(kj), &end, &want, NULL),
+                 FLOE_OK);
+    const uint8_t *k = floe__datum_skip(&f->t->schema->root.children[0], want.data,
+                                        want.data + want.len);
+    bool found = false;
+    floe__kx_loc loc = {0};
+    CHECK_EQ_INT(floe__kx_take(f->kx, want.data, (size_t)(k - want.data), 0, &found, &loc, NULL),
+                 FLOE_OK);
+    CHECK(found);
+    floe__buf_reset(&want);
+    CHECK_EQ_INT(floe__json_parse_row(f->t->schema, json, json + strlen(json), &end, &want,
+                                      NULL), FLOE_OK);
+    floe__file_reader *fr = NULL;
+    if (found && floe__file_reader_open(f->io, floe__kx_file_path(f->kx, loc.file),
+                                        f->t->schema, &fr, NULL) == FLOE_OK) {
+        uint64_t at = 0;
+        bool more = true;
+        while (more) {
+            floe__buf_reset(&got);
+            CHECK_EQ_INT(floe__pq_reader_next(floe__file_reader_pq(fr), &got, &at, &more, NULL),
+                         FLOE_OK);
+            if (more && at == loc.pos)
+                break;
+        }
+        CHECK(more && got.len == want.len && memcmp(got.data, want.data, want.len) == 0);
+    } else {
+        CHECK(!"the live row's file opens");
+    }
+    floe__file_reader_free(fr);
+    floe__buf_free(&want);
+    floe__buf_free(&got);
+}
+
+/* Partial insertions take their unchanged columns from the row retracted
+ * with them: a row of the batch (same round), a row of this batch's own
+ * file still being written (an earlier round: the file is closed to read
+ * it), a row of an earlier batch's file; and a key coming in two groups of
+ * one round finds its row filled before its second group resolves. */
+TEST(partial_rows_are_filled_from_the_row_they_replace)
+{
+    wfix f;
+    if (wfix_open(&f, "partial", "id bigint not null, v text, w text", true, "id", true) != 0)
+        goto out;
+    uint8_t w_only = 1 << 2, v_and_w = (1 << 1) | (1 << 2);
+    add_batch(&f, 0, 10, false);
+    add_batch(&f, 10, 20, false);
+    put(&f, 1, 1, "{\"id\": 1, \"v\": \"a\", \"w\": \"big1\"}");
+    put(&f, 1, 1, "{\"id\": 2, \"v\": \"a\", \"w\": \"big2\"}");
+    put_by_key(&f, 2, 2);                                  /* same round: from the batch */
+    put_partial(&f, 2, "{\"id\": 2, \"v\": \"b\", \"w\": null}", w_only);
+    CHECK_EQ_INT(floe__writer_flush(f.w, NULL), FLOE_OK);
+    put_by_key(&f, 3, 1);                                  /* a later round: from the open file */
+    put_partial(&f, 3, "{\"id\": 1, \"v\": \"c\", \"w\": null}", w_only);
+    put_by_key(&f, 3, 2);
+    put_partial(&f, 3, "{\"id\": 2, \"v\": null, \"w\": null}", v_and_w);
+    CHECK_EQ_INT(floe__writer_flush(f.w, NULL), FLOE_OK);
+    floe__sealed *s = seal(&f, 10);
+    CHECK(s != NULL);
+    floe__sealed_free(s);
+    live_row_is(&f, 2, "{\"id\": 2, \"v\": \"b\", \"w\": \"big2\"}");
+    /* the next batch: key 1 in two groups of one round (another key between) */
+    put_by_key(&f, 11, 1);
+    put_partial(&f, 11, "{\"id\": 1, \"v\": \"d\", \"w\": null}", w_only);
+    put(&f, 11, 1, "{\"id\": 5, \"v\": \"x\", \"w\": \"y\"}");
+    put_by_key(&f, 12, 1);
+    put_partial(&f, 12, "{\"id\": 1, \"v\": null, \"w\": \"big3\"}", 1 << 1);
+    CHECK_EQ_INT(floe__writer_flush(f.w, NULL), FLOE_OK);
+    s = seal(&f, 20);
+    CHECK(s != NULL);
+    floe__sealed_free(s);
+    live_row_is(&f, 1, "{\"id\": 1, \"v\": \"d\", \"w\": \"big3\"}");
+    floe__writer_stats st;
+    floe__writer_get_stats(f.w, &st);
+    CHECK_EQ_INT(st.rows_filled, 4);                    /* 1 and 2 at 3, 1 at 11 and 12 */
+    CHECK_EQ_INT(st.retract_missing, 0);
+    CHECK_EQ_INT(f.warnings, 0);
+out:
+    wfix_close(&f);
+}
+
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "writer");
@@ -566,6 +678,7 @@ int main(void)
     RUN(append_writes_multiplicities_and_saturates_timestamps);
     RUN(truncation_ends_the_last_batch_at_the_end_of_the_input);
     RUN(file_options_follow_the_tables_write_properties);
+    RUN(partial_rows_are_filled_from_the_row_they_replace);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
 }
