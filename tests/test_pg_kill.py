@@ -1,6 +1,7 @@
 """Exactly once under SIGKILL: a writer makes random transactions on three
 tables (REPLICA IDENTITY FULL, DEFAULT and USING INDEX; inserts, updates,
-deletes and now and then a TRUNCATE of one or two of them) while `floe pg` is
+deletes and now and then a TRUNCATE of one or two of them; the DEFAULT one
+has a TOASTed column that most updates leave out of the stream) while `floe pg` is
 killed at random moments and started again, FLOE_PG_KILLS times (at least
 200 by default).  At the end:
 
@@ -32,20 +33,26 @@ KEYS = 60
 
 TABLES = {
     "kfull": [Col("id", "integer", True), Col("v", "integer"), Col("s", "text")],
-    "kdef": [Col("id", "integer", True), Col("v", "bigint"), Col("n", "integer")],
+    "kdef": [Col("id", "integer", True), Col("v", "bigint"), Col("doc", "text")],
     "kidx": [Col("a", "integer", True), Col("b", "integer", True), Col("v", "integer")],
 }
 DDL = """
 CREATE TABLE kfull (id int PRIMARY KEY, v int, s text);
 ALTER TABLE kfull REPLICA IDENTITY FULL;
-CREATE TABLE kdef (id int PRIMARY KEY, v bigint, n int);
+CREATE TABLE kdef (id int PRIMARY KEY, v bigint, doc text);
+ALTER TABLE kdef ALTER COLUMN doc SET STORAGE EXTERNAL;
 CREATE TABLE kidx (a int NOT NULL, b int NOT NULL, v int);
 CREATE UNIQUE INDEX kidx_ab ON kidx (a, b);
 ALTER TABLE kidx REPLICA IDENTITY USING INDEX kidx_ab;
 INSERT INTO kfull SELECT g, g, 'row ' || g FROM generate_series(1, 20) g;
-INSERT INTO kdef SELECT g, g, 0 FROM generate_series(1, 20) g;
+INSERT INTO kdef SELECT g, g, repeat(md5(g::text), 80) FROM generate_series(1, 20) g;
 INSERT INTO kidx SELECT g, g % 3, g FROM generate_series(1, 20) g;
 """
+
+
+def big(r):
+    """A value Postgres stores out of line (2560 bytes, doc's storage EXTERNAL)."""
+    return "".join(f"{r.getrandbits(128):032x}" for _ in range(80))
 
 
 def key_of(table, row):
@@ -88,7 +95,7 @@ class Writer(threading.Thread):
             if (t, k) in mine:
                 return
             row = (k[0], k[1], r.randrange(1000)) if t == "kidx" else \
-                  (k, r.randrange(1000), f"s{r.randrange(99)}" if t == "kfull" else r.randrange(9))
+                  (k, r.randrange(1000), f"s{r.randrange(99)}" if t == "kfull" else big(r))
             c.execute(f"INSERT INTO {t} VALUES (%s, %s, %s)", row)
         elif kind < 0.75:                                 # update (sometimes the key)
             k = r.choice(keys)
@@ -102,8 +109,15 @@ class Writer(threading.Thread):
             if t == "kidx":
                 c.execute("UPDATE kidx SET a = %s, b = %s, v = %s WHERE a = %s AND b = %s",
                           (*new, k[0], k[1]))
+            elif t == "kdef":        # doc left out of the stream, unless it changes
+                if new[0] != k or r.random() < 0.2:
+                    new = new[:2] + (big(r),)
+                    c.execute("UPDATE kdef SET id = %s, v = %s, doc = %s WHERE id = %s",
+                              (*new, k))
+                else:
+                    c.execute("UPDATE kdef SET v = %s WHERE id = %s", (new[1], k))
             else:
-                cols = "id = %s, v = %s, " + ("s = %s" if t == "kfull" else "n = %s")
+                cols = "id = %s, v = %s, s = %s"
                 c.execute(f"UPDATE {t} SET {cols} WHERE id = %s", (*new, k))
             del mine[(t, k)]
             mine[(t, key_of(t, new))] = new
