@@ -20,7 +20,8 @@ import pytest
 
 from conftest import run_floe
 
-from pgserver import (Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snapshots,  # noqa: F401
+from pgserver import (SCALE, Mirror, committed_past, iceberg_rows, lsn_int, pg_rows, pgdb,  # noqa: F401
+                      snapshots, wait_until,
                       frontier_of)
 from rowgen import Col
 
@@ -528,6 +529,58 @@ def test_a_table_dropped_and_created_again_or_swapped_is_resynced(pgdb, tmp_path
     r = m.catch_up()
     assert "resync" not in r.stderr, r.stderr
     assert iceberg_rows(m, "public.s", one)["pyiceberg"] == pg_rows(pgdb, "s", one)
+
+
+def test_a_table_dropped_or_replaced_while_floe_runs(pgdb, tmp_path):
+    """Postgres sends nothing when a mirrored table is dropped and created
+    again, or swapped by renames, while floe streams (the new table is not
+    in the publication): floe notices at its next round of commits, opens
+    the mirror again and resyncs the table; a table dropped for good stops
+    the mirror with advice that works when followed."""
+    one = [Col("id", "integer", True), Col("v", "integer")]
+    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, v int); INSERT INTO s VALUES (1, 1), (2, 2);"
+             "CREATE TABLE o (id int PRIMARY KEY, v int); INSERT INTO o VALUES (1, 1)")
+    m = Mirror(pgdb, tmp_path, ["public.s", "public.o"], "--create-publication")
+    m.catch_up()
+    p = m.popen("--commit-interval", "100ms", "--idle-commit-interval", "300ms",
+                stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: pgdb.sql("SELECT active FROM pg_replication_slots WHERE slot_name = "
+                                    "%s", (pgdb.slot,))[0][0], "streaming")
+        pgdb.sql("DROP TABLE s; CREATE TABLE s (id int PRIMARY KEY, v int);"
+                 "INSERT INTO s VALUES (1, 10), (3, 30); INSERT INTO o VALUES (2, 2)")
+        pgdb.sql("INSERT INTO s VALUES (4, 40)")
+        end = lsn_int(pgdb.lsn())
+        wait_until(lambda: committed_past(m, ["public.o", "public.s"], end), "the resync")
+        for t in ("s", "o"):
+            for reader, rows in iceberg_rows(m, f"public.{t}", one).items():
+                assert rows == pg_rows(pgdb, t, one), (t, reader)
+        # a rename swap, then changes of the new table
+        pgdb.sql("CREATE TABLE s_new (id int PRIMARY KEY, v int); INSERT INTO s_new VALUES (7, 7);"
+                 "ALTER TABLE s RENAME TO s_old; ALTER TABLE s_new RENAME TO s")
+        end = lsn_int(pgdb.lsn())
+        wait_until(lambda: committed_past(m, ["public.s"], end), "the second resync")
+        pgdb.sql("INSERT INTO s VALUES (8, 8); INSERT INTO s_old VALUES (9, 9)")
+        end = lsn_int(pgdb.lsn())
+        wait_until(lambda: committed_past(m, ["public.s"], end), "the new table's change")
+        assert iceberg_rows(m, "public.s", one)["duckdb"] == [(7, 7), (8, 8)] \
+            == pg_rows(pgdb, "s", one)
+        # dropped for good: the mirror stops, saying what to do
+        pgdb.sql("DROP TABLE s")
+        assert p.wait(timeout=120 * SCALE) == 1
+    finally:
+        if p.poll() is None:
+            p.kill()
+    err = p.communicate()[1]
+    assert err.count("was replaced (dropped and created again, or another table renamed") == 2, err
+    assert "public.s was dropped or renamed in Postgres while floe mirrored it" in err, err
+    assert "floe pg --drop-table public.s stops mirroring it, then leave it out of --tables" \
+        in err, err
+    r = m.run("--drop-table", "public.s")
+    assert r.returncode == 0, r
+    pgdb.sql("INSERT INTO o VALUES (5, 5)")
+    Mirror(pgdb, tmp_path, ["public.o"], "--create-publication").catch_up()
+    assert iceberg_rows(m, "public.o", one)["pyiceberg"] == pg_rows(pgdb, "o", one)
 
 
 def test_a_table_of_another_postgres_system_is_refused(pgdb, tmp_path):

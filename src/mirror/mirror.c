@@ -438,6 +438,17 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
     unsigned delay = 100;
     bool ran = true;
     for (int rc = run_once(pg, err);;) {
+        if (rc != FLOE_OK && pg->reopen && !floe__mirror_stopping(pg)) {
+            pg->reopen = false;                /* a table dropped or replaced: at once */
+            floe__mirror_notice(pg, "%s", floe_error_message(err));
+            floe_error_clear(err);
+            rc = reopen(pg, ran, err);
+            if (rc == FLOE_OK)
+                rc = run_once(pg, err);
+            ran = true;
+            continue;
+        }
+        pg->reopen = false;
         if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED || !floe_error_retryable(err))
             return rc;
         uint64_t now = floe__monotonic_ns(), limit = pg->opts.reconnect_timeout_ms;

@@ -223,6 +223,10 @@ struct floe_pg {
     uint64_t schema_changes, resyncs, truncates;
     uint64_t reconnects;
     bool reconnecting;
+    /* A mirrored table was dropped or replaced under its name while
+     * streaming (floe__mirror_names_verify): floe_pg_run opens the tables
+     * again at once. */
+    bool reopen;
     /* Held by floe_pg_metrics (another thread) and by a reconnection while
      * it frees the tables; tables_ready is false while they are reopened. */
     pthread_mutex_t tables_lock;
@@ -378,6 +382,12 @@ int floe__mirror_part_record(floe__mtable *t, floe_error *err);
 /* mirror_verify.c: a resync due while verifying (it would commit past C):
  * the error that says so, naming t. */
 int floe__mirror_verify_refuse_resync(const floe__mtable *t, floe_error *err);
+
+/* mirror_life.c: whether each mirrored name still denotes the table
+ * mirrored (dropped, or replaced by DROP + CREATE or a rename swap while
+ * streaming: Postgres sends nothing of it); else pg->reopen and
+ * FLOE_ECONFLICT naming it. */
+int floe__mirror_names_verify(floe_pg *pg, floe_error *err);
 
 /* mirror_stream.c: stream from the slot until stopped, done or failed. */
 /* Advance t's sink to `at`, its commit recording floe.pg.lsn (at) and

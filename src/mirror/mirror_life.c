@@ -21,6 +21,14 @@
  * frontier of the tables a run mirrors, and a table not listed holds
  * nothing back.
  *
+ * A table dropped, or replaced under its name (dropped and created again,
+ * a rename swap), while floe runs: Postgres sends nothing for the new
+ * table (it is not in the publication) nor for the drop.  Before each
+ * round of commits, one catalog query compares what each mirrored name
+ * denotes with the table mirrored (floe__mirror_names_verify); a
+ * difference opens the mirror again as a new run would (floe_pg_run),
+ * where setup resyncs a replaced table and stops at a dropped one.
+ *
  * Retiring: after floe_pg_run committed every table up to its stop LSN,
  * the replication slot is dropped, and the publication when floe manages
  * it.  The Iceberg tables, their history and the catalog stay; a run with
@@ -353,5 +361,52 @@ int floe_pg_retire(floe_pg *pg, floe_error *err)
     else
         floe__err_wrap(err, rc, "%s (the slot is dropped already)", (const char *)sql.data);
     floe__buf_free(&sql);
+    return rc;
+}
+
+/* ---- tables dropped or replaced while the mirror runs ---------------------------------------- */
+
+int floe__mirror_names_verify(floe_pg *pg, floe_error *err)
+{
+    if (!pg->ntables || floe__mirror_stopping(pg))
+        return FLOE_OK;
+    floe__buf sql;
+    floe__buf_init(&sql, 1 << 24);
+    const char **params = floe__calloc(pg->ntables * 2, sizeof *params);
+    int rc = params ? floe__buf_printf(&sql, err, "SELECT x.i, c.oid FROM (VALUES ")
+                    : FLOE_OOM(err);
+    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++) {
+        params[2 * i] = pg->tables[i].nsp;
+        params[2 * i + 1] = pg->tables[i].rel;
+        rc = floe__buf_printf(&sql, err, "%s($%zu::text, $%zu::text, %zu)", i ? ", " : "",
+                              2 * i + 1, 2 * i + 2, i);
+    }
+    if (rc == FLOE_OK)
+        rc = floe__buf_printf(&sql, err, ") AS x(nsp, rel, i) LEFT JOIN pg_namespace n ON "
+                              "n.nspname = x.nsp LEFT JOIN pg_class c ON c.relnamespace = n.oid "
+                              "AND c.relname = x.rel ORDER BY x.i");
+    if (rc == FLOE_OK)
+        rc = floe__buf_putc(&sql, 0, err);
+    floe__pg_result *r = NULL;
+    if (rc == FLOE_OK)
+        rc = floe__pg_query(pg->conn, (const char *)sql.data, params, (int)(pg->ntables * 2), &r,
+                            err);
+    floe__buf_free(&sql);
+    floe__free(params);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "checking that the mirrored tables still exist");
+    for (size_t i = 0; rc == FLOE_OK && i < floe__pg_rows(r) && i < pg->ntables; i++) {
+        const floe__mtable *t = &pg->tables[i];
+        const char *oid = floe__pg_get(r, i, 1);
+        if (oid && strtoul(oid, NULL, 10) == t->relid)
+            continue;
+        pg->reopen = true;
+        rc = floe__err_set(err, FLOE_ECONFLICT, "%s was %s in Postgres while floe mirrored it: "
+                           "floe opens the mirror again, as a new run would", t->source,
+                           oid ? "replaced (dropped and created again, or another table renamed "
+                                 "to its name)"
+                               : "dropped or renamed");
+    }
+    floe__pg_result_free(r);
     return rc;
 }

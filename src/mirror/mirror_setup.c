@@ -357,7 +357,9 @@ static int describe_class(floe_pg *pg, floe__mtable *t, floe_error *err)
     const char *kind = floe__pg_get(r, 0, 1);
     if (!floe__pg_rows(r))
         rc = floe__err_set(err, FLOE_ENOTFOUND, "table %s does not exist in database %s (names "
-                           "are matched exactly)", t->source, pg->database);
+                           "are matched exactly; a mirrored table dropped in Postgres: floe pg "
+                           "--drop-table %s stops mirroring it, then leave it out of --tables)",
+                           t->source, pg->database, t->source);
     else if (kind[0] != 'r' && kind[0] != 'p')
         rc = floe__err_set(err, FLOE_EUNSUPPORTED, "%s is %s, not a table: floe mirrors tables, "
                            "plain or partitioned", t->source, relkind_name(kind[0]));

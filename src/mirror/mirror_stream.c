@@ -153,6 +153,7 @@ static int commit_tables(floe_pg *pg, commit_what what, floe_error *err)
 {
     uint64_t now = floe__monotonic_ns();
     bool any = false;
+    FLOE_FORWARD(floe__mirror_names_verify(pg, err));     /* a table dropped or replaced */
     FLOE_FORWARD(floe__mirror_part_verify(pg, err));      /* up to the frontier */
     for (size_t i = 0; i < pg->ntables; i++) {
         floe__mtable *t = &pg->tables[i];
