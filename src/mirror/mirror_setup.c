@@ -732,15 +732,8 @@ static void recorded_clear(recorded *r)
 static int probe(floe_pg *pg, floe__mtable *t, recorded *out, floe_error *err)
 {
     memset(out, 0, sizeof *out);
-    const char *dot = strrchr(t->ident, '.');
-    FLOE_RETURN_IF(!dot || dot == t->ident || !dot[1], err, FLOE_EINVAL, "Iceberg table '%s' "
-                   "is not NS.NAME", t->ident);
-    char *ns = floe__strndup(t->ident, (size_t)(dot - t->ident));
-    if (!ns)
-        return FLOE_OOM(err);
     floe__table *tb = NULL;
-    int rc = floe__table_open(pg->catalog, pg->io, ns, dot + 1, NULL, NULL, &tb, err);
-    floe__free(ns);
+    int rc = floe__mirror_open_iceberg(pg, t, &tb, err);
     if (rc == FLOE_ENOTFOUND) {
         floe_error_clear(err);
         return FLOE_OK;

@@ -229,11 +229,9 @@ static uint64_t keys_in(wfix *f)
     return st.keys;
 }
 
-/* A retraction by key (floe_sink_retract_key): the key with an empty row. */
-static void put_by_key(wfix *f, uint64_t time, int64_t id)
+/* The JSON row into f->row, its first column's slot (the key) into f->key. */
+static void parse_keyed(wfix *f, const char *json)
 {
-    char json[64];
-    snprintf(json, sizeof json, "{\"id\": %lld, \"v\": null}", (long long)id);
     floe__buf_reset(&f->row);
     const char *end;
     CHECK_EQ_INT(floe__json_parse_row(f->t->schema, json, json + strlen(json), &end, &f->row,
@@ -242,6 +240,14 @@ static void put_by_key(wfix *f, uint64_t time, int64_t id)
                                         f->row.data + f->row.len);
     floe__buf_reset(&f->key);
     floe__buf_append(&f->key, f->row.data, (size_t)(k - f->row.data), NULL);
+}
+
+/* A retraction by key (floe_sink_retract_key): the key with an empty row. */
+static void put_by_key(wfix *f, uint64_t time, int64_t id)
+{
+    char json[64];
+    snprintf(json, sizeof json, "{\"id\": %lld}", (long long)id);
+    parse_keyed(f, json);
     floe__upd u = {time, -1, f->key.data, f->row.data + f->row.len, (uint32_t)f->key.len, 0,
                    false};
     CHECK_EQ_INT(floe__writer_write(f->w, &u, NULL), FLOE_OK);
@@ -556,14 +562,7 @@ out:
 /* A partial row of the JSON row: `unchanged` (a bit per column) null in it. */
 static void put_partial(wfix *f, uint64_t time, const char *json, uint8_t unchanged)
 {
-    floe__buf_reset(&f->row);
-    const char *end;
-    CHECK_EQ_INT(floe__json_parse_row(f->t->schema, json, json + strlen(json), &end, &f->row,
-                                      NULL), FLOE_OK);
-    const uint8_t *k = floe__datum_skip(&f->t->schema->root.children[0], f->row.data,
-                                        f->row.data + f->row.len);
-    floe__buf_reset(&f->key);
-    floe__buf_append(&f->key, f->row.data, (size_t)(k - f->row.data), NULL);
+    parse_keyed(f, json);
     floe__buf packed;
     floe__buf_init(&packed, 0);
     CHECK_EQ_INT(floe__partial_pack(&unchanged, f->t->schema->root.n_children, f->row.data,
