@@ -958,7 +958,8 @@ typedef struct floe_pg_options {
      * floe_pg_run: floe drops what is not committed, connects again with
      * backoff (100 ms doubling to 10 s) and resumes every table from its
      * committed frontier, for up to this many milliseconds of failing in a
-     * row (floe_pg_options_init: 300000); 0: never gives up. */
+     * row (floe_pg_options_init: 300000); 0: never gives up.  floe_pg_open
+     * waits for a server it cannot reach the same way. */
     uint64_t reconnect_timeout_ms;
 } floe_pg_options;
 
@@ -966,15 +967,17 @@ void floe_pg_options_init(floe_pg_options *opts);
 
 /* Connect, check the server (wal_level logical, the REPLICATION
  * privilege, SELECT on the tables, a UTF8 database), resolve the tables
- * (each needs a primary key or a replica identity; a table whose values
- * Postgres may store out of line needs REPLICA IDENTITY FULL), the
+ * (each needs a primary key or a replica identity; with equality deletes,
+ * a table whose values Postgres may store out of line needs REPLICA
+ * IDENTITY FULL), the
  * publication and the slot (a slot that is gone, invalidated or ahead of
  * a table's frontier is an error), and open a sink per table, creating
  * the Iceberg tables that are missing.  Errors name the table, the
  * server (without secrets) and the statement that fixes them:
  * FLOE_EPERM (privileges), FLOE_ESTATE (server settings, slot),
  * FLOE_EUNSUPPORTED (tables floe cannot mirror), FLOE_EINCOMPATIBLE (an
- * Iceberg table of another shape), FLOE_ENET, FLOE_EAUTH. */
+ * Iceberg table of another shape), FLOE_ENET (unreachable past
+ * reconnect_timeout_ms), FLOE_EAUTH. */
 int floe_pg_open(const floe_pg_options *opts, floe_pg **out, floe_error *err);
 /* Copy the tables that need it, then stream until stopped
  * (FLOE_EINTERRUPTED, after committing every whole transaction received),

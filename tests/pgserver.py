@@ -14,9 +14,11 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
@@ -175,6 +177,86 @@ def pgdb():
     db.drop()
 
 
+class Proxy(threading.Thread):
+    """A TCP proxy to a Postgres port: cut() closes every connection it
+    carries at once; down() also refuses new ones (closed as accepted)
+    until up()."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.target = port
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.lock, self.socks, self.accepted, self.refusing = threading.Lock(), [], 0, False
+
+    def url(self, db):
+        """db's URL through this proxy."""
+        return db.url.replace(f":{db.srv.port}/", f":{self.port}/")
+
+    def run(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                refusing = self.refusing
+            try:
+                if refusing:
+                    raise OSError("down")
+                server = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.socks += [client, server]
+                self.accepted += 1
+            for src, dst in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(src, dst), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            socks, self.socks = self.socks, []
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+
+    def down(self):
+        with self.lock:
+            self.refusing = True
+        self.cut()
+
+    def up(self):
+        with self.lock:
+            self.refusing = False
+
+    def close(self):
+        self.listener.close()
+        self.cut()
+
+
 # ---- floe pg --------------------------------------------------------------------------------
 
 class Mirror:
@@ -185,9 +267,10 @@ class Mirror:
         self.catalog, self.wh = f"{tmp_path}/catalog.db", f"{tmp_path}/wh"
         self.tables, self.extra = tables, list(extra)
         self.index = f"{tmp_path}/index"
+        self.source = db.url                  # floe's way to Postgres (a Proxy's url)
 
     def args(self, *more):
-        a = ["pg", "--source", self.db.url, "--slot", self.db.slot, "--catalog",
+        a = ["pg", "--source", self.source, "--slot", self.db.slot, "--catalog",
              f"sqlite:{self.catalog}", "--warehouse", self.wh, "--index-dir", self.index]
         if self.tables:
             a += ["--tables", ",".join(self.tables)]
@@ -214,6 +297,55 @@ class Mirror:
 
 
 # ---- values as psycopg returns them, in rowgen's canonical form -------------------------------
+
+class Run:
+    """One `floe pg` process whose stderr lines are collected as they come."""
+
+    def __init__(self, m, *more):
+        self.p = m.popen(*more, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.p.stderr:
+            self.lines.append(line)
+
+    def said(self, text):
+        return any(text in line for line in list(self.lines))
+
+    def wait_for(self, *texts):
+        """The first of `texts` it says (it must not exit first)."""
+        deadline = time.monotonic() + 120 * SCALE
+        while True:
+            for t in texts:
+                if self.said(t):
+                    return t
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                self.p.kill()
+                self.p.wait()
+                self.reader.join()
+                pytest.fail(f"waiting for {texts}: exit {self.p.returncode}:\n" +
+                            "".join(self.lines)[-20000:])
+            time.sleep(0.005)
+
+    def stop(self):
+        """SIGINT; its exit status."""
+        self.p.send_signal(signal.SIGINT)
+        self.p.wait(timeout=300 * SCALE)
+        self.reader.join()
+        return self.p.returncode
+
+    def kill(self):
+        """SIGKILL; it must die of the signal, without a sanitizer report."""
+        self.p.send_signal(signal.SIGKILL)
+        self.p.wait()
+        self.reader.join()
+        err = "".join(self.lines)
+        assert "AddressSanitizer" not in err and "runtime error" not in err, err
+        if self.p.returncode != -signal.SIGKILL:
+            pytest.fail(f"exit {self.p.returncode}:\n" + err[-20000:])
+
 
 class _Range:
     """A psycopg Range in the shape readers.canon reads ranges in."""

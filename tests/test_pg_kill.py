@@ -1,15 +1,24 @@
 """Exactly once under SIGKILL: a writer makes random transactions on three
 tables (REPLICA IDENTITY FULL, DEFAULT and USING INDEX; inserts, updates,
 deletes and now and then a TRUNCATE of one or two of them; the DEFAULT one
-has a TOASTed column that most updates leave out of the stream) while `floe pg` is
-killed at random moments and started again, FLOE_PG_KILLS times (at least
-200 by default).  At the end:
+has a TOASTed column that most updates leave out of the stream), and a
+second one changes a large table, while `floe pg`, reaching Postgres
+through a TCP proxy, is killed FLOE_PG_KILLS times (at least 200 by
+default) and started again:
+
+  - during the initial copy (the large table is copied last; each kill
+    lands after the copy began, until a run completes it);
+  - while it reconnects (the proxy cuts every connection and refuses new
+    ones; floe is killed once it said it is reconnecting);
+  - at random moments of the stream (some inside a TRUNCATE's transaction).
+
+At the end:
 
   - every Iceberg table equals its Postgres table (DuckDB and pyiceberg);
-  - every snapshot of every table equals the source as of the LSN it
-    records (its floe.frontier), by replaying the writer's log of committed
-    transactions (each logged with the WAL position before and after its
-    COMMIT, which brackets its commit record);
+  - every snapshot of the three small tables equals the source as of the
+    LSN it records (its floe.frontier), by replaying the writer's log of
+    committed transactions (each logged with the WAL position before and
+    after its COMMIT, which brackets its commit record);
   - the slot's confirmed_flush_lsn, sampled all along, was never ahead of a
     frontier every table had committed by then (each sample is checked
     against the snapshots committed before it was read).
@@ -25,10 +34,14 @@ import psycopg
 import pytest
 
 from iceberg_readers import duckdb_snapshot_rows
-from pgserver import Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snapshots, frontier_of  # noqa
+from pgserver import (Mirror, Proxy, Run, iceberg_rows, lsn_int, pg_rows, pgdb,  # noqa
+                      snapshots, frontier_of)
 from rowgen import Col
 
 KILLS = int(os.environ.get("FLOE_PG_KILLS", "200"))
+COPY_KILLS = max(1, KILLS // 10)          # at most this many during the copy
+RECONNECT_KILLS = max(1, KILLS * 3 // 20)
+BIG_ROWS = int(os.environ.get("FLOE_PG_BIG_ROWS", "400000"))
 KEYS = 60
 
 TABLES = {
@@ -47,6 +60,11 @@ ALTER TABLE kidx REPLICA IDENTITY USING INDEX kidx_ab;
 INSERT INTO kfull SELECT g, g, 'row ' || g FROM generate_series(1, 20) g;
 INSERT INTO kdef SELECT g, g, repeat(md5(g::text), 80) FROM generate_series(1, 20) g;
 INSERT INTO kidx SELECT g, g % 3, g FROM generate_series(1, 20) g;
+"""
+BIG = [Col("id", "integer", True), Col("v", "integer"), Col("pad", "text")]
+BIG_DDL = f"""
+CREATE TABLE kbig (id int PRIMARY KEY, v int, pad text);
+INSERT INTO kbig SELECT g, g, md5(g::text) FROM generate_series(1, {BIG_ROWS}) g;
 """
 
 
@@ -161,6 +179,36 @@ class Writer(threading.Thread):
             self.error = e
 
 
+class BigWriter(threading.Thread):
+    """Small transactions upserting and deleting random keys of kbig
+    (Postgres is the truth: the table is compared at the end)."""
+
+    def __init__(self, dsn, seed):
+        super().__init__(daemon=True)
+        self.dsn, self.r = dsn, random.Random(seed)
+        self.stop = threading.Event()
+        self.error, self.done = None, 0
+
+    def run(self):
+        r = self.r
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as c:
+                while not self.stop.is_set():
+                    with c.transaction():
+                        for _ in range(r.randint(1, 5)):
+                            k = r.randrange(1, BIG_ROWS + 1000)
+                            if r.random() < 0.7:
+                                c.execute("INSERT INTO kbig VALUES (%s, %s, %s) ON CONFLICT (id) "
+                                          "DO UPDATE SET v = excluded.v",
+                                          (k, r.randrange(10**6), f"w{k}"))
+                            else:
+                                c.execute("DELETE FROM kbig WHERE id = %s", (k,))
+                    self.done += 1
+                    time.sleep(r.random() * 0.02)
+        except Exception as e:                            # reported by the test
+            self.error = e
+
+
 class SlotSampler(threading.Thread):
     """(confirmed_flush_lsn, unix ms once read) every few ms."""
 
@@ -215,20 +263,66 @@ def kill_many(m, kills, r, longest):
             pytest.fail(f"exit {p.returncode}:\n" + err.decode(errors="replace")[-20000:])
 
 
-def kill_while_writing(m, db, writer, kills, r, longest):
-    """kill_many while `writer` (a thread with `stop` and `error`) writes
-    and the slot is sampled; then the mirror catches up.  Returns the
-    samples, (confirmed LSN, unix ms)."""
-    writer.start()
+def kill_during_the_copy(m, r, kills, longest, last):
+    """Kill the mirror a random while (up to `longest` s) after it began
+    its copies, until a run completes the copy of `last` (the last table
+    it copies) or `kills` kills; returns the kills that came first and the
+    LSN the slot was created at."""
+    created = None
+    for n in range(kills):
+        run = Run(m)
+        said = run.wait_for("copied first", "streaming from slot")
+        if created is None:
+            line = next(x for x in run.lines if "created replication slot" in x)
+            created = lsn_int(line.split("consistent at ")[1].split()[0])
+        if said == "copied first":
+            time.sleep(r.uniform(0, longest))
+        done = run.said(f"copied {last}") or said != "copied first"
+        run.kill()
+        if done:
+            return n, created
+    return kills, created
+
+
+def kill_while_reconnecting(m, proxy, r, kills):
+    """Run the mirror a random while, take Postgres away (the proxy cuts
+    every connection and refuses new ones), and kill the mirror a random
+    while after it said it is reconnecting, `kills` times."""
+    for _ in range(kills):
+        run = Run(m)
+        time.sleep(r.uniform(0, 0.6))
+        proxy.down()
+        try:
+            run.wait_for("reconnecting in")
+            time.sleep(r.uniform(0, 0.3))
+            assert not run.said("reconnected to Postgres"), "".join(run.lines)
+            run.kill()
+        finally:
+            proxy.up()
+
+
+def kill_while_writing(m, db, writer, kills, r, longest, first=(), others=()):
+    """kill_many while `writer` and `others` (threads with `stop` and
+    `error`) write and the slot is sampled, after the kill phases `first`
+    (callables); then the mirror catches up.  Returns the samples,
+    (confirmed LSN, unix ms)."""
+    writers = [writer, *others]
+    for w in writers:
+        w.start()
     sampler = SlotSampler(db.dsn, db.slot)
     sampler.start()
     try:
         try:
+            for phase in first:
+                phase()
             kill_many(m, kills, r, longest)
         finally:
-            writer.stop.set()
-            writer.join()
-        assert writer.error is None, writer.error
+            for w in writers:
+                w.stop.set()
+            for w in writers:
+                w.join()
+        for w in writers:
+            assert w.error is None, w.error
         m.catch_up("--quiet")
         time.sleep(0.2)
     finally:
@@ -237,15 +331,17 @@ def kill_while_writing(m, db, writer, kills, r, longest):
     return sampler.samples
 
 
-def check_slot_never_ahead(m, tables, samples):
+def check_slot_never_ahead(m, tables, samples, created=0):
     """The slot's confirmed LSN, sampled as (lsn, unix ms), was never ahead
-    of a frontier every table had committed by then."""
+    of a frontier every table had committed by then (before a table's first
+    commit, of `created`: where the slot was created, as its copy comes from
+    there or later)."""
     t = {tb: m.pyiceberg_table(f"public.{tb}") for tb in tables}
     commits = {tb: sorted((s.timestamp_ms, frontier_of(s.summary.additional_properties))
                           for s in t[tb].snapshots()) for tb in tables}
     for confirmed, read_ms in samples:
         for tb in tables:
-            done = max((f for ts, f in commits[tb] if ts <= read_ms + 1), default=0)
+            done = max((f for ts, f in commits[tb] if ts <= read_ms + 1), default=created)
             assert confirmed <= done, (tb, confirmed, done)
 
 
@@ -253,17 +349,43 @@ def rows_of(state, table):
     return sorted((row for (t, _), row in state.items() if t == table), key=repr)
 
 
+def psql_copy_seconds(db, table):
+    """How long Postgres takes to COPY `table` out to a client that drops it."""
+    t0 = time.monotonic()
+    with db.conn() as c, c.cursor().copy(f"COPY {table} TO STDOUT") as cp:
+        for _ in cp:
+            pass
+    return time.monotonic() - t0
+
+
 def test_kill_floe_at_random_moments(pgdb, tmp_path):
     pgdb.sql(DDL)
-    m = Mirror(pgdb, tmp_path, list(f"public.{t}" for t in TABLES), "--create-publication",
-               "--commit-interval", "100ms", "--idle-commit-interval", "300ms", "--quiet")
-    m.run("--stop-at", "now")                             # the copies, the slot
+    pgdb.sql(BIG_DDL)
+    proxy = Proxy(pgdb.srv.port)
+    proxy.start()
+    m = Mirror(pgdb, tmp_path, [f"public.{t}" for t in TABLES] + ["public.kbig"],
+               "--create-publication", "--commit-interval", "100ms",
+               "--idle-commit-interval", "300ms")
+    m.source = proxy.url(pgdb)
     writer = Writer(pgdb.dsn, seed=1234)
     with psycopg.connect(pgdb.dsn) as c:
         writer.load(c)
     base = dict(writer.state)
-    samples = kill_while_writing(m, pgdb, writer, KILLS, random.Random(99), 0.6)
-    assert len(writer.log) > 100
+    r = random.Random(99)
+    copy_s = max(0.05, psql_copy_seconds(pgdb, "kbig"))   # floe's copy takes longer
+    copy_kills = []
+    phases = (lambda: copy_kills.append(kill_during_the_copy(m, r, COPY_KILLS, copy_s,
+                                                             "public.kbig")),
+              lambda: kill_while_reconnecting(m, proxy, r, RECONNECT_KILLS))
+    big = BigWriter(pgdb.dsn, seed=5)
+    try:
+        samples = kill_while_writing(m, pgdb, writer, KILLS - COPY_KILLS - RECONNECT_KILLS, r,
+                                     0.6, first=phases, others=[big])
+    finally:
+        proxy.close()
+    assert len(writer.log) > 100 and big.done > 100
+    copy_kills, created = copy_kills[0]
+    assert copy_kills > 0                                 # some kills came during the copy
 
     # Every table equals its source now.
     for table, cols in TABLES.items():
@@ -285,8 +407,13 @@ def test_kill_floe_at_random_moments(pgdb, tmp_path):
             assert rows == rows_of(want, table) or (maybe and rows == rows_of(maybe, table)), \
                 (table, sid, f)
 
-    check_slot_never_ahead(m, TABLES, samples)
+    want = pg_rows(pgdb, "kbig", BIG)
+    for reader, rows in iceberg_rows(m, "public.kbig", BIG).items():
+        assert rows == want, ("kbig", reader)
+
+    check_slot_never_ahead(m, [*TABLES, "kbig"], samples, created)
     assert len(samples) > 100
     assert writer.truncates > 0
-    print(f"kills {KILLS}, transactions {len(writer.log)}, truncates {writer.truncates}, samples "
+    print(f"kills {KILLS} ({copy_kills} during the copy, {RECONNECT_KILLS} while reconnecting), "
+          f"transactions {len(writer.log)} + {big.done}, truncates {writer.truncates}, samples "
           f"{len(samples)}, snapshots {[len(h) for h in history.values()]}")

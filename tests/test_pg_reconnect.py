@@ -20,8 +20,8 @@ import urllib.request
 import psycopg
 
 from conftest import SCALE
-from pgserver import (Mirror, committed_past, iceberg_rows, lsn_int, pg_rows, pgdb,  # noqa
-                      wait_until)
+from pgserver import (Mirror, Proxy, Run, committed_past, iceberg_rows, lsn_int, pg_rows,  # noqa
+                      pgdb, wait_until)
 from rowgen import Col
 
 RESTARTS = int(os.environ.get("FLOE_PG_RESTARTS", "20"))
@@ -75,67 +75,6 @@ class Writer(threading.Thread):
             c.close()
 
 
-class Proxy(threading.Thread):
-    """A TCP proxy to Postgres whose connections cut() closes at once."""
-
-    def __init__(self, port):
-        super().__init__(daemon=True)
-        self.target = port
-        self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(64)
-        self.port = self.listener.getsockname()[1]
-        self.lock, self.socks, self.accepted = threading.Lock(), [], 0
-
-    def run(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                client.close()
-                continue
-            with self.lock:
-                self.socks += [client, server]
-                self.accepted += 1
-            for src, dst in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(src, dst), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src, dst):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def cut(self):
-        with self.lock:
-            socks, self.socks = self.socks, []
-        for s in socks:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            except OSError:
-                pass
-
-    def close(self):
-        self.listener.close()
-        self.cut()
-
-
 def finish(m, db, p, writer):
     """Stop the writer, wait for floe to commit past the last transaction,
     SIGINT it; every table equals Postgres."""
@@ -184,8 +123,7 @@ def test_connections_cut_again_and_again(pgdb, tmp_path):
     try:
         m = Mirror(pgdb, tmp_path, ["public.a", "public.b"], "--create-publication")
         m.catch_up()
-        direct = pgdb.url
-        pgdb.url = direct.replace(f":{pgdb.srv.port}/", f":{proxy.port}/")
+        m.source = proxy.url(pgdb)
         writer = Writer(pgdb.dsn)
         writer.start()
         p = start(m)
@@ -198,7 +136,6 @@ def test_connections_cut_again_and_again(pgdb, tmp_path):
         err = finish(m, pgdb, p, writer)
         assert err.count("reconnected to Postgres") >= CUTS // 2, err
         assert proxy.accepted > CUTS
-        pgdb.url = direct
     finally:
         proxy.close()
 
@@ -253,13 +190,20 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
         srv.up()
     assert p.returncode == 75, err
     assert "gave up reconnecting after" in err and "run the same command again" in err, err
-    # Postgres down from the start: the same status
+    # Postgres down from the start: floe waits for it the same way
     srv.down()
     try:
-        r = m.run(check=False)
+        r = m.run("--reconnect-timeout", "2s", check=False)
+        assert r.returncode == 75 and "reconnecting in" in r.stderr, r
+        assert "gave up reconnecting after" in r.stderr, r
+        run = Run(m)                                     # ... and starts once it is up
+        run.wait_for("reconnecting in")
     finally:
         srv.up()
-    assert r.returncode == 75, r
+    pgdb.sql("INSERT INTO a VALUES (1002, 2)")
+    end = lsn_int(pgdb.lsn())
+    wait_until(lambda: committed_past(m, ["public.a"], end), "the insert committed")
+    assert run.stop() == 130, "".join(run.lines)
     pgdb.sql("INSERT INTO a VALUES (1001, 1)")
     m.catch_up()                                         # the advice works
     assert iceberg_rows(m, "public.a", COLS)["duckdb"] == pg_rows(pgdb, "a", COLS)

@@ -296,23 +296,6 @@ int floe__mirror_new(const floe_pg_options *o, floe_pg **out, floe_error *err)
     return FLOE_OK;
 }
 
-int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
-{
-    floe_pg *pg = NULL;
-    FLOE_FORWARD(floe__mirror_new(o, &pg, err));
-    int rc = floe__mirror_setup(pg, err);
-    if (rc == FLOE_OK)
-        rc = floe__mirror_slot_prepare(pg, err);
-    if (rc != FLOE_OK) {
-        floe_pg_free(pg);
-        return rc;
-    }
-    pg->tables_ready = true;
-    floe__mirror_publish(pg);
-    *out = pg;
-    return FLOE_OK;
-}
-
 static int copy_phase(floe_pg *pg, floe_error *err)
 {
     bool any = false;
@@ -432,10 +415,65 @@ static void pause_ms(floe_pg *pg, unsigned ms)
     poll(p, pg->opts.stop_fd >= 0 ? 2 : 1, (int)ms);
 }
 
+/* Reconnecting with backoff: the first failure of a row, and the next wait. */
+typedef struct backoff {
+    uint64_t failing_since;                /* monotonic ns; 0: not failing */
+    unsigned delay_ms;
+} backoff;
+
+/* After rc failed: FLOE_OK when it is transient and the caller may try
+ * again (it said so and waited), else the error to end with (rc, or why
+ * reconnecting gave up). */
+static int backoff_wait(floe_pg *pg, backoff *b, int rc, floe_error *err)
+{
+    if (!floe_error_retryable(err))
+        return rc;
+    uint64_t now = floe__monotonic_ns(), limit = pg->opts.reconnect_timeout_ms;
+    if (!b->failing_since)
+        b->failing_since = now;
+    if (floe__mirror_stopping(pg) || (limit && now - b->failing_since >= limit * 1000000ull)) {
+        set_reconnecting(pg, false);
+        return limit && !floe__mirror_stopping(pg)
+                   ? floe__err_wrap(err, rc, "gave up reconnecting after %.0fs",
+                                    (double)(now - b->failing_since) / 1e9)
+                   : rc;
+    }
+    floe__mirror_warn(pg, "%s: reconnecting in %.1fs (every table stays at its last commit and "
+                      "resumes from it)", floe_error_message(err), (double)b->delay_ms / 1e3);
+    set_reconnecting(pg, true);
+    pause_ms(pg, b->delay_ms);
+    b->delay_ms = b->delay_ms * 2 > 10000 ? 10000 : b->delay_ms * 2;
+    floe_error_clear(err);
+    if (floe__mirror_stopping(pg)) {
+        set_reconnecting(pg, false);
+        return floe__err_set(err, FLOE_EINTERRUPTED, "stopped while reconnecting");
+    }
+    return FLOE_OK;
+}
+
+int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
+{
+    floe_pg *pg = NULL;
+    FLOE_FORWARD(floe__mirror_new(o, &pg, err));
+    int rc = floe__mirror_setup(pg, err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_slot_prepare(pg, err);
+    for (backoff b = {0, 100}; rc != FLOE_OK && (rc = backoff_wait(pg, &b, rc, err)) == FLOE_OK;)
+        rc = reopen(pg, false, err);       /* Postgres not there yet, or gone: again */
+    set_reconnecting(pg, false);
+    if (rc != FLOE_OK) {
+        floe_pg_free(pg);
+        return rc;
+    }
+    pg->tables_ready = true;
+    floe__mirror_publish(pg);
+    *out = pg;
+    return FLOE_OK;
+}
+
 int floe_pg_run(floe_pg *pg, floe_error *err)
 {
-    uint64_t failing_since = 0;            /* monotonic ns of the first failure in a row */
-    unsigned delay = 100;
+    backoff b = {0, 100};
     bool ran = true;
     for (int rc = run_once(pg, err);;) {
         if (rc != FLOE_OK && pg->reopen && !floe__mirror_stopping(pg)) {
@@ -449,30 +487,8 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
             continue;
         }
         pg->reopen = false;
-        if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED || !floe_error_retryable(err))
+        if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED || (rc = backoff_wait(pg, &b, rc, err)))
             return rc;
-        uint64_t now = floe__monotonic_ns(), limit = pg->opts.reconnect_timeout_ms;
-        if (!failing_since)
-            failing_since = now;
-        if (floe__mirror_stopping(pg) ||
-            (limit && now - failing_since >= limit * 1000000ull)) {
-            set_reconnecting(pg, false);
-            return limit && !floe__mirror_stopping(pg)
-                       ? floe__err_wrap(err, rc, "gave up reconnecting after %.0fs",
-                                        (double)(now - failing_since) / 1e9)
-                       : rc;
-        }
-        floe__mirror_warn(pg, "%s: reconnecting in %.1fs (every table stays at its last "
-                          "commit and resumes from it)", floe_error_message(err),
-                          (double)delay / 1e3);
-        set_reconnecting(pg, true);
-        pause_ms(pg, delay);
-        delay = delay * 2 > 10000 ? 10000 : delay * 2;
-        floe_error_clear(err);
-        if (floe__mirror_stopping(pg)) {
-            set_reconnecting(pg, false);
-            return floe__err_set(err, FLOE_EINTERRUPTED, "stopped while reconnecting");
-        }
         rc = reopen(pg, ran, err);
         ran = false;
         if (rc != FLOE_OK)
@@ -481,8 +497,7 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
         floe__mirror_notice(pg, "reconnected to Postgres (%" PRIu64 " reconnections so far): "
                             "resuming every table from its committed frontier", pg->reconnects);
         set_reconnecting(pg, false);
-        failing_since = 0;
-        delay = 100;
+        b = (backoff){0, 100};
         rc = run_once(pg, err);
         ran = true;
     }

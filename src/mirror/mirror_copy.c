@@ -195,10 +195,13 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
     uint64_t t0 = floe__monotonic_ns();
     bool changed = false;
     int rc = floe__mirror_hold_table(pg, pg->rconn, t, t->shape, &changed, err);
-    if (rc == FLOE_OK && changed)
-        rc = floe__err_set(err, FLOE_ESTATE, "%s changed shape (ALTER TABLE) as its copy began: "
-                           "the snapshot it is read in shows it in another shape (or empty, "
-                           "after a rewrite); run again", t->source);
+    if (rc == FLOE_OK && changed) {
+        pg->reopen = true;               /* floe_pg_run copies it again, from a new snapshot */
+        rc = floe__err_set(err, FLOE_ECONFLICT, "%s changed (an ALTER TABLE or a TRUNCATE "
+                           "committed) after the snapshot its copy is read in was taken: that "
+                           "snapshot would show it in another shape, or empty; copying it again "
+                           "from a new snapshot", t->source);
+    }
     if (rc == FLOE_OK)
         rc = floe__mirror_part_read(pg, pg->rconn, t, err);      /* as the copy sees them */
     if (rc == FLOE_OK)
