@@ -489,7 +489,7 @@ def test_passwords_are_never_printed(pgdb, tmp_path):
         for args in (["pg", "--source", src, "--tables", "public.pw", "--create-publication",
                       "--slot", pgdb.slot, "--stop-at", "now", "--catalog",
                       f"sqlite:{tmp_path}/c.db", "--warehouse", f"{tmp_path}/wh",
-                      "--index-dir", f"{tmp_path}/ix"],
+                      "--index-dir", f"{tmp_path}/ix", "--reconnect-timeout", "1s"],
                      ["inspect", "--table", "public.pw", "--catalog", f"sqlite:{tmp_path}/c.db",
                       "--source", src]):
             r = run_floe(*args, check=False)
