@@ -323,7 +323,7 @@ def kill_while_writing(m, db, writer, kills, r, longest, first=(), others=()):
                 w.join()
         for w in writers:
             assert w.error is None, w.error
-        m.catch_up("--quiet")
+        m.catch_up_log = m.catch_up().stderr            # its warnings, for a failure
         time.sleep(0.2)
     finally:
         sampler.stop.set()                # before the server goes, on a failure too
@@ -405,7 +405,7 @@ def test_kill_floe_at_random_moments(pgdb, tmp_path):
             want, maybe = state_at(base, writer.log, f, True)
             rows = sorted(rows, key=repr)
             assert rows == rows_of(want, table) or (maybe and rows == rows_of(maybe, table)), \
-                (table, sid, f)
+                (table, sid, f, m.catch_up_log[-5000:])
 
     want = pg_rows(pgdb, "kbig", BIG)
     for reader, rows in iceberg_rows(m, "public.kbig", BIG).items():
