@@ -932,6 +932,15 @@ typedef struct floe_pg_options {
      * tables whose old rows Postgres does not send (REPLICA IDENTITY
      * DEFAULT or USING INDEX; see docs/postgres.md).  0: 1 GiB. */
     size_t txn_memory;
+    /* 1 (floe_pg_options_init): on a server of version 14 or later, ask
+     * for in-progress transactions (pgoutput protocol 2, streaming 'on'):
+     * a transaction larger than the server's logical_decoding_work_mem
+     * comes while it runs and is written to a file in sink.spill_dir
+     * until it commits (then mirrored as one transaction) or aborts
+     * (then dropped), so memory does not grow with it, and the rows it
+     * leaves per key are no longer bounded by txn_memory.  0: protocol 1
+     * (a transaction comes once committed). */
+    int txn_streaming;
     /* Stop (floe_pg_run returns FLOE_OK) once every table has committed
      * everything below this LSN; 0: run until stopped.  stop_at_now: the
      * server's WAL position when streaming starts. */
@@ -1099,6 +1108,10 @@ typedef struct floe_pg_stats {
      * whether floe is reconnecting now. */
     uint64_t reconnects;
     int reconnecting;
+    /* Streamed (in-progress) transactions: mirrored at their commit, and
+     * aborted (dropped); bytes of them held in spill files now. */
+    uint64_t streamed_transactions, streamed_aborts;
+    uint64_t spill_bytes;
 } floe_pg_stats;
 void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out);
 /* Prometheus text: every table's sink metrics (labelled by sink id) and
