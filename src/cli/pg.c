@@ -345,13 +345,17 @@ static void report_done(run *r)
     char lsn[24];
     floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
     double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
-    char shape[160] = "";
+    char shape[240] = "";
     if (st.schema_changes || st.resyncs)
         snprintf(shape, sizeof shape, ", %" PRIu64 " schema changes, %" PRIu64 " resyncs",
                  st.schema_changes, st.resyncs);
     if (st.truncates)
         snprintf(shape + strlen(shape), sizeof shape - strlen(shape), ", %" PRIu64 " truncates",
                  st.truncates);
+    if (st.streamed_transactions || st.streamed_aborts)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), ", %" PRIu64 " streamed "
+                 "transactions (%" PRIu64 " aborted)", st.streamed_transactions,
+                 st.streamed_aborts);
     cli_say("floe: done in %.1fs: %" PRIu64 " tables (%" PRIu64 " copied, %" PRIu64 " rows), %"
             PRIu64 " transactions (%" PRIu64 " inserts, %" PRIu64 " updates, %" PRIu64
             " deletes)%s, %" PRIu64 " snapshots; every table committed up to %s, the slot's "

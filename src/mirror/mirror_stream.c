@@ -684,6 +684,8 @@ static int drain(floe_pg *pg, bool *reply, bool *idle, floe_error *err)
             return FLOE_OK;
         }
         FLOE_FORWARD(on_copydata(pg, msg, len, reply, err));
+        if (pg->replay)
+            return FLOE_OK;                  /* a Stream Commit: its replay comes first */
     }
     return FLOE_OK;
 }
