@@ -495,6 +495,9 @@ static int setup_parts(floe_sink *s, floe_error *err)
                       "of position mode: this sink writes equality deletes (merge-on-read)");
     if (s->keeper) {
         s->wcfg.kx = floe__keeper_kx(s->keeper);
+        /* a batch's index log past a sixteenth of the memory is dropped, the
+         * index checkpointed after its commit instead (keyindex_internal.h) */
+        s->wcfg.kx_log_max = (o->memory_limit ? o->memory_limit : (size_t)512 << 20) / 16;
         s->ccfg.prepare = prepare_attempt;
         s->ccfg.prepare_ctx = s;
         s->ccfg.rewrote = rewrote_attempt;
