@@ -632,7 +632,10 @@ typedef struct floe_sink_options {
                                        write.target-file-size-bytes, else 512 MiB */
     /* Memory for updates held before spilling and, in position mode, the
      * key index's memory tier (half each; beyond it the index spills to
-     * disk too).  0: 512 MiB for updates, 256 MiB for the index. */
+     * disk too).  0: 512 MiB for updates, 256 MiB for the index.  Set, it
+     * also caps the Parquet row group a data file buffers (an eighth of
+     * it, at least 4 MiB; below the table's write.parquet.row-group-size-bytes
+     * only then) and a batch's key index log (a sixteenth). */
     size_t memory_limit;
     const char *spill_dir;          /* NULL: $TMPDIR or /tmp */
     floe_delete_mode delete_mode;   /* upsert mode only; default FLOE_DELETE_POSITION */
