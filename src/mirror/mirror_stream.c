@@ -23,6 +23,19 @@
  *   keepalive      between transactions, the frontier moves to its WAL
  *                  position (everything before it was sent)
  *
+ * With protocol 2 (Postgres 14+, txn_streaming), a transaction larger than
+ * the server's logical_decoding_work_mem comes while it runs:
+ *
+ *   Stream Start   the messages up to Stream Stop belong to in-progress
+ *                  transaction xid: each goes to its spill file
+ *                  (mirror_spill.c) with the subtransaction that made it
+ *   Stream Abort   the file goes, or the subtransaction's records are
+ *                  marked to be skipped
+ *   Stream Commit  the file is replayed a turn of the loop at a time,
+ *                  through the same Begin .. Commit path as above at the
+ *                  commit LSN (a first pass finds the keys it touches once,
+ *                  which need no netting); nothing else is read meanwhile
+ *
  * Within one transaction (one time) the sink cannot order a retraction by
  * key against rows inserted at the same time, so a table whose old rows
  * are not sent has its keys netted here (mirror_txn.c): a key touched again
