@@ -294,7 +294,8 @@ static int fill(floe__spill_reader *r, const stxn *t, size_t want, bool *short_,
     if (r->buf.len - r->at >= want)
         return FLOE_OK;
     size_t keep = r->buf.len - r->at;                 /* move what is left to the front */
-    memmove(r->buf.data, r->buf.data + r->at, keep);
+    if (keep)
+        memmove(r->buf.data, r->buf.data + r->at, keep);
     r->off += r->at;
     r->at = 0;
     r->buf.len = keep;
