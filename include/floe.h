@@ -918,7 +918,8 @@ typedef struct floe_pg_options {
     const char *resync;
     /* For every table's sink: connect (catalog and storage), compression,
      * compression_level, target_file_size, memory_limit (for all tables
-     * together, split evenly; 0: 1 GiB), spill_dir, delete_mode,
+     * together: three quarters split evenly among the sinks, the rest for
+     * the stream; 0: 1 GiB), spill_dir (also streamed transactions'), delete_mode,
      * index_dir, format_version, sink_version, maintain, maintain_budget,
      * orphan_age_ms, orphan_interval_ms, properties, on_warning and
      * warning_ctx (warnings of the mirror and of the tables' maintenance
@@ -933,7 +934,9 @@ typedef struct floe_pg_options {
     uint64_t idle_commit_interval_ms;
     /* The largest bytes of rows one transaction may leave per key in
      * tables whose old rows Postgres does not send (REPLICA IDENTITY
-     * DEFAULT or USING INDEX; see docs/postgres.md).  0: 1 GiB. */
+     * DEFAULT or USING INDEX; see docs/postgres.md).  0: 1 GiB.  A
+     * streamed transaction (txn_streaming) needs it only for the keys it
+     * changes more than once. */
     size_t txn_memory;
     /* 1 (floe_pg_options_init): on a server of version 14 or later, ask
      * for in-progress transactions (pgoutput protocol 2, streaming 'on'):
