@@ -632,7 +632,10 @@ typedef struct floe_sink_options {
                                        write.target-file-size-bytes, else 512 MiB */
     /* Memory for updates held before spilling and, in position mode, the
      * key index's memory tier (half each; beyond it the index spills to
-     * disk too).  0: 512 MiB for updates, 256 MiB for the index. */
+     * disk too).  0: 512 MiB for updates, 256 MiB for the index.  Set, it
+     * also caps the Parquet row group a data file buffers (an eighth of
+     * it, at least 4 MiB; below the table's write.parquet.row-group-size-bytes
+     * only then) and a batch's key index log (a sixteenth). */
     size_t memory_limit;
     const char *spill_dir;          /* NULL: $TMPDIR or /tmp */
     floe_delete_mode delete_mode;   /* upsert mode only; default FLOE_DELETE_POSITION */
@@ -915,7 +918,8 @@ typedef struct floe_pg_options {
     const char *resync;
     /* For every table's sink: connect (catalog and storage), compression,
      * compression_level, target_file_size, memory_limit (for all tables
-     * together, split evenly; 0: 1 GiB), spill_dir, delete_mode,
+     * together: three quarters split evenly among the sinks, the rest for
+     * the stream; 0: 1 GiB), spill_dir (also streamed transactions'), delete_mode,
      * index_dir, format_version, sink_version, maintain, maintain_budget,
      * orphan_age_ms, orphan_interval_ms, properties, on_warning and
      * warning_ctx (warnings of the mirror and of the tables' maintenance
@@ -930,8 +934,19 @@ typedef struct floe_pg_options {
     uint64_t idle_commit_interval_ms;
     /* The largest bytes of rows one transaction may leave per key in
      * tables whose old rows Postgres does not send (REPLICA IDENTITY
-     * DEFAULT or USING INDEX; see docs/postgres.md).  0: 1 GiB. */
+     * DEFAULT or USING INDEX; see docs/postgres.md).  0: 1 GiB.  A
+     * streamed transaction (txn_streaming) needs it only for the keys it
+     * changes more than once. */
     size_t txn_memory;
+    /* 1 (floe_pg_options_init): on a server of version 14 or later, ask
+     * for in-progress transactions (pgoutput protocol 2, streaming 'on'):
+     * a transaction larger than the server's logical_decoding_work_mem
+     * comes while it runs and is written to a file in sink.spill_dir
+     * until it commits (then mirrored as one transaction) or aborts
+     * (then dropped), so memory does not grow with it, and the rows it
+     * leaves per key are no longer bounded by txn_memory.  0: protocol 1
+     * (a transaction comes once committed). */
+    int txn_streaming;
     /* Stop (floe_pg_run returns FLOE_OK) once every table has committed
      * everything below this LSN; 0: run until stopped.  stop_at_now: the
      * server's WAL position when streaming starts. */
@@ -1102,6 +1117,10 @@ typedef struct floe_pg_stats {
      * whether floe is reconnecting now. */
     uint64_t reconnects;
     int reconnecting;
+    /* Streamed (in-progress) transactions: mirrored at their commit, and
+     * aborted (dropped); bytes of them held in spill files now. */
+    uint64_t streamed_transactions, streamed_aborts;
+    uint64_t spill_bytes;
 } floe_pg_stats;
 void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out);
 /* Prometheus text: every table's sink metrics (labelled by sink id) and

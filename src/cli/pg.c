@@ -25,6 +25,7 @@ static const char USAGE[] =
     "[--create-publication] [--slot NAME] [--namespace NS] [--table-map SCHEMA.TABLE=NS.NAME,...] "
     "[--resync SCHEMA.TABLE,...] [--verify] [--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
     "[--idle-commit-interval DURATION] [--stop-at LSN|now] [--txn-memory BYTES] "
+    "[--txn-streaming on|off] "
     "[--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
     "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
     "[--memory-limit BYTES] [--spill-dir DIR] [--sink-version N] [--metrics-addr HOST:PORT] "
@@ -211,6 +212,12 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
         cli_size_opt(opts, "txn-memory", &txn) != 0)
         return -1;
     o->txn_memory = txn;
+    const char *ts = cli_get(opts, "txn-streaming");
+    if (ts && strcmp(ts, "on") != 0 && strcmp(ts, "off") != 0) {
+        cli_say("floe: --txn-streaming takes on or off, not '%s'\n", ts);
+        return -1;
+    }
+    o->txn_streaming = !ts || strcmp(ts, "on") == 0;
     if (cli_has(opts, "retire")) {
         if (cli_has(opts, "stop-at") || cli_has(opts, "drop-table")) {
             cli_say("floe: --retire stops by itself (at the server's position now): leave out "
@@ -338,13 +345,17 @@ static void report_done(run *r)
     char lsn[24];
     floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
     double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
-    char shape[160] = "";
+    char shape[240] = "";
     if (st.schema_changes || st.resyncs)
         snprintf(shape, sizeof shape, ", %" PRIu64 " schema changes, %" PRIu64 " resyncs",
                  st.schema_changes, st.resyncs);
     if (st.truncates)
         snprintf(shape + strlen(shape), sizeof shape - strlen(shape), ", %" PRIu64 " truncates",
                  st.truncates);
+    if (st.streamed_transactions || st.streamed_aborts)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), ", %" PRIu64 " streamed "
+                 "transactions (%" PRIu64 " aborted)", st.streamed_transactions,
+                 st.streamed_aborts);
     cli_say("floe: done in %.1fs: %" PRIu64 " tables (%" PRIu64 " copied, %" PRIu64 " rows), %"
             PRIu64 " transactions (%" PRIu64 " inserts, %" PRIu64 " updates, %" PRIu64
             " deletes)%s, %" PRIu64 " snapshots; every table committed up to %s, the slot's "
@@ -552,7 +563,12 @@ int cmd_pg(int argc, char **argv)
         {"stop-at", true, "stop once every table has committed up to this LSN, or 'now' "
                           "(the server's position when streaming starts)", NULL},
         {"txn-memory", true, "bytes one transaction may leave per key in tables without "
-                             "REPLICA IDENTITY FULL (default 1g)", NULL},
+                             "REPLICA IDENTITY FULL (default 1g; a streamed transaction "
+                             "needs it only for keys it changes twice)", NULL},
+        {"txn-streaming", true, "on (default): on Postgres 14 and later, take transactions "
+                                "larger than the server's logical_decoding_work_mem while they "
+                                "run, spilled to --spill-dir until they commit; off: each "
+                                "transaction comes once committed", NULL},
         {"compression", true, "zstd, snappy, gzip or none (default: the table's "
                                  "write.parquet.compression-codec, else zstd)", NULL},
         {"target-file-size", true, "data file roll-over size (default 512m)", NULL},
@@ -563,7 +579,8 @@ int cmd_pg(int argc, char **argv)
         {"index-dir", true, "where the key indexes are kept between runs", NULL},
         {"memory-limit", true, "memory for all tables' held updates and key indexes "
                                "(default 1g)", NULL},
-        {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
+        {"spill-dir", true, "where spilled updates and in-progress transactions go "
+                            "(default $TMPDIR or /tmp)", NULL},
         {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL},
         {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},
         {"metrics-linger", true, "after the run, keep serving them this long", NULL},

@@ -23,6 +23,7 @@ void floe_pg_options_init(floe_pg_options *o)
     o->idle_commit_interval_ms = 60000;
     o->stop_fd = -1;
     o->reconnect_timeout_ms = 300000;
+    o->txn_streaming = 1;
 }
 
 void floe_pg_lsn_format(uint64_t lsn, char *out, size_t n) { floe__lsn_format(lsn, out, n); }
@@ -130,6 +131,9 @@ void floe__mirror_publish(floe_pg *pg)
     st.resyncs = pg->resyncs;
     st.reconnects = pg->reconnects;
     st.reconnecting = pg->reconnecting;
+    st.streamed_transactions = pg->streamed_txns;
+    st.streamed_aborts = pg->streamed_aborts;
+    st.spill_bytes = pg->spill ? floe__spill_bytes(pg->spill) : 0;
     pthread_mutex_lock(&pg->lock);
     pg->published = st;
     pthread_mutex_unlock(&pg->lock);
@@ -176,6 +180,9 @@ static int slot_metrics(const floe_pg *pg, floe__buf *b, floe_error *err)
         {"floe_pg_reconnects_total", "counter", "Reconnections to Postgres after a lost connection or another transient failure.", (double)st.reconnects},
         {"floe_pg_reconnecting", "gauge", "1 while floe is reconnecting.", (double)st.reconnecting},
         {"floe_pg_tables", "gauge", "Tables mirrored.", (double)st.tables},
+        {"floe_pg_streamed_transactions_total", "counter", "Streamed (in-progress) transactions mirrored at their commit.", (double)st.streamed_transactions},
+        {"floe_pg_streamed_aborts_total", "counter", "Streamed (in-progress) transactions aborted (their spill files dropped).", (double)st.streamed_aborts},
+        {"floe_pg_spill_bytes", "gauge", "Bytes of in-progress streamed transactions held in spill files.", (double)st.spill_bytes},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         FLOE_FORWARD(pg_metric(b, pg->slot_name, m[i].name, m[i].type, m[i].help, m[i].v, err));
@@ -288,6 +295,8 @@ int floe__mirror_new(const floe_pg_options *o, floe_pg **out, floe_error *err)
         rc = floe__err_set(err, FLOE_EIO, "cannot make a pipe");
     if (rc == FLOE_OK)
         rc = floe__txnmap_new(o->txn_memory ? o->txn_memory : DEFAULT_MEMORY, &pg->txn, err);
+    if (rc == FLOE_OK)
+        rc = floe__spill_new(pg->opts.sink.spill_dir, &pg->spill, err);
     if (rc != FLOE_OK) {
         floe_pg_free(pg);
         return rc;
@@ -385,6 +394,8 @@ static int reopen(floe_pg *pg, bool after_run, floe_error *err)
     floe__free(pg->database);
     pg->database = NULL;
     floe__txnmap_clear(pg->txn);
+    floe__mirror_replay_end(pg);
+    floe__spill_clear(pg->spill);             /* the slot sends them again */
     floe__pgo_decoder_free(&pg->dec);
     floe__pgo_decoder_init(&pg->dec);
     memset(&pg->slot, 0, sizeof pg->slot);
@@ -538,6 +549,8 @@ void floe_pg_free(floe_pg *pg)
     floe__catalog_free(pg->catalog);
     floe__fileio_free(pg->io);
     floe__txnmap_free(pg->txn);
+    floe__mirror_replay_end(pg);
+    floe__spill_free(pg->spill);
     floe__pgo_decoder_free(&pg->dec);
     floe__buf_free(&pg->scratch);
     floe__buf_free(&pg->fields_buf);

@@ -12,7 +12,10 @@
  *                    wall clock, the slot's confirmed flush LSN
  *   mirror_row.c     tuples and COPY lines into rows of a table's sink
  *   mirror_txn.c     the rows a transaction left per key (retractions of
- *                    tables whose old rows Postgres does not send)
+ *                    tables whose old rows Postgres does not send), and the
+ *                    filter of keys a streamed transaction touches once
+ *   mirror_spill.c   streamed (in-progress) transactions in files until
+ *                    their commit or abort
  *   mirror_ddl.c     a table that changes shape (ALTER TABLE) followed: its
  *                    sink's schema evolves at the change's position
  *   mirror_resync.c  a table copied again in place (a change Iceberg cannot
@@ -74,6 +77,59 @@ int floe__txnmap_rewrite(floe__txnmap *m, uint32_t table,
                          void *ctx, floe_error *err);
 size_t floe__txnmap_bytes(const floe__txnmap *m);
 size_t floe__txnmap_count(const floe__txnmap *m);     /* keys remembered */
+
+/* The keys a spilled transaction touches only once (see mirror_txn.c):
+ * sized for `changes` (at most max_bytes), fed every Relation message and
+ * change of the transaction in a first pass (relation, add, truncate),
+ * sealed, then fed the same Relation messages in the replay, where
+ * `once` says a change is the only one of its key(s): its entry in the
+ * map would never be read.  False when not sure. */
+typedef struct floe__netfilter floe__netfilter;
+int floe__netfilter_new(uint64_t changes, size_t max_bytes, floe__netfilter **out,
+                        floe_error *err);
+void floe__netfilter_free(floe__netfilter *f);
+size_t floe__netfilter_bytes(const floe__netfilter *f);
+void floe__netfilter_relation(floe__netfilter *f, const floe__pgo_msg *m);
+void floe__netfilter_add(floe__netfilter *f, const floe__pgo_msg *m);
+void floe__netfilter_truncate(floe__netfilter *f);
+void floe__netfilter_seal(floe__netfilter *f);
+bool floe__netfilter_once(floe__netfilter *f, const floe__pgo_msg *m);
+
+/* ---- streamed transactions on disk (mirror_spill.c) -------------------------------------------
+ * One unnamed file per in-progress transaction (top-level xid) in `dir`
+ * (NULL: $TMPDIR or /tmp): its messages in protocol 1 form, each with the
+ * xid of the (sub)transaction that made it.  Nothing outlives the process. */
+typedef struct floe__spill floe__spill;
+typedef struct floe__spill_reader floe__spill_reader;
+
+int floe__spill_new(const char *dir, floe__spill **out, floe_error *err);
+void floe__spill_free(floe__spill *s);
+void floe__spill_clear(floe__spill *s);          /* every transaction dropped */
+/* Stream Start: `first` begins the transaction afresh; a later segment
+ * needs its first (FLOE_EINPUT). */
+int floe__spill_start(floe__spill *s, uint32_t xid, bool first, floe_error *err);
+/* A message of transaction xid made by subxid: its kind and its body (what
+ * follows the streamed xid). */
+int floe__spill_add(floe__spill *s, uint32_t xid, uint32_t subxid, char kind,
+                    const uint8_t *body, size_t n, floe_error *err);
+/* Stream Stop: what is buffered goes to the file. */
+int floe__spill_stop(floe__spill *s, uint32_t xid, floe_error *err);
+/* Stream Abort of subtransaction subxid: its records read as aborted. */
+int floe__spill_abort_sub(floe__spill *s, uint32_t xid, uint32_t subxid, floe_error *err);
+void floe__spill_drop(floe__spill *s, uint32_t xid);   /* no-op when absent */
+bool floe__spill_has(const floe__spill *s, uint32_t xid);
+uint64_t floe__spill_bytes(const floe__spill *s);      /* held now, every transaction */
+size_t floe__spill_count(const floe__spill *s);
+uint64_t floe__spill_records(const floe__spill *s, uint32_t xid);
+/* Read xid's records in order (FLOE_EINPUT when it is not held).  Each
+ * next: a message (kind byte first, valid until the next call), the
+ * subxid that made it, whether that subtransaction aborted; *end after
+ * the last.  The transaction must not be dropped while read. */
+int floe__spill_read(floe__spill *s, uint32_t xid, floe__spill_reader **out, floe_error *err);
+int floe__spill_next(floe__spill_reader *r, const uint8_t **msg, size_t *n, uint32_t *subxid,
+                     bool *aborted, bool *end, floe_error *err);
+void floe__spill_rewind(floe__spill_reader *r);
+void floe__spill_reader_free(floe__spill_reader *r);
 
 /* ---- tables --------------------------------------------------------------------------------- */
 typedef struct floe__mcol {
@@ -218,6 +274,19 @@ struct floe_pg {
     uint64_t reported;       /* the flush LSN last reported to the slot */
     uint64_t stop_lsn;
     bool streaming;
+    /* Streamed transactions (protocol 2): their files, the top-level xid
+     * of the open stream block, and a Stream Commit being replayed (first
+     * pass: the filter of keys touched once; second: the changes, as if
+     * they came between a Begin and a Commit), a turn of the loop at a
+     * time. */
+    floe__spill *spill;
+    uint32_t stream_xid;
+    floe__spill_reader *replay;
+    int replay_pass;         /* 1, 2 */
+    uint64_t replay_end_lsn;
+    floe__netfilter *netf;
+    bool net_skip;           /* the change being replayed is its key's only one */
+    uint64_t streamed_txns, streamed_aborts;
     /* counters (the stream's thread), published under lock */
     uint64_t transactions, inserts, updates, deletes, bytes_in, copy_rows, tables_copied;
     uint64_t schema_changes, resyncs, truncates;
@@ -394,6 +463,8 @@ int floe__mirror_names_verify(floe_pg *pg, floe_error *err);
  * floe.pg.slot-confirmed-lsn. */
 int floe__mirror_advance(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err);
 int floe__mirror_stream(floe_pg *pg, floe_error *err);
+/* Abandon a replay under way (a reconnection, the end). */
+void floe__mirror_replay_end(floe_pg *pg);
 
 /* mirror_row.c: rows of table t. */
 /* From a TupleData into `row`.  fill: row bytes (whole or partial) whose

@@ -893,7 +893,9 @@ static void sink_options(floe_pg *pg, floe__mtable *t, floe_sink_options *o)
     o->on_warning = table_warning;
     o->warning_ctx = t;
     o->on_notice = NULL;
-    o->memory_limit = pg->opts.sink.memory_limit / pg->ntables;
+    /* three quarters for the sinks; the rest is the stream's (a streamed
+     * transaction's filter of keys touched once: an eighth; buffers) */
+    o->memory_limit = pg->opts.sink.memory_limit / 4 * 3 / pg->ntables;
     if (o->memory_limit < MIN_TABLE_MEMORY)
         o->memory_limit = MIN_TABLE_MEMORY;
 }

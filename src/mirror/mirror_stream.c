@@ -23,6 +23,19 @@
  *   keepalive      between transactions, the frontier moves to its WAL
  *                  position (everything before it was sent)
  *
+ * With protocol 2 (Postgres 14+, txn_streaming), a transaction larger than
+ * the server's logical_decoding_work_mem comes while it runs:
+ *
+ *   Stream Start   the messages up to Stream Stop belong to in-progress
+ *                  transaction xid: each goes to its spill file
+ *                  (mirror_spill.c) with the subtransaction that made it
+ *   Stream Abort   the file goes, or the subtransaction's records are
+ *                  marked to be skipped
+ *   Stream Commit  the file is replayed a turn of the loop at a time,
+ *                  through the same Begin .. Commit path as above at the
+ *                  commit LSN (a first pass finds the keys it touches once,
+ *                  which need no netting); nothing else is read meanwhile
+ *
  * Within one transaction (one time) the sink cannot order a retraction by
  * key against rows inserted at the same time, so a table whose old rows
  * are not sent has its keys netted here (mirror_txn.c): a key touched again
@@ -208,7 +221,7 @@ static int retract_old(floe_pg *pg, floe__mtable *t, floe_row *old, floe_row *ke
     else if (!found)
         FLOE_FORWARD(floe_sink_retract_key(t->sink, key, time_of(pg, t), err));
     note_pending(pg, t);
-    if (found || t->stream_replident != 'f')
+    if ((found || t->stream_replident != 'f') && !pg->net_skip)
         return floe__txnmap_put(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len, NULL, 0,
                                 err);
     return FLOE_OK;
@@ -230,7 +243,7 @@ static int insert_new(floe_pg *pg, floe__mtable *t, floe_row *row, floe_error *e
     FLOE_FORWARD(floe__sink_push_bytes(t->sink, row->data.data, row->data.len, time_of(pg, t), 1,
                                        err));
     note_pending(pg, t);
-    if (found || t->stream_replident != 'f')
+    if ((found || t->stream_replident != 'f') && !pg->net_skip)
         return floe__txnmap_put(pg->txn, t->index, pg->keybuf.data, pg->keybuf.len,
                                 row->data.data, row->data.len, err);
     return FLOE_OK;
@@ -379,8 +392,10 @@ static int on_change(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
         return FLOE_OK;                    /* in the resync's copy */
     pg->txn_changes++;
     t->toast_gap = false;
+    pg->net_skip = pg->netf && floe__netfilter_once(pg->netf, m);
     if (rc == FLOE_OK)
         rc = change(pg, t, m, err);
+    pg->net_skip = false;
     if (rc != FLOE_OK && t->toast_gap) {     /* nothing of the change was pushed */
         char why[1100];
         snprintf(why, sizeof why, "%s", err ? floe_error_message(err)
@@ -411,24 +426,153 @@ static int on_commit(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
     return FLOE_OK;
 }
 
+/* Begin, or a Stream Commit's replay beginning: the transaction that
+ * commits at `lsn`. */
+static int on_begin(floe_pg *pg, uint64_t lsn, uint32_t xid, int64_t time, floe_error *err)
+{
+    FLOE_RETURN_IF(pg->in_txn || pg->dec.in_stream, err, FLOE_EINPUT, "a Begin inside a "
+                   "transaction or a stream block");
+    pg->in_txn = true;
+    pg->txn_lsn = lsn;
+    pg->txn_xid = xid;
+    pg->txn_time = time;
+    pg->txn_changes = 0;
+    floe__txnmap_clear(pg->txn);
+    return FLOE_OK;
+}
+
+/* ---- streamed transactions (protocol 2) ------------------------------------------------------ */
+
+void floe__mirror_replay_end(floe_pg *pg)
+{
+    floe__spill_reader_free(pg->replay);
+    floe__netfilter_free(pg->netf);
+    pg->replay = NULL;
+    pg->netf = NULL;
+    pg->replay_pass = 0;
+    pg->net_skip = false;
+}
+
+/* A message inside a stream block: into its transaction's file (Type and
+ * logical messages are not needed).  Nothing of it is applied now, not
+ * even a Relation message: the transaction may abort. */
+static int on_streamed(floe_pg *pg, const floe__pgo_msg *m, const uint8_t *p, size_t n,
+                       floe_error *err)
+{
+    if (m->kind == 'Y' || m->kind == 'M')
+        return FLOE_OK;
+    return floe__spill_add(pg->spill, pg->stream_xid, m->xid, m->kind, p + 5, n - 5, err);
+}
+
+/* Stream Commit: the transaction's changes are replayed from its file by
+ * replay_step, as a transaction committed at m->lsn. */
+static int on_stream_commit(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
+{
+    FLOE_FORWARD(on_begin(pg, m->lsn, m->xid, m->time, err));
+    FLOE_FORWARD(floe__spill_read(pg->spill, m->xid, &pg->replay, err));
+    pg->replay_end_lsn = m->end_lsn;
+    pg->replay_pass = 1;
+    size_t most = pg->opts.sink.memory_limit / 8;
+    return floe__netfilter_new(floe__spill_records(pg->spill, m->xid), most, &pg->netf, err);
+}
+
+static int on_stream_abort(floe_pg *pg, const floe__pgo_msg *m, floe_error *err)
+{
+    if (m->subxid != m->xid)
+        return floe__spill_abort_sub(pg->spill, m->xid, m->subxid, err);
+    if (floe__spill_has(pg->spill, m->xid))
+        pg->streamed_aborts++;
+    floe__spill_drop(pg->spill, m->xid);
+    return FLOE_OK;
+}
+
+static int on_message(floe_pg *pg, const uint8_t *p, size_t n, floe_error *err);
+
+/* First pass: what the filter of keys touched once needs. */
+static int replay_scan(floe_pg *pg, const uint8_t *p, size_t n, floe_error *err)
+{
+    floe__pgo_msg m;
+    FLOE_FORWARD(floe__pgo_decode(&pg->dec, p, n, &m, err));
+    if (m.kind == 'R')
+        floe__netfilter_relation(pg->netf, &m);
+    else if (m.kind == 'T')
+        floe__netfilter_truncate(pg->netf);
+    else if (m.kind == 'I' || m.kind == 'U' || m.kind == 'D')
+        floe__netfilter_add(pg->netf, &m);
+    return FLOE_OK;
+}
+
+/* The replayed transaction's Commit; its file goes. */
+static int replay_finish(floe_pg *pg, floe_error *err)
+{
+    floe__pgo_msg c;
+    memset(&c, 0, sizeof c);
+    c.kind = 'C';
+    c.lsn = pg->txn_lsn;
+    c.end_lsn = pg->replay_end_lsn;
+    uint32_t xid = pg->txn_xid;
+    floe__mirror_replay_end(pg);
+    FLOE_FORWARD(on_commit(pg, &c, err));
+    floe__spill_drop(pg->spill, xid);
+    pg->streamed_txns++;
+    return FLOE_OK;
+}
+
+/* Up to DRAIN_MAX records of the transaction being replayed; at the end of
+ * the second pass, its Commit. */
+static int replay_step(floe_pg *pg, floe_error *err)
+{
+    for (int k = 0; k < DRAIN_MAX; k++) {
+        const uint8_t *p;
+        size_t n;
+        uint32_t subxid;
+        bool aborted, end;
+        FLOE_FORWARD(floe__spill_next(pg->replay, &p, &n, &subxid, &aborted, &end, err));
+        if (end && pg->replay_pass == 1) {
+            floe__netfilter_seal(pg->netf);
+            floe__spill_rewind(pg->replay);
+            pg->replay_pass = 2;
+            continue;
+        }
+        if (end)
+            return replay_finish(pg, err);
+        /* a rolled back subtransaction's changes go; Relation messages stay
+         * (they describe the table, and later changes may rely on them) */
+        if (aborted && p[0] != 'R')
+            continue;
+        FLOE_FORWARD(pg->replay_pass == 1 ? replay_scan(pg, p, n, err)
+                                          : on_message(pg, p, n, err));
+        if (pg->replay_pass == 2 && !pg->in_txn)
+            return floe__err_set(err, FLOE_EINPUT, "a streamed transaction holds a Commit");
+    }
+    return FLOE_OK;
+}
+
 static int on_message(floe_pg *pg, const uint8_t *p, size_t n, floe_error *err)
 {
     floe__pgo_msg m;
     FLOE_FORWARD(floe__pgo_decode(&pg->dec, p, n, &m, err));
+    if (m.streamed)
+        return on_streamed(pg, &m, p, n, err);
     switch (m.kind) {
     case 'B':
-        FLOE_RETURN_IF(pg->in_txn, err, FLOE_EINPUT, "a Begin inside a transaction");
-        pg->in_txn = true;
-        pg->txn_lsn = m.lsn;
-        pg->txn_xid = m.xid;
-        pg->txn_time = m.time;
-        pg->txn_changes = 0;
-        floe__txnmap_clear(pg->txn);
-        return FLOE_OK;
+        return on_begin(pg, m.lsn, m.xid, m.time, err);
     case 'C':
         return on_commit(pg, &m, err);
+    case 'S':
+        FLOE_RETURN_IF(pg->in_txn, err, FLOE_EINPUT, "a Stream Start inside a transaction");
+        pg->stream_xid = m.xid;
+        return floe__spill_start(pg->spill, m.xid, m.flags & 1, err);
+    case 'E':
+        return floe__spill_stop(pg->spill, pg->stream_xid, err);
+    case 'c':
+        return on_stream_commit(pg, &m, err);
+    case 'A':
+        return on_stream_abort(pg, &m, err);
     case 'R': {
         floe__mtable *t = table_of(pg, m.relid);
+        if (pg->netf)
+            floe__netfilter_relation(pg->netf, &m);
         return t ? floe__mirror_relation(pg, t, &m, err) : FLOE_OK;
     }
     case 'I': case 'U': case 'D':
@@ -462,6 +606,13 @@ static int on_copydata(floe_pg *pg, const uint8_t *p, size_t n, bool *reply, flo
 
 /* ---- the loop -------------------------------------------------------------------------------------- */
 
+/* Whether to ask for in-progress transactions (pgoutput protocol 2,
+ * Postgres 14 and later). */
+static bool streams(const floe_pg *pg)
+{
+    return pg->opts.txn_streaming && pg->server_version >= 140000;
+}
+
 static int start(floe_pg *pg, floe_error *err)
 {
     uint64_t from = UINT64_MAX;
@@ -476,9 +627,11 @@ static int start(floe_pg *pg, floe_error *err)
     int rc = floe__pg_quote_ident(pg->pub_name, &pub, err);
     if (rc == FLOE_OK)
         rc = floe__buf_putc(&pub, 0, err);
+    bool stream = streams(pg);
     if (rc == FLOE_OK)
         rc = floe__buf_printf(&sql, err, "START_REPLICATION SLOT \"%s\" LOGICAL %s "
-                              "(proto_version '1', publication_names ", pg->slot_name, lsn);
+                              "(proto_version '%s', %spublication_names ", pg->slot_name, lsn,
+                              stream ? "2" : "1", stream ? "streaming 'on', " : "");
     if (rc == FLOE_OK)
         rc = floe__pg_quote_literal((const char *)pub.data, &sql, err);
     if (rc == FLOE_OK)
@@ -500,8 +653,9 @@ static int start(floe_pg *pg, floe_error *err)
         return floe__err_wrap(err, rc, "streaming from slot %s", pg->slot_name);
     pg->frontier = pg->received = from;
     pg->streaming = true;
-    floe__mirror_notice(pg, "streaming from slot %s at %s (publication %s)", pg->slot_name, lsn,
-                        pg->pub_name);
+    floe__mirror_notice(pg, "streaming from slot %s at %s (publication %s%s)", pg->slot_name,
+                        lsn, pg->pub_name, stream ? ", in-progress transactions spilled to disk"
+                                                  : "");
     return FLOE_OK;
 }
 
@@ -543,6 +697,8 @@ static int drain(floe_pg *pg, bool *reply, bool *idle, floe_error *err)
             return FLOE_OK;
         }
         FLOE_FORWARD(on_copydata(pg, msg, len, reply, err));
+        if (pg->replay)
+            return FLOE_OK;                  /* a Stream Commit: its replay comes first */
     }
     return FLOE_OK;
 }
@@ -611,7 +767,10 @@ int floe__mirror_stream(floe_pg *pg, floe_error *err)
         pg->tables[i].last_commit_ns = now;
     for (;;) {
         bool reply = false, idle = false, done = false;
-        FLOE_FORWARD(drain(pg, &reply, &idle, err));
+        if (pg->replay)                     /* a streamed transaction first, then what follows */
+            FLOE_FORWARD(replay_step(pg, err));
+        else
+            FLOE_FORWARD(drain(pg, &reply, &idle, err));
         if (floe__mirror_stopping(pg))
             return stopped(pg, err);
         for (size_t i = 0; i < pg->ntables; i++)

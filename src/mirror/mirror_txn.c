@@ -8,6 +8,22 @@
  * clears everything).  The buffer's maximum is the transaction memory of
  * floe_pg_options: a transaction that needs more is FLOE_ELIMIT, with a
  * message saying what to do.
+ *
+ * Also here, the filter that spares the map the keys a streamed
+ * transaction touches once (floe__netfilter): before a spilled
+ * transaction is replayed, a first pass over it registers every change's
+ * key hash (the text of the columns its Relation message flags as the
+ * replica identity) in two bit arrays, Bloom filters with four bits per
+ * key: `seen`, and `again` for a key whose bits were all set in `seen`
+ * already.  A key touched twice always lands in `again`; a key touched
+ * once only when its bits collided (about 0.6% at 12 bits per key).
+ * During the replay a change whose keys are not in `again` is the only
+ * change of its key, so its entry would never be read: the map is not
+ * given it.  A 10-million-row INSERT thus needs two 15 MB arrays instead
+ * of a map entry per row.  Relations with full old rows, a change before
+ * its relation's Relation message in the transaction, a Relation message
+ * that moves a relation's key, and TRUNCATE make the filter answer "maybe
+ * twice" (the map as before) for that relation or for the transaction.
  */
 #include "mirror/mirror_internal.h"
 
@@ -199,4 +215,205 @@ int floe__txnmap_rewrite(floe__txnmap *m, uint32_t table,
     floe__buf_free(&bytes);
     floe__free(old);
     return rc;
+}
+
+/* ---- the keys a streamed transaction touches once ------------------------------------------ */
+
+#define NET_BITS_PER_KEY 12
+#define NET_PROBES 4
+#define NET_MAX_KEYCOLS 32
+
+typedef struct net_rel {
+    uint32_t relid;
+    bool bad;                     /* sticky: answer "maybe twice" */
+    bool known;                   /* a Relation message came in this pass */
+    uint16_t nkeys;
+    uint16_t keys[NET_MAX_KEYCOLS];
+} net_rel;
+
+struct floe__netfilter {
+    uint64_t *seen, *again;
+    uint64_t bits;                /* per array */
+    net_rel *rels;
+    size_t nrels, cap_rels;
+    bool off;                     /* the whole transaction: maybe twice */
+};
+
+int floe__netfilter_new(uint64_t changes, size_t max_bytes, floe__netfilter **out,
+                        floe_error *err)
+{
+    floe__netfilter *f = floe__calloc(1, sizeof *f);
+    if (!f)
+        return FLOE_OOM(err);
+    uint64_t bits = changes * NET_BITS_PER_KEY;
+    uint64_t most = (uint64_t)max_bytes * 8 / 2;
+    if (bits > most)
+        bits = most;                     /* more false "twice": more map entries, still right */
+    bits = (bits + 63) / 64 * 64;
+    if (bits < 64)
+        bits = 64;
+    f->bits = bits;
+    f->seen = floe__calloc(bits / 64, sizeof *f->seen);
+    f->again = floe__calloc(bits / 64, sizeof *f->again);
+    if (!f->seen || !f->again) {
+        floe__netfilter_free(f);
+        return FLOE_OOM(err);
+    }
+    *out = f;
+    return FLOE_OK;
+}
+
+void floe__netfilter_free(floe__netfilter *f)
+{
+    if (!f)
+        return;
+    floe__free(f->seen);
+    floe__free(f->again);
+    floe__free(f->rels);
+    floe__free(f);
+}
+
+size_t floe__netfilter_bytes(const floe__netfilter *f) { return f ? f->bits / 4 : 0; }
+
+static net_rel *net_rel_of(floe__netfilter *f, uint32_t relid, bool add)
+{
+    for (size_t i = 0; i < f->nrels; i++)
+        if (f->rels[i].relid == relid)
+            return &f->rels[i];
+    if (!add)
+        return NULL;
+    if (f->nrels == f->cap_rels) {
+        size_t cap = f->cap_rels ? f->cap_rels * 2 : 8;
+        net_rel *v = floe__realloc(f->rels, cap * sizeof *v);
+        if (!v) {
+            f->off = true;                 /* no memory for it: the map does the work */
+            return NULL;
+        }
+        f->rels = v;
+        f->cap_rels = cap;
+    }
+    net_rel *r = &f->rels[f->nrels++];
+    memset(r, 0, sizeof *r);
+    r->relid = relid;
+    return r;
+}
+
+void floe__netfilter_relation(floe__netfilter *f, const floe__pgo_msg *m)
+{
+    net_rel *r = net_rel_of(f, m->relid, true);
+    if (!r)
+        return;
+    uint16_t keys[NET_MAX_KEYCOLS], n = 0;
+    bool ok = m->replident != 'f';
+    for (uint16_t c = 0; ok && c < m->ncols; c++)
+        if (m->cols[c].key) {
+            ok = n < NET_MAX_KEYCOLS;
+            if (ok)
+                keys[n++] = c;
+        }
+    ok = ok && n > 0;
+    if (ok && r->known && (n != r->nkeys || memcmp(keys, r->keys, n * sizeof *keys) != 0))
+        ok = false;                        /* its key moved within the transaction */
+    if (!ok)
+        r->bad = true;
+    r->known = true;
+    r->nkeys = n;
+    memcpy(r->keys, keys, n * sizeof *keys);
+}
+
+void floe__netfilter_truncate(floe__netfilter *f) { f->off = true; }
+
+void floe__netfilter_seal(floe__netfilter *f)
+{
+    for (size_t i = 0; i < f->nrels; i++)
+        f->rels[i].known = false;          /* the replay tells them again, in the same order */
+}
+
+/* The hash of the key a tuple holds (*ok false: it cannot be read). */
+static uint64_t tuple_key(const net_rel *r, const floe__pgo_tuple *t, bool *ok)
+{
+    uint64_t h = r->relid;
+    *ok = true;
+    for (uint16_t i = 0; i < r->nkeys; i++) {
+        if (r->keys[i] >= t->n) {
+            *ok = false;
+            return 0;
+        }
+        const floe__pgo_value *v = &t->vals[r->keys[i]];
+        if (v->kind == 'u') {
+            *ok = false;
+            return 0;
+        }
+        h = floe__hash64(v->data ? v->data : "", v->len, h ^ ((uint64_t)(uint8_t)v->kind << 56));
+    }
+    return h;
+}
+
+/* The key hashes of a change: one, or two when it moved its key. */
+static size_t change_keys(floe__netfilter *f, const floe__pgo_msg *m, uint64_t h[2])
+{
+    net_rel *r = net_rel_of(f, m->relid, false);
+    if (f->off || !r || r->bad || !r->known) {
+        if (r && !r->known)
+            r->bad = true;                 /* a change before its Relation message */
+        else if (!r && !f->off)
+            f->off = true;
+        return 0;
+    }
+    bool ok1 = true, ok2 = true;
+    size_t n = 0;
+    if (m->kind != 'I' && m->old_kind)
+        h[n++] = tuple_key(r, &m->old_tuple, &ok1);
+    if (m->kind != 'D') {
+        uint64_t k = tuple_key(r, &m->new_tuple, &ok2);
+        if (!n || k != h[0])
+            h[n++] = k;
+    }
+    if (!ok1 || !ok2 || !n) {
+        r->bad = true;
+        return 0;
+    }
+    return n;
+}
+
+static bool all_set(const uint64_t *a, uint64_t bits, uint64_t h)
+{
+    uint64_t h2 = (h >> 29) | (h << 35) | 1;
+    for (int i = 0; i < NET_PROBES; i++) {
+        uint64_t b = (h + (uint64_t)i * h2) % bits;
+        if (!(a[b / 64] >> (b % 64) & 1))
+            return false;
+    }
+    return true;
+}
+
+static void set_all(uint64_t *a, uint64_t bits, uint64_t h)
+{
+    uint64_t h2 = (h >> 29) | (h << 35) | 1;
+    for (int i = 0; i < NET_PROBES; i++) {
+        uint64_t b = (h + (uint64_t)i * h2) % bits;
+        a[b / 64] |= (uint64_t)1 << (b % 64);
+    }
+}
+
+void floe__netfilter_add(floe__netfilter *f, const floe__pgo_msg *m)
+{
+    uint64_t h[2];
+    size_t n = change_keys(f, m, h);
+    for (size_t i = 0; i < n; i++) {
+        if (all_set(f->seen, f->bits, h[i]))
+            set_all(f->again, f->bits, h[i]);
+        else
+            set_all(f->seen, f->bits, h[i]);
+    }
+}
+
+bool floe__netfilter_once(floe__netfilter *f, const floe__pgo_msg *m)
+{
+    uint64_t h[2];
+    size_t n = change_keys(f, m, h);
+    for (size_t i = 0; i < n; i++)
+        if (all_set(f->again, f->bits, h[i]))
+            return false;
+    return n > 0;
 }

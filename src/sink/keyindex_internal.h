@@ -195,13 +195,18 @@ void floe__kx_run_cursor_free(floe__kx_run_cursor *c);
  * (magic, lengths, CRC) is not used: the caller rebuilds from the table.
  * The directory is locked (flock) while a store is open. */
 
-/* One batch's changes, in order. */
+/* One batch's changes, in order.  A batch's log is bounded: past `max`
+ * bytes of operations (0: no bound) it drops them and says so (`dropped`):
+ * a batch that big is cheaper to checkpoint after its commit than to log
+ * (keeper.c), and one transaction can make a batch of any size. */
 typedef struct floe__kx_log {
     floe__buf ops;                  /* encoded operations */
     char **paths;                   /* the data files they name (owned) */
     size_t n_paths;
     uint32_t n_ops;
     int32_t hash_schema;            /* the schema its inserts' row hashes are of (-1) */
+    size_t max;
+    bool dropped;
 } floe__kx_log;
 
 void floe__kx_log_init(floe__kx_log *l);

@@ -89,6 +89,14 @@ static int path_index(floe__kx_log *l, const char *path, uint32_t *out, floe_err
 static int put_op(floe__kx_log *l, uint8_t kind, const uint8_t *key, size_t len,
                   const char *path, uint64_t pos, uint64_t rowhash, floe_error *err)
 {
+    if (l->dropped)
+        return FLOE_OK;
+    if (l->max && l->ops.len + 25 + len > l->max) {     /* too big to log: checkpoint */
+        floe__buf_free(&l->ops);
+        l->n_ops = 0;
+        l->dropped = true;
+        return FLOE_OK;
+    }
     uint32_t pi = 0;
     FLOE_FORWARD(path_index(l, path, &pi, err));
     uint8_t head[29];
@@ -143,6 +151,12 @@ static int apply_op(const floe__kx_log *l, floe__kx *kx, size_t *at, floe_error 
 int floe__kx_log_append(floe__kx_log *dst, const floe__kx_log *src, floe_error *err)
 {
     dst->hash_schema = src->hash_schema;
+    if (src->dropped) {
+        floe__buf_free(&dst->ops);
+        dst->n_ops = 0;
+        dst->dropped = true;
+        return FLOE_OK;
+    }
     for (size_t at = 0, i = 0; i < src->n_ops; i++) {
         const uint8_t *p = src->ops.data + at;
         uint32_t pi = floe__get_le32(p + 1), len = floe__get_le32(p + 21);

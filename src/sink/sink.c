@@ -24,6 +24,7 @@
 #include "source/source_internal.h"
 
 #define PUBLISH_EVERY 4096
+#define ROW_GROUP_FLOOR ((size_t)4 << 20)   /* the smallest row group a memory limit makes */
 
 
 
@@ -459,6 +460,10 @@ static int file_options(floe_sink *s, floe__content content, floe__file_writer_o
     }
     if (content == FLOE_CONTENT_DATA && o->target_file_size)
         out->target_file_size = o->target_file_size;
+    /* a row group is buffered whole: at most an eighth of the memory */
+    size_t most = o->memory_limit / 8 > ROW_GROUP_FLOOR ? o->memory_limit / 8 : ROW_GROUP_FLOOR;
+    if (o->memory_limit && out->parquet.row_group_size > most)
+        out->parquet.row_group_size = most;
     return FLOE_OK;
 }
 
@@ -495,12 +500,18 @@ static int setup_parts(floe_sink *s, floe_error *err)
                       "of position mode: this sink writes equality deletes (merge-on-read)");
     if (s->keeper) {
         s->wcfg.kx = floe__keeper_kx(s->keeper);
+        /* a batch's index log past a sixteenth of the memory is dropped, the
+         * index checkpointed after its commit instead (keyindex_internal.h) */
+        s->wcfg.kx_log_max = (o->memory_limit ? o->memory_limit : (size_t)512 << 20) / 16;
         s->ccfg.prepare = prepare_attempt;
         s->ccfg.prepare_ctx = s;
         s->ccfg.rewrote = rewrote_attempt;
         s->ccfg.rewrote_ctx = s;
         stash_memory -= s->kcfg.kx.memory_limit;
     }
+    size_t group = s->wcfg.file_opts.parquet.row_group_size;  /* buffered by the writer */
+    if (o->memory_limit && stash_memory > 2 * group)
+        stash_memory -= group;
     FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_on_advance ? 1 : o->commit_interval,
                                   s->resume.has, s->resume.frontier, &s->minter, err));
     if (o->commit_on_advance)

@@ -208,6 +208,7 @@ typedef struct floe__writer_config {
     floe__file_writer_options eqdel_opts;   /* equality delete files */
     floe__warn_fn warn;                 /* primary-key violations etc.; may be NULL */
     void *warn_ctx;
+    size_t kx_log_max;                  /* bytes of a batch's key index log (floe__kx_log) */
 } floe__writer_config;
 
 /* The position deletes a batch makes: per delete the row and the key it

@@ -93,6 +93,7 @@ int floe__writer_add_batch(floe__writer *w, const floe__batch *b, floe_error *er
         }
         floe__kx_log_init(ob->log);
         ob->log->hash_schema = w->cfg->schema_id;
+        ob->log->max = w->cfg->kx_log_max;
     }
     if (w->tail)
         w->tail->next = ob;

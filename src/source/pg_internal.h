@@ -6,8 +6,9 @@
  *                clock (microseconds since 2000-01-01)
  *   pgoutput.c   the logical replication stream: the CopyData envelope
  *                (XLogData, keepalive, standby status update) and the
- *                pgoutput plugin's messages (protocol version 1), decoded in
- *                place; pure functions over bytes (fuzz/fuzz_pgoutput.c)
+ *                pgoutput plugin's messages (protocol versions 1 and 2:
+ *                streamed transactions), decoded in place; pure functions
+ *                over bytes (fuzz/fuzz_pgoutput.c)
  *   pg_copy.c    COPY ... TO STDOUT text format: one line into its fields
  *   pg_types.c   Postgres types -> floe column declarations (SPEC 3), and
  *                Postgres text values -> slots of floe's row format
@@ -80,12 +81,17 @@ typedef struct floe__pgo_column {
 } floe__pgo_column;
 
 typedef struct floe__pgo_msg {
-    char kind;            /* B C O R Y I U D T M */
-    uint64_t lsn;         /* B: final (commit) LSN; C: commit LSN; O: origin LSN; M: message LSN */
-    uint64_t end_lsn;     /* C: the end of the commit record */
-    int64_t time;         /* B, C: commit time (protocol time) */
-    uint32_t xid;         /* B */
-    uint8_t flags;        /* C, M; T: options (1 CASCADE, 2 RESTART IDENTITY) */
+    char kind;            /* B C O R Y I U D T M; protocol 2: S E c A */
+    uint64_t lsn;         /* B: final (commit) LSN; C, c: commit LSN; O: origin LSN; M: message
+                             LSN */
+    uint64_t end_lsn;     /* C, c: the end of the commit record */
+    int64_t time;         /* B, C, c: commit time (protocol time) */
+    uint32_t xid;         /* B; S, c, A: the top-level transaction; R Y I U D T M inside a
+                             stream block: the (sub)transaction that made it */
+    uint32_t subxid;      /* A: the (sub)transaction aborted (xid: the whole transaction) */
+    bool streamed;        /* R Y I U D T M inside a stream block (xid read) */
+    uint8_t flags;        /* C, M, c; T: options (1 CASCADE, 2 RESTART IDENTITY); S: 1 for
+                             the transaction's first stream segment */
     uint32_t relid;       /* R, Y (type oid), I, U, D */
     const char *nspname;  /* R, Y */
     const char *relname;  /* R, Y; O: origin name; M: prefix */
@@ -107,14 +113,16 @@ typedef struct floe__pgo_decoder {
     size_t cap_vals;
     floe__pgo_column *cols;
     size_t cap_cols;
+    bool in_stream;                /* between a Stream Start and its Stream Stop */
 } floe__pgo_decoder;
 
 void floe__pgo_decoder_init(floe__pgo_decoder *d);
 void floe__pgo_decoder_free(floe__pgo_decoder *d);
-/* Decode one pgoutput message (protocol version 1; 'M' logical messages
- * too).  The result points into [p, p+n) and into d: valid until the next
- * decode.  FLOE_EINPUT with the reason for anything malformed, truncated,
- * or of an unknown kind (streamed transactions are not asked for). */
+/* Decode one pgoutput message (protocol versions 1 and 2; 'M' logical
+ * messages too).  The result points into [p, p+n) and into d: valid until
+ * the next decode.  d remembers whether a stream block is open (Stream
+ * Start .. Stop): the messages inside carry an xid.  FLOE_EINPUT with the
+ * reason for anything malformed, truncated, or of an unknown kind. */
 int floe__pgo_decode(floe__pgo_decoder *d, const uint8_t *p, size_t n, floe__pgo_msg *out,
                      floe_error *err);
 uint32_t floe__pgo_relid(const floe__pgo_msg *m, uint32_t i);

@@ -8,8 +8,15 @@
  *    status update ('r') is encoded here too;
  *  - the pgoutput plugin's messages, protocol version 1: Begin, Commit,
  *    Origin, Relation, Type, Insert, Update, Delete, Truncate, and logical
- *    decoding Messages.  Streamed transactions (protocol 2+) are never
- *    asked for, so their messages are errors.
+ *    decoding Messages; and those of protocol version 2 for streamed
+ *    (in-progress) transactions: Stream Start (xid, first-segment flag),
+ *    Stream Stop, Stream Commit (xid, flags, commit LSN, end LSN, commit
+ *    time), Stream Abort (xid, subtransaction xid).  Between Stream Start
+ *    and Stream Stop, Relation, Type, Insert, Update, Delete, Truncate and
+ *    Message carry the xid of the (sub)transaction that made them right
+ *    after their kind byte: the decoder remembers whether it is inside
+ *    such a block (d->in_stream) and reads it into m->xid.  Parallel
+ *    apply's Stream Abort fields (protocol 4) are never asked for.
  *
  * Integers are big-endian; strings are NUL-terminated, and the decoder
  * hands out pointers into the message after checking the NUL lies inside
@@ -270,8 +277,48 @@ static int logical_message(rd *r, floe__pgo_msg *m)
     return done(r);
 }
 
+/* Stream Start, Stop, Commit, Abort (protocol 2). */
+static int stream_control(rd *r, floe__pgo_decoder *d, floe__pgo_msg *m)
+{
+    uint8_t first;
+    switch (m->kind) {
+    case 'S':
+        if (d->in_stream)
+            return bad(r, "a Stream Start inside a stream block");
+        FLOE_FORWARD(u32(r, &m->xid, "transaction id"));
+        FLOE_FORWARD(u8(r, &first, "first segment flag"));
+        m->flags = first;
+        FLOE_FORWARD(done(r));
+        d->in_stream = true;
+        return FLOE_OK;
+    case 'E':
+        if (!d->in_stream)
+            return bad(r, "a Stream Stop outside a stream block");
+        FLOE_FORWARD(done(r));
+        d->in_stream = false;
+        return FLOE_OK;
+    case 'c':
+        FLOE_FORWARD(u32(r, &m->xid, "transaction id"));
+        FLOE_FORWARD(u8(r, &m->flags, "commit flags"));
+        FLOE_FORWARD(u64(r, &m->lsn, "commit LSN"));
+        FLOE_FORWARD(u64(r, &m->end_lsn, "end LSN"));
+        FLOE_FORWARD(i64(r, &m->time, "commit time"));
+        return done(r);
+    default:                                     /* 'A' */
+        FLOE_FORWARD(u32(r, &m->xid, "transaction id"));
+        FLOE_FORWARD(u32(r, &m->subxid, "subtransaction id"));
+        return done(r);
+    }
+}
+
 static int body(rd *r, floe__pgo_decoder *d, floe__pgo_msg *m)
 {
+    if (m->kind == 'S' || m->kind == 'E' || m->kind == 'c' || m->kind == 'A')
+        return stream_control(r, d, m);
+    if (d->in_stream && memchr("RYIUDTM", m->kind, 7)) {
+        FLOE_FORWARD(u32(r, &m->xid, "transaction id"));
+        m->streamed = true;
+    }
     switch (m->kind) {
     case 'B':
         FLOE_FORWARD(u64(r, &m->lsn, "final LSN"));

@@ -582,6 +582,30 @@ TEST(rows_follow_a_compaction_without_reading_it)
     compacted_clear(&c);
 }
 
+/* A batch's log past its bound drops its operations and says so (the
+ * keeper then checkpoints instead of logging); appending it passes that on. */
+TEST(a_batch_log_past_its_bound_is_dropped)
+{
+    floe__kx_log l, all;
+    floe__kx_log_init(&l);
+    floe__kx_log_init(&all);
+    l.max = 1000;
+    uint8_t key[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int i = 0;
+    for (; i < 1000 && !l.dropped; i++)
+        CHECK_EQ_INT(floe__kx_log_insert(&l, key, sizeof key, "f.parquet", (uint64_t)i, 7, NULL),
+                     FLOE_OK);
+    CHECK(l.dropped && i == 31);                 /* 30 ops of 33 bytes fit in 1000 */
+    CHECK(l.n_ops == 0 && l.ops.len == 0);
+    CHECK_EQ_INT(floe__kx_log_remove(&l, key, sizeof key, "f.parquet", 1, NULL), FLOE_OK);
+    CHECK(l.n_ops == 0);
+    CHECK_EQ_INT(floe__kx_log_insert(&all, key, sizeof key, "g.parquet", 1, 7, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_log_append(&all, &l, NULL), FLOE_OK);
+    CHECK(all.dropped && all.n_ops == 0);
+    floe__kx_log_free(&l);
+    floe__kx_log_free(&all);
+}
+
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "keyindex");
@@ -596,6 +620,7 @@ int main(void)
     RUN(a_checkpoint_is_peeked_and_a_wild_position_is_unusable);
     RUN(a_compactions_moves_say_where_each_row_went);
     RUN(rows_follow_a_compaction_without_reading_it);
+    RUN(a_batch_log_past_its_bound_is_dropped);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
 }

@@ -2,7 +2,8 @@
  * test_pgoutput.c - the Postgres source's pure parts (src/source/pg_*.c):
  * LSN text, the replication CopyData envelope and the standby status
  * update, every pgoutput message kind (and truncated or malformed ones),
- * and COPY text lines.  Messages are built byte by byte here as the
+ * protocol 2's stream blocks (Stream Start/Stop/Commit/Abort, and the xid
+ * that messages inside a block carry), and COPY text lines.  Messages are built byte by byte here as the
  * protocol documentation lays them out.
  */
 #include <stdio.h>
@@ -283,6 +284,54 @@ TEST(insert_update_delete_truncate)
 
 /* ---- COPY text ---------------------------------------------------------------------------- */
 
+TEST(stream_blocks)
+{
+    floe__pgo_decoder d;
+    floe__pgo_decoder_init(&d);
+    floe__pgo_msg out;
+    msg start = {{0}, 0}, ins = {{0}, 0}, stop = {{0}, 0}, commit = {{0}, 0}, abort_ = {{0}, 0};
+    u8(&start, 'S');
+    be(&start, 77, 4);
+    u8(&start, 1);
+    u8(&ins, 'I');
+    be(&ins, 78, 4);                            /* the subtransaction's xid */
+    be(&ins, 16384, 4);
+    u8(&ins, 'N');
+    be(&ins, 1, 2);
+    text(&ins, "5");
+    u8(&stop, 'E');
+    CHECK_EQ_INT(decode(&d, &stop, &out), FLOE_EINPUT);        /* no block open */
+    CHECK_EQ_INT(decode(&d, &start, &out), FLOE_OK);
+    CHECK(out.kind == 'S' && out.xid == 77 && out.flags == 1 && d.in_stream);
+    CHECK_EQ_INT(decode(&d, &start, &out), FLOE_EINPUT);       /* nested */
+    CHECK_EQ_INT(decode(&d, &ins, &out), FLOE_OK);
+    CHECK(out.kind == 'I' && out.streamed && out.xid == 78 && out.relid == 16384);
+    CHECK(out.new_tuple.n == 1 && out.new_tuple.vals[0].len == 1);
+    CHECK_EQ_INT(decode(&d, &stop, &out), FLOE_OK);
+    CHECK(out.kind == 'E' && !d.in_stream);
+    /* outside a block the same bytes read the xid as the relation id */
+    CHECK_EQ_INT(decode(&d, &ins, &out), FLOE_EINPUT);
+    u8(&commit, 'c');
+    be(&commit, 77, 4);
+    u8(&commit, 0);
+    be(&commit, 0x1000, 8);
+    be(&commit, 0x1050, 8);
+    be(&commit, 123456, 8);
+    CHECK_EQ_INT(decode(&d, &commit, &out), FLOE_OK);
+    CHECK(out.kind == 'c' && out.xid == 77 && out.lsn == 0x1000 && out.end_lsn == 0x1050 &&
+          out.time == 123456 && !out.streamed);
+    check_truncations(&d, &commit);
+    u8(&abort_, 'A');
+    be(&abort_, 77, 4);
+    be(&abort_, 78, 4);
+    CHECK_EQ_INT(decode(&d, &abort_, &out), FLOE_OK);
+    CHECK(out.kind == 'A' && out.xid == 77 && out.subxid == 78);
+    check_truncations(&d, &abort_);
+    check_truncations(&d, &start);
+    CHECK(!d.in_stream);
+    floe__pgo_decoder_free(&d);
+}
+
 static int split(const char *line, size_t ncols, floe__pg_field *f, floe__buf *scratch)
 {
     return floe__pg_copy_split(line, strlen(line), ncols, scratch, f, NULL);
@@ -319,6 +368,7 @@ int main(void)
     RUN(begin_commit_origin_type_message);
     RUN(relation);
     RUN(insert_update_delete_truncate);
+    RUN(stream_blocks);
     RUN(copy_lines);
     return UNIT_DONE();
 }
