@@ -180,14 +180,20 @@ int floe__table_refresh(floe__table *t, floe_error *err)
     return FLOE_OK;
 }
 
-int floe__table_check_writable(const floe__table *t, floe_error *err)
+int floe__table_check_format(const floe__table *t, floe_error *err)
 {
-    const floe__metadata *md = t->loaded->metadata;
-    int v = floe__metadata_format_version(md);
+    int v = floe__metadata_format_version(t->loaded->metadata);
     if (v != 2 && v != 3)
         return floe__err_set(err, FLOE_EUNSUPPORTED,
                              "table %s.%s has format version %d: floe writes version 2 and 3 "
                              "tables (upgrade the table first)", t->ns, t->name, v);
+    return FLOE_OK;
+}
+
+int floe__table_check_writable(const floe__table *t, floe_error *err)
+{
+    const floe__metadata *md = t->loaded->metadata;
+    FLOE_FORWARD(floe__table_check_format(t, err));
     const json_t *fields = json_object_get(floe__metadata_default_spec(md), "fields");
     if (json_array_size(fields) != 0)
         return floe__err_set(err, FLOE_EUNSUPPORTED,

@@ -16,6 +16,7 @@
 #include "avro/avro_internal.h"
 #include "table/table_internal.h"
 #include "source/source_internal.h"
+#include "iceberg/partition_internal.h"
 #include "unit.h"
 
 static char tmp_root[256];
@@ -922,6 +923,81 @@ TEST(partitioned_manifest_round_trip)
     env_close(&e);
 }
 
+/* The partitioned writer: rows routed by bucket[4] and identity, one open
+ * file per tuple within the bound, tuples committed and read back. */
+TEST(partitioned_writer_commits_tuples)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "pwriter"), FLOE_OK);
+    CHECK_EQ_INT(floe__catalog_create_namespace(e.cat, "db", NULL, NULL), FLOE_OK);
+    json_t *schema = json_loads(TBL(F(1, "id", true, "\"long\"") "," F(2, "k", false, "\"int\"")),
+                                0, NULL);
+    json_t *spec = json_loads("{\"spec-id\": 0, \"fields\": [{\"source-id\": 1, \"field-id\": "
+                              "1000, \"name\": \"id_bucket\", \"transform\": \"bucket[4]\"},"
+                              "{\"source-id\": 2, \"field-id\": 1001, \"name\": \"k\", "
+                              "\"transform\": \"identity\"}]}", 0, NULL);
+    floe__table_def def = {.schema = schema, .partition_spec = spec};
+    floe__loaded_table *lt = NULL;
+    CHECK_EQ_INT(floe__catalog_create_table(e.cat, "db", "pw", &def, &lt, e.err), FLOE_OK);
+    floe__loaded_table_free(lt);
+    floe__table *t = open_t(&e, "pw", NULL, NULL);
+    floe__part_writer *w = NULL;
+    if (t)
+        CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, 3, &w, e.err), FLOE_OK);
+    floe__content_list files = {0};
+    if (w) {
+        for (int64_t i = 0; i < 200; i++) {
+            uint8_t row[14] = {1};
+            floe__put_le64(row + 1, (uint64_t)i);
+            row[9] = i % 5 ? 1 : 0;              /* k null for every fifth row */
+            floe__put_le32(row + 10, (uint32_t)(i % 2));
+            size_t len = row[9] ? 14 : 10;
+            CHECK_EQ_INT(floe__part_writer_write(w, row, len, NULL, NULL, e.err), FLOE_OK);
+            CHECK(floe__part_writer_open_count(w) <= 3);
+        }
+        CHECK_EQ_INT(floe__part_writer_close(w, &files, e.err), FLOE_OK);
+    }
+    /* 4 buckets x (k 0, 1, null) = at most 12 tuples, some split by early closes */
+    CHECK(files.n >= 12);
+    uint64_t rows = 0;
+    for (size_t i = 0; i < files.n; i++) {
+        rows += files.files[i].metrics.record_count;
+        CHECK(files.files[i].partition.len > 0);
+    }
+    CHECK_EQ_INT(rows, 200);
+    int64_t snap = -1;
+    floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = NULL,
+                                .base_snapshot_id = -1, .tag = NULL};
+    if (t)
+        CHECK_EQ_INT(floe__table_commit(t, &req, &snap, e.err), FLOE_OK);
+    floe__plan *p = NULL;
+    if (t && snap >= 0)
+        CHECK_EQ_INT(floe__table_plan(t, snap, &p, e.err), FLOE_OK);
+    if (p) {
+        CHECK_EQ_INT(p->n_data, files.n);
+        for (size_t i = 0; i < p->n_data && i < files.n; i++) {
+            bool found = false;
+            for (size_t k = 0; k < files.n; k++)
+                if (strcmp(files.files[k].path, p->data[i].f.file.path) == 0)
+                    found = p->data[i].f.file.partition.len == files.files[k].partition.len &&
+                            memcmp(p->data[i].f.file.partition.data,
+                                   files.files[k].partition.data,
+                                   files.files[k].partition.len) == 0;
+            CHECK(found);
+        }
+        CHECK(p->manifests.n == 1 && p->manifests.items[0].n_partitions == 2 &&
+              p->manifests.items[0].partitions[1].contains_null);
+        floe__plan_free(p);
+    }
+    if (!p)
+        fprintf(stderr, "%s\n", floe_error_message(e.err));
+    floe__content_list_clear(&files);
+    floe__table_free(t);
+    json_decref(schema);
+    json_decref(spec);
+    env_close(&e);
+}
+
 TEST(refuses_partitioned_and_v1_tables)
 {
     env e;
@@ -937,15 +1013,24 @@ TEST(refuses_partitioned_and_v1_tables)
     floe__table *t = open_t(&e, "p", "id bigint not null", NULL);
     CHECK(t != NULL);                      /* opening (and inspecting) is fine */
     floe__file_writer *w = NULL;
-    floe__posdel_writer *pw = NULL;
     if (t) {
-        CHECK_EQ_INT(floe__file_writer_new(t, FLOE_CONTENT_DATA, t->schema, NULL, 0, NULL, &w,
-                                           e.err), FLOE_EUNSUPPORTED);
+        /* the sink's and maintenance's gate refuses it */
+        CHECK_EQ_INT(floe__table_check_writable(t, e.err), FLOE_EUNSUPPORTED);
         CHECK(strstr(floe_error_message(e.err), "partitioned") != NULL);
-        CHECK_EQ_INT(floe__posdel_writer_new(t, NULL, &pw, NULL), FLOE_EUNSUPPORTED);
-        floe__commit_request req = {.files = NULL, .n_files = 0, .summary = NULL,
+        /* a plain data file (no partition tuple) cannot be committed to it */
+        CHECK_EQ_INT(floe__file_writer_new(t, FLOE_CONTENT_DATA, t->schema, NULL, 0, NULL, &w,
+                                           e.err), FLOE_OK);
+        uint8_t row[9] = {1, 7, 0, 0, 0, 0, 0, 0, 0};
+        floe__content_list files = {0};
+        if (w) {
+            CHECK_EQ_INT(floe__file_writer_write(w, row, 9, NULL, NULL, e.err), FLOE_OK);
+            CHECK_EQ_INT(floe__file_writer_close(w, &files, e.err), FLOE_OK);
+        }
+        floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = NULL,
                                     .base_snapshot_id = -1, .tag = NULL};
-        CHECK_EQ_INT(floe__table_commit(t, &req, NULL, NULL), FLOE_EUNSUPPORTED);
+        CHECK_EQ_INT(floe__table_commit(t, &req, NULL, e.err), FLOE_EINVAL);
+        CHECK(strstr(floe_error_message(e.err), "no partition tuple") != NULL);
+        floe__content_list_clear(&files);
     }
     floe__table_free(t);
     json_decref(schema);
@@ -1232,6 +1317,7 @@ int main(void)
     RUN(commit_summaries_and_totals);
     RUN(commit_conflict_removes_what_it_wrote);
     RUN(partitioned_manifest_round_trip);
+    RUN(partitioned_writer_commits_tuples);
     RUN(refuses_partitioned_and_v1_tables);
     RUN(public_api);
     RUN(out_of_memory_in_manifests);
