@@ -294,13 +294,15 @@ static int truncate_value(int32_t w, const floe__field *f, const uint8_t *p, flo
 {
     uint8_t b[16];
     switch (f->kind) {
+    /* v - (((v % w) + w) % w), wrapping around at the type's minimum as
+     * Java's int and long arithmetic does */
     case FLOE_K_INT: {
         int64_t v = as_long(f, p);
-        return put_int(out, (int32_t)(v - (((v % w) + w) % w)), err);
+        return put_int(out, (int32_t)(uint32_t)(v - (((v % w) + w) % w)), err);
     }
     case FLOE_K_LONG: {
         int64_t v = as_long(f, p);
-        floe__put_le64(b, (uint64_t)(v - (((v % w) + w) % w)));
+        floe__put_le64(b, (uint64_t)v - (uint64_t)(((v % w) + w) % w));
         return put_tagged(out, b, 8, err);
     }
     case FLOE_K_DECIMAL: {
