@@ -482,15 +482,17 @@ typedef struct floe_file_writer floe_file_writer;
  * write.target-file-size-bytes; delete writers their write.delete.* forms
  * first), FLOE_EINVAL / FLOE_EUNSUPPORTED naming a property floe cannot
  * follow; opts given: exactly those.
- * FLOE_EUNSUPPORTED for a table floe cannot write (partitioned, or not
- * format version 2). */
+ * On a partitioned table, rows are routed to one file per partition (at
+ * most 64 open at once; the largest is closed early beyond that), each
+ * file carrying its partition to the commit.
+ * FLOE_EUNSUPPORTED for a table floe cannot write (format version 1). */
 int floe_data_writer_new(floe_table *table, const floe_write_options *opts,
                          floe_file_writer **out, floe_error *err);
 /* Equality delete files on the top-level columns `columns` (primitive
  * columns of the table): each row written deletes every row of earlier
  * snapshots whose key columns equal it.  Rows are of
  * floe_file_writer_schema(w).  FLOE_EINVAL for an unknown or nested
- * column. */
+ * column; FLOE_EUNSUPPORTED on a partitioned table (not yet written). */
 int floe_equality_delete_writer_new(floe_table *table, const char *const *columns,
                                     size_t n_columns, const floe_write_options *opts,
                                     floe_file_writer **out, floe_error *err);
@@ -513,7 +515,8 @@ typedef struct floe_position_delete_writer floe_position_delete_writer;
 
 /* Position deletes: each (data file path, row position) deletes one row of
  * a data file (of an earlier snapshot, or of this commit).  Kept in memory
- * and written sorted when added to a commit. */
+ * and written sorted when added to a commit.  FLOE_EUNSUPPORTED on a
+ * partitioned table (not yet written). */
 int floe_position_delete_writer_new(floe_table *table, const floe_write_options *opts,
                                     floe_position_delete_writer **out, floe_error *err);
 int floe_position_delete_add(floe_position_delete_writer *w, const char *data_file,

@@ -190,6 +190,12 @@ int floe__table_check_format(const floe__table *t, floe_error *err)
     return FLOE_OK;
 }
 
+bool floe__table_partitioned(const floe__table *t)
+{
+    const json_t *spec = floe__metadata_spec_by_id(t->loaded->metadata, t->spec_id);
+    return json_array_size(json_object_get(spec, "fields")) > 0;
+}
+
 int floe__table_check_writable(const floe__table *t, floe_error *err)
 {
     const floe__metadata *md = t->loaded->metadata;

@@ -74,6 +74,8 @@ int floe__table_update(floe__table *t, const json_t *requirements, const json_t 
  * files of a partitioned spec must carry their partition tuples (the
  * partitioned writer below), else the commit is FLOE_EINVAL. */
 int floe__table_check_format(const floe__table *t, floe_error *err);
+/* Whether the table's spec (t->spec_id) has partition fields. */
+bool floe__table_partitioned(const floe__table *t);
 /* floe__table_check_format and an unpartitioned default spec: what the
  * sink and maintenance, which do not partition yet, need
  * (FLOE_EUNSUPPORTED naming what is not). */
