@@ -202,3 +202,37 @@ def test_manifest_list_summaries(env):
         r = fastavro.reader(f)
         assert json.loads(r.metadata["partition-spec"]) == md["partition-specs"][0]["fields"]
         assert r.metadata["partition-spec-id"] == "0"
+
+
+def java_value(v):
+    """A Java partition value (tagged JSON) as pyiceberg_tuple gives it."""
+    if isinstance(v, dict):
+        (tag, x), = v.items()
+        if tag == "date":
+            return x
+        if tag == "dec":
+            return f"{decimal.Decimal(int(x)).scaleb(-2):.2f}"
+    return v
+
+
+def test_java_reads_rows_and_partitions(env):
+    """Java Iceberg reads the rows, each planned file's partition values
+    (which must be pyiceberg's tuple of its rows), and prunes by floe's
+    partitions with a filter on the bucket source column."""
+    java_reader = pytest.importorskip("java_reader")
+    rows = gen_rows(150, "java")
+    make_table(env, "db.j", SPECS["mixed"], rows)
+    t = env.pyiceberg().load_table("db.j")
+    want_tuples = {pyiceberg_tuple(t, r) for r in rows}
+    files = java_reader.java("partitions", env.db, env.warehouse, "db.j")
+    assert {tuple(java_value(v) for v in f["partition"]) for f in files} == want_tuples
+    assert all(f["spec"] == 0 for f in files)
+    one = rows[17]["id"]
+    pruned = java_reader.java("partitions", env.db, env.warehouse, "db.j", "id", one)
+    bucket = pyiceberg_tuple(t, rows[17])[1]
+    assert 0 < len(pruned) < len(files)
+    assert all(f["partition"][1] == bucket for f in pruned)
+    got = java_reader.read_rows(env.db, env.warehouse, "db.j")
+    assert sorted(r[0] for r in got) == sorted(r["id"] for r in rows)
+    names = sorted((r[0], r[3]) for r in got)
+    assert names == sorted((r["id"], r["name"]) for r in rows)
