@@ -309,6 +309,11 @@ int64_t floe_table_current_snapshot_id(const floe_table *table);
  * to or freed. */
 const char *floe_table_metadata_location(const floe_table *table);
 const char *floe_table_data_location(const floe_table *table);
+/* The table's partition specs as JSON text (caller frees with floe_free):
+ * {"default-spec-id": N, "specs": [{"spec-id", "fields": [{"name",
+ * "transform", "source-id", "field-id"}]}, ...]} as the metadata holds
+ * them (an unpartitioned table has one spec without fields). */
+int floe_table_partition_specs(const floe_table *table, char **out, floe_error *err);
 
 /* A snapshot of the table.  Strings are owned by the table and valid until
  * it is refreshed, committed to or freed. */

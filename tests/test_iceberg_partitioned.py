@@ -117,6 +117,11 @@ def test_partitioned_table_read_and_pruned(env, which):
     fields = md["partition-specs"][0]["fields"]
     assert [f["field-id"] for f in fields] == list(range(1000, 1000 + len(fields)))
     assert md["last-partition-id"] == 999 + len(fields)
+    info = env.inspect("db.p")
+    assert info["partition_specs"] == {"default-spec-id": 0, "specs": md["partition-specs"]}
+    assert info["live_rows"]["rows"] == len(rows)
+    text = env.inspect("db.p", as_json=False)
+    assert "partitioning: spec 0" in text and f"{fields[0]['name']} = " in text
     want = canon(rows)
     # every reader sees every row
     t = env.pyiceberg().load_table("db.p")

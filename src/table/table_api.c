@@ -163,6 +163,25 @@ const char *floe_table_metadata_location(const floe_table *t)
 
 const char *floe_table_data_location(const floe_table *t) { return t ? t->t->data_location : NULL; }
 
+int floe_table_partition_specs(const floe_table *t, char **out, floe_error *err)
+{
+    FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "floe_table_partition_specs: NULL argument");
+    const floe__metadata *md = t->t->loaded->metadata;
+    json_t *o = json_pack("{s:i, s:O}", "default-spec-id",
+                          (json_int_t)floe__metadata_default_spec_id(md), "specs",
+                          (json_t *)floe__metadata_specs(md));
+    size_t n = o ? json_dumpb(o, NULL, 0, JSON_COMPACT) : 0;
+    *out = n ? floe__malloc(n + 1) : NULL;
+    if (*out && json_dumpb(o, *out, n, JSON_COMPACT) == n) {
+        (*out)[n] = '\0';
+    } else {
+        floe__free(*out);
+        *out = NULL;
+    }
+    json_decref(o);
+    return *out ? FLOE_OK : FLOE_OOM(err);
+}
+
 size_t floe_table_snapshot_count(const floe_table *t)
 {
     return t ? floe__metadata_snapshot_count(t->t->loaded->metadata) : 0;
