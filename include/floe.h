@@ -289,6 +289,11 @@ typedef struct floe_table floe_table;
  *   properties NULL, or key/value pairs ending with NULL ({"k1", "v1",
  *              "k2", "v2", NULL}): table properties for a table created
  *              here (e.g. "write.data.path"); ignored when it exists.
+ *              "floe.partition-by" (not kept as a property) partitions a
+ *              table created here: Spark DDL-style text such as
+ *              "day(ts), bucket(16, id), truncate(4, name), id" (also
+ *              year, month, hour, void; FLOE_EINVAL / FLOE_ESCHEMA naming
+ *              what is wrong).
  * The catalog must outlive the table; `declared` need not.  *out is the
  * caller's. */
 int floe_table_open(floe_catalog *catalog, const char *ident, const floe_schema *declared,

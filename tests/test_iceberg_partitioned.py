@@ -256,3 +256,26 @@ def test_java_reads_rows_and_partitions(env):
     assert sorted(r[0] for r in got) == sorted(r["id"] for r in rows)
     names = sorted((r[0], r[3]) for r in got)
     assert names == sorted((r["id"], r["name"]) for r in rows)
+
+
+def test_floe_append_partition_by(env):
+    """`floe append --partition-by` creates a partitioned table (the spec
+    never kept as a property) and routes rows; a transform that does not
+    fit its column is an error naming the partition field."""
+    rows = gen_rows(120, "append")
+    env.append("db.a", [to_json(r) for r in rows], schema=DECL,
+               extra=["--partition-by", "hours(ts), bucket(4, id), truncate(2, name)"])
+    md = env.metadata("db.a")
+    assert [f["name"] for f in md["partition-specs"][0]["fields"]] == \
+        ["ts_hour", "id_bucket", "name_trunc"]
+    assert "floe.partition-by" not in md.get("properties", {})
+    t = env.pyiceberg().load_table("db.a")
+    assert canon(t.scan().to_arrow().to_pylist()) == canon(rows)
+    one = rows[3]["id"]
+    assert len(list(t.scan(row_filter=E.EqualTo("id", one)).plan_files())) < \
+        len(list(t.scan().plan_files()))
+    assert [r["id"] for r in t.scan(row_filter=E.EqualTo("id", one)).to_arrow().to_pylist()] == [one]
+    res = env.append("db.b", [{"id": 1}], schema="id bigint not null", check=False,
+                     extra=["--partition-by", "day(id)"])
+    assert res.returncode == 1 and "partition field id_day" in res.stderr
+    assert "does not apply to column id of type long" in res.stderr
