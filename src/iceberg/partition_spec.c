@@ -359,7 +359,7 @@ static int ddl_term(ddl *d, const floe__schema *schema, floe__partition_field *p
     const ddl_fn *fn = &FNS[0];
     FLOE_FORWARD(ddl_column(d, col, sizeof col));
     if (*d->p == '(') {
-        fn = ddl_find(start, strcspn(start, " \t\n(")) ;
+        fn = ddl_find(start, strcspn(start, " \t\n("));
         if (!fn)
             return ddl_fail(d, "unknown transform");
         d->p++;
@@ -401,6 +401,15 @@ int floe__partition_spec_parse(const char *text, const floe__schema *schema,
     }
     if (rc == FLOE_OK && s->n == 0)
         rc = ddl_fail(&d, "no partition fields");
+    for (size_t i = 0; rc == FLOE_OK && i < s->n; i++) {
+        /* as Java's builder: a name may only be its own source column's
+         * (an identity field), never another column's */
+        const floe__field *same = by_name(schema, s->fields[i].name);
+        if (same && (s->fields[i].transform.kind != FLOE_TR_IDENTITY ||
+                     same->id != s->fields[i].source_id))
+            rc = floe__err_set(err, FLOE_ESCHEMA, "partition spec \"%s\": partition field "
+                               "name %s is a column of the table", text, s->fields[i].name);
+    }
     if (rc == FLOE_OK)
         rc = bind(s, schema, err);
     if (rc != FLOE_OK) {

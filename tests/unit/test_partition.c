@@ -261,6 +261,16 @@ TEST(spec_from_ddl)
     CHECK_EQ_INT(floe__partition_spec_parse("missing", s, 1000, &p, e), FLOE_ESCHEMA);
     CHECK_EQ_INT(floe__partition_spec_parse("id, id", s, 1000, &p, e), FLOE_ESCHEMA);
     CHECK_EQ_INT(floe__partition_spec_parse("id,", s, 1000, &p, e), FLOE_EINVAL);
+    floe__schema *s2 = schema_of("{\"type\":\"struct\",\"fields\":["
+                                 "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+                                 "{\"id\":2,\"name\":\"id_bucket\",\"required\":false,"
+                                 "\"type\":\"int\"}]}");
+    CHECK_EQ_INT(floe__partition_spec_parse("bucket(4, id)", s2, 1000, &p, e), FLOE_ESCHEMA);
+    CHECK(strstr(floe_error_message(e), "id_bucket is a column"));
+    CHECK_EQ_INT(floe__partition_spec_parse("id_bucket, id", s2, 1000, &p, e), FLOE_OK);
+    floe__partition_spec_free(p);
+    p = NULL;
+    floe_schema_free(s2);
     json_t *bad = json_loads("{\"spec-id\":1,\"fields\":[{\"source-id\":7,\"field-id\":1000,"
                              "\"name\":\"e\",\"transform\":\"identity\"}]}", 0, NULL);
     CHECK_EQ_INT(floe__partition_spec_from_json(bad, s, &p, e), FLOE_ESCHEMA);
