@@ -289,6 +289,11 @@ typedef struct floe_table floe_table;
  *   properties NULL, or key/value pairs ending with NULL ({"k1", "v1",
  *              "k2", "v2", NULL}): table properties for a table created
  *              here (e.g. "write.data.path"); ignored when it exists.
+ *              "floe.partition-by" (not kept as a property) partitions a
+ *              table created here: Spark DDL-style text such as
+ *              "day(ts), bucket(16, id), truncate(4, name), id" (also
+ *              year, month, hour, void; FLOE_EINVAL / FLOE_ESCHEMA naming
+ *              what is wrong).
  * The catalog must outlive the table; `declared` need not.  *out is the
  * caller's. */
 int floe_table_open(floe_catalog *catalog, const char *ident, const floe_schema *declared,
@@ -309,6 +314,11 @@ int64_t floe_table_current_snapshot_id(const floe_table *table);
  * to or freed. */
 const char *floe_table_metadata_location(const floe_table *table);
 const char *floe_table_data_location(const floe_table *table);
+/* The table's partition specs as JSON text (caller frees with floe_free):
+ * {"default-spec-id": N, "specs": [{"spec-id", "fields": [{"name",
+ * "transform", "source-id", "field-id"}]}, ...]} as the metadata holds
+ * them (an unpartitioned table has one spec without fields). */
+int floe_table_partition_specs(const floe_table *table, char **out, floe_error *err);
 
 /* A snapshot of the table.  Strings are owned by the table and valid until
  * it is refreshed, committed to or freed. */
@@ -482,15 +492,17 @@ typedef struct floe_file_writer floe_file_writer;
  * write.target-file-size-bytes; delete writers their write.delete.* forms
  * first), FLOE_EINVAL / FLOE_EUNSUPPORTED naming a property floe cannot
  * follow; opts given: exactly those.
- * FLOE_EUNSUPPORTED for a table floe cannot write (partitioned, or not
- * format version 2). */
+ * On a partitioned table, rows are routed to one file per partition (at
+ * most 64 open at once; the largest is closed early beyond that), each
+ * file carrying its partition to the commit.
+ * FLOE_EUNSUPPORTED for a table floe cannot write (format version 1). */
 int floe_data_writer_new(floe_table *table, const floe_write_options *opts,
                          floe_file_writer **out, floe_error *err);
 /* Equality delete files on the top-level columns `columns` (primitive
  * columns of the table): each row written deletes every row of earlier
  * snapshots whose key columns equal it.  Rows are of
  * floe_file_writer_schema(w).  FLOE_EINVAL for an unknown or nested
- * column. */
+ * column; FLOE_EUNSUPPORTED on a partitioned table (not yet written). */
 int floe_equality_delete_writer_new(floe_table *table, const char *const *columns,
                                     size_t n_columns, const floe_write_options *opts,
                                     floe_file_writer **out, floe_error *err);
@@ -513,7 +525,8 @@ typedef struct floe_position_delete_writer floe_position_delete_writer;
 
 /* Position deletes: each (data file path, row position) deletes one row of
  * a data file (of an earlier snapshot, or of this commit).  Kept in memory
- * and written sorted when added to a commit. */
+ * and written sorted when added to a commit.  FLOE_EUNSUPPORTED on a
+ * partitioned table (not yet written). */
 int floe_position_delete_writer_new(floe_table *table, const floe_write_options *opts,
                                     floe_position_delete_writer **out, floe_error *err);
 int floe_position_delete_add(floe_position_delete_writer *w, const char *data_file,

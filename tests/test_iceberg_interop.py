@@ -140,16 +140,45 @@ def test_inspect_text_and_json(env):
     assert f"  db.i  frontier [5], version 2, snapshot {s1['snapshot_id']}" in text
 
 
-def test_inspect_and_append_refuse_what_they_cannot_do(env):
+def test_append_to_a_pyiceberg_partitioned_table(env):
+    """floe append routes rows to one file per partition of a table pyiceberg
+    made (identity and bucket), interleaved with pyiceberg's own appends:
+    every reader sees every row, and pyiceberg prunes floe's files by their
+    partition tuples.  (pyiceberg writes bucket and truncate partitions only
+    with pyiceberg-core installed, which is not here: identity alone.)"""
+    import pyarrow as pa
+    from pyiceberg.expressions import EqualTo
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import IdentityTransform
     cat = env.pyiceberg()
     cat.create_namespace("db")
-    cat.create_table("db.part", schema=SCHEMA, partition_spec=PartitionSpec(
+    t = cat.create_table("db.part", schema=SCHEMA, partition_spec=PartitionSpec(
         PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="name")))
-    res = env.append("db.part", [{"id": 1}], check=False)
-    assert res.returncode == 1 and "partitioned" in res.stderr and "FLOE" not in res.stdout
-    assert env.inspect("db.part")["snapshots"] == []
+    env.append("db.part", [{"id": i, "name": "ab"[i % 2] if i % 3 else None} for i in range(12)])
+    t.refresh()
+    t.append(pa.Table.from_pylist([{"id": 100, "name": "a", "price": None, "ts": None}],
+                                  schema=t.schema().as_arrow()))
+    env.append("db.part", [{"id": 200, "name": "c"}])
+    t.refresh()
+    names = {i: ("ab"[i % 2] if i % 3 else None) for i in range(12)}
+    names.update({100: "a", 200: "c"})
+    got = sorted((r["id"], r["name"]) for r in t.scan().to_arrow().to_pylist())
+    assert got == sorted(names.items())
+    files = list(t.scan().plan_files())
+    only_a = list(t.scan(row_filter=EqualTo("name", "a")).plan_files())
+    assert 0 < len(only_a) < len(files)
+    assert sorted(r["id"] for r in t.scan(row_filter=EqualTo("name", "a")).to_arrow().to_pylist()) \
+        == sorted(i for i, n in names.items() if n == "a")
+    con = __import__("iceberg_env")._duck()
+    rows = con.execute("SELECT id, name FROM iceberg_scan(?)",
+                       [env.metadata_location("db.part")]).fetchall()
+    con.close()
+    assert sorted(rows, key=repr) == sorted(names.items(), key=repr)
+    info = env.inspect("db.part")
+    assert info["live_rows"]["rows"] == len(names) and len(info["snapshots"]) == 3
+
+
+def test_inspect_and_append_refuse_what_they_cannot_do(env):
     res = env.append("db.nope", [{"id": 1}], check=False)
     assert res.returncode == 1 and "does not exist" in res.stderr and "--schema" in res.stderr
     from conftest import run_floe

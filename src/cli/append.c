@@ -19,7 +19,8 @@
 #define COMMIT_TRIES 5
 
 static const char USAGE[] =
-    "floe append --table NS.NAME [--schema \"COLUMNS\"|@FILE] --input PATH|- "
+    "floe append --table NS.NAME [--schema \"COLUMNS\"|@FILE] [--partition-by SPEC] "
+    "--input PATH|- "
     "[--catalog URI] [--warehouse URI] [--catalog-name NAME] "
     "[--compression zstd|snappy|gzip|none] [--compression-level N] [--target-file-size BYTES]";
 
@@ -94,7 +95,10 @@ static int setup(job *j, const cli_opt *opts)
     const char *ident = cli_get(opts, "table");
     if (cli_open_catalog(opts, false, &j->catalog, j->err) != FLOE_OK)
         return -1;
-    if (floe_table_open(j->catalog, ident, j->declared, NULL, &j->table, j->err) != FLOE_OK) {
+    const char *by = cli_get(opts, "partition-by");
+    const char *create_props[] = {"floe.partition-by", by, NULL};
+    if (floe_table_open(j->catalog, ident, j->declared, by ? create_props : NULL, &j->table,
+                        j->err) != FLOE_OK) {
         if (floe_error_code(j->err) == FLOE_ENOTFOUND && !j->declared)
             cli_say("floe: table %s does not exist; give --schema to create it\n",
                     ident);
@@ -183,6 +187,8 @@ int cmd_append(int argc, char **argv)
     cli_opt opts[] = {
         CLI_TABLE_OPTS,
         {"schema", true, "column list, or @FILE holding it (needed to create the table)", NULL},
+        {"partition-by", true, "partition a table created here: \"day(ts), bucket(16, id), "
+                               "truncate(4, name), id\" (Spark's DDL transforms)", NULL},
         {"input", true, "NDJSON rows, one JSON object per line; - for stdin (required)", NULL},
         {"compression", true, "zstd, snappy, gzip or none (default: the table's "
                               "write.parquet.compression-codec, else zstd)", NULL},

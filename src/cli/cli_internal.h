@@ -300,6 +300,8 @@ typedef struct inspect_view {
     size_t n_sinks;
     char *schema_json;            /* floe_schema_to_json of the table's schema */
     cli_json *schema;             /* parsed; NULL when it could not be */
+    char *specs_json;             /* floe_table_partition_specs */
+    cli_json *specs;              /* parsed; NULL when it could not be */
     inspect_live live;
     bool debt_known;              /* floe_table_debt_get worked (it reads manifests) */
     floe_table_debt debt;

@@ -151,6 +151,10 @@ static int load_view(inspect_view *v, floe_error *err)
         rc = floe_schema_to_json(floe_table_schema(v->table), &v->schema_json, err);
     if (rc == FLOE_OK)
         v->schema = cli_json_parse(v->schema_json);
+    if (rc == FLOE_OK)
+        rc = floe_table_partition_specs(v->table, &v->specs_json, err);
+    if (rc == FLOE_OK)
+        v->specs = cli_json_parse(v->specs_json);
     load_live_rows(v);
     return rc;
 }
@@ -162,6 +166,8 @@ static void free_view(inspect_view *v)
     floe_free(v->sink_ids);
     floe_free(v->schema_json);
     cli_json_free(v->schema);
+    floe_free(v->specs_json);
+    cli_json_free(v->specs);
 }
 
 /* ---- helpers for the printers ------------------------------------------------------ */

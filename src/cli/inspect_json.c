@@ -282,6 +282,7 @@ void inspect_print_json(const inspect_view *v)
     }
     printf("],\"frontier\":");
     json_newest_frontier(v);
+    printf(",\"partition_specs\":%s", v->specs ? v->specs_json : "null");
     printf(",\"schema\":%s,\"columns\":", v->schema ? v->schema_json : "null");
     json_columns(v);
     printf(",\"live_rows\":");

@@ -100,6 +100,45 @@ static void print_snapshots(const inspect_view *v)
     free(rows);
 }
 
+/* The name of the top-level column with field id `id` (its text), or NULL. */
+static const char *column_name(const inspect_view *v, const char *id)
+{
+    const cli_json *fields = cli_json_get(v->schema, "fields");
+    for (size_t i = 0; fields && fields->type == CLI_JSON_ARRAY && i < fields->n; i++) {
+        const cli_json *fid = cli_json_get(&fields->items[i], "id");
+        if (fid && fid->type == CLI_JSON_NUMBER && id && strcmp(fid->text, id) == 0)
+            return cli_json_str(&fields->items[i], "name");
+    }
+    return NULL;
+}
+
+/* The default partition spec: "partitioning: none", or one line a field. */
+static void print_partitioning(const inspect_view *v)
+{
+    const cli_json *def = cli_json_get(v->specs, "default-spec-id");
+    const cli_json *specs = cli_json_get(v->specs, "specs");
+    const cli_json *spec = NULL;
+    for (size_t i = 0; specs && specs->type == CLI_JSON_ARRAY && i < specs->n; i++) {
+        const cli_json *sid = cli_json_get(&specs->items[i], "spec-id");
+        if (def && sid && strcmp(sid->text, def->text) == 0)
+            spec = &specs->items[i];
+    }
+    const cli_json *fields = cli_json_get(spec, "fields");
+    if (!fields || fields->type != CLI_JSON_ARRAY || fields->n == 0) {
+        printf("\npartitioning: none\n");
+        return;
+    }
+    printf("\npartitioning: spec %s (%zu spec%s in all)\n", def->text, specs->n,
+           specs->n == 1 ? "" : "s");
+    for (size_t i = 0; i < fields->n; i++) {
+        const cli_json *f = &fields->items[i];
+        const cli_json *fid = cli_json_get(f, "field-id"), *src = cli_json_get(f, "source-id");
+        const char *col = column_name(v, src ? src->text : NULL);
+        printf("  %4s  %s = %s(%s)\n", fid ? fid->text : "?", or_dash(cli_json_str(f, "name")),
+               or_dash(cli_json_str(f, "transform")), col ? col : src ? src->text : "?");
+    }
+}
+
 static void print_schema(const inspect_view *v)
 {
     const cli_json *fields = cli_json_get(v->schema, "fields");
@@ -233,6 +272,7 @@ void inspect_print_text(const inspect_view *v)
         printf("current   %" PRId64 " (main)\n", v->current);
     print_snapshots(v);
     print_schema(v);
+    print_partitioning(v);
     print_live(v);
     print_debt(v);
     print_sinks(v);

@@ -19,6 +19,7 @@ void floe__content_file_clear(floe__content_file *f)
     floe__free(f->format);
     floe__free(f->referenced_data_file);
     floe__buf_free(&f->key_metadata);
+    floe__buf_free(&f->partition);
     memset(f, 0, sizeof *f);
 }
 
@@ -75,7 +76,9 @@ static int copy_file(floe__content_file *d, const floe__content_file *s, floe_er
     d->equality_ids = NULL;
     d->n_equality_ids = 0;
     memset(&d->metrics, 0, sizeof d->metrics);
+    floe__buf_init(&d->partition, 0);
     FLOE_FORWARD(copy_buf(&d->key_metadata, &s->key_metadata, err));
+    FLOE_FORWARD(copy_buf(&d->partition, &s->partition, err));
     FLOE_FORWARD(dup_str(s->path, &d->path, err));
     FLOE_FORWARD(dup_str(s->format, &d->format, err));
     FLOE_FORWARD(dup_str(s->referenced_data_file, &d->referenced_data_file, err));

@@ -40,6 +40,9 @@ typedef struct floe__content_file {
     int32_t sort_order_id;
     bool has_key_metadata;            /* 131 */
     floe__buf key_metadata;
+    floe__buf partition;              /* 102: the partition tuple, a row of its spec's
+                                         partition type (partition_internal.h) in the
+                                         manifest's field order; empty: unpartitioned */
 } floe__content_file;
 
 /* Whether f is a deletion vector (position deletes in a Puffin file). */

@@ -22,6 +22,7 @@
 
 #include "avro/avro_internal.h"
 #include "iceberg/manifest_internal.h"
+#include "iceberg/partition_internal.h"
 
 /* ---- schemas ------------------------------------------------------------------------ */
 
@@ -32,7 +33,7 @@
     "{\"name\":\"key\",\"type\":\"int\",\"field-id\":" #kid "},"                      \
     "{\"name\":\"value\",\"type\":\"" vtype "\",\"field-id\":" #vid "}]}}]}"
 
-#define ENTRY_HEAD                                                                           \
+#define ENTRY_HEAD_A                                                                         \
     "{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["                      \
     "{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"                             \
     "{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1}," \
@@ -46,7 +47,10 @@
     "{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"                     \
     "{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"                   \
     "{\"name\":\"partition\",\"field-id\":102,"                                          \
-    "\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]}},"                   \
+    "\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":["
+/* the spec's partition fields go here (manifest_partition.c) */
+#define ENTRY_HEAD_B                                                                         \
+    "]}},"                                                                               \
     "{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"                    \
     "{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104},"              \
     MAP_FIELD("column_sizes", 108, 117, 118, "long") ","                                 \
@@ -74,12 +78,21 @@
     ",{\"name\":\"content_size_in_bytes\",\"type\":[\"null\",\"long\"],\"default\":null,"       \
     "\"field-id\":145}"
 
-/* v2 data manifests, v2 delete manifests (referenced_data_file for
- * file-scoped position deletes), v3 manifests (row lineage, DV ranges). */
-static const char ENTRY_SCHEMA_V2[] = ENTRY_HEAD ENTRY_TAIL;
-static const char ENTRY_SCHEMA_V2_DELETES[] = ENTRY_HEAD F_REFERENCED ENTRY_TAIL;
-static const char ENTRY_SCHEMA_V3[] =
-    ENTRY_HEAD F_FIRST_ROW_ID F_REFERENCED F_CONTENT_RANGE ENTRY_TAIL;
+/* The manifest_entry schema for spec ps: v2 data manifests, v2 delete
+ * manifests (referenced_data_file for file-scoped position deletes), v3
+ * manifests (row lineage, DV ranges). */
+static int entry_schema(const floe__partition_spec *ps, int version, bool deletes,
+                        floe__buf *out, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_append(out, ENTRY_HEAD_A, strlen(ENTRY_HEAD_A), err));
+    FLOE_FORWARD(floe__manifest_partition_schema(ps, out, err));
+    const char *tail = version >= 3 ? ENTRY_HEAD_B F_FIRST_ROW_ID F_REFERENCED F_CONTENT_RANGE
+                                      ENTRY_TAIL
+                       : deletes ? ENTRY_HEAD_B F_REFERENCED ENTRY_TAIL
+                                 : ENTRY_HEAD_B ENTRY_TAIL;
+    FLOE_FORWARD(floe__buf_append(out, tail, strlen(tail) + 1, err));   /* with the NUL */
+    return FLOE_OK;
+}
 
 
 #define LIST_HEAD                                                                            \
@@ -287,15 +300,15 @@ static void put_opt_str(floe__avro_writer *w, const char *s)
 }
 
 /* The data_file record; `version` picks the trailing v3 / v2-delete fields. */
-static void put_data_file(floe__avro_writer *w, const floe__content_file *f, int version,
-                          bool deletes)
+static int put_data_file(floe__avro_writer *w, const floe__partition_spec *ps,
+                         const floe__content_file *f, int version, bool deletes, floe_error *err)
 {
     const floe__file_metrics *m = &f->metrics;
     floe__avro_begin_record(w);
     floe__avro_put_int(w, (int32_t)f->content);
     floe__avro_put_cstr(w, f->path);
     floe__avro_put_cstr(w, f->format ? f->format : "PARQUET");
-    floe__avro_begin_record(w);                     /* partition: unpartitioned */
+    FLOE_FORWARD(floe__manifest_put_partition(w, ps, f, err));
     floe__avro_end_record(w, NULL);
     floe__avro_put_long(w, (int64_t)m->record_count);
     floe__avro_put_long(w, (int64_t)m->file_size);
@@ -327,17 +340,18 @@ static void put_data_file(floe__avro_writer *w, const floe__content_file *f, int
         put_opt_long(w, f->has_content_offset, f->content_size);
     }
     floe__avro_end_record(w, NULL);
+    return FLOE_OK;
 }
 
-static int put_entry(floe__avro_writer *w, const floe__manifest_entry *e, int version,
-                     bool deletes, floe_error *err)
+static int put_entry(floe__avro_writer *w, const floe__partition_spec *ps,
+                     const floe__manifest_entry *e, int version, bool deletes, floe_error *err)
 {
     floe__avro_begin_record(w);
     floe__avro_put_int(w, e->status);
     put_opt_long(w, e->has_snapshot_id, e->snapshot_id);
     put_opt_long(w, e->has_sequence_number, e->sequence_number);
     put_opt_long(w, e->has_file_sequence_number, e->file_sequence_number);
-    put_data_file(w, &e->file, version, deletes);
+    FLOE_FORWARD(put_data_file(w, ps, &e->file, version, deletes, err));
     return floe__avro_end_record(w, err);
 }
 
@@ -364,8 +378,6 @@ static int manifest_meta(const floe__manifest_meta *m, int version, char **texts
 {
     const json_t *fields = json_object_get(m->spec, "fields");
     FLOE_RETURN_IF(!json_is_array(fields), err, FLOE_EINVAL, "partition spec has no fields");
-    FLOE_RETURN_IF(json_array_size(fields) != 0, err, FLOE_EUNSUPPORTED,
-                   "writing manifests for a partitioned spec is not supported yet");
     FLOE_FORWARD(json_text(m->schema, &texts[0], err));
     FLOE_FORWARD(json_text(fields, &texts[1], err));
     snprintf(ids[0], 24, "%lld", (long long)json_integer_value(json_object_get(m->schema,
@@ -404,13 +416,14 @@ static int count_entry(const floe__manifest_meta *m, const floe__manifest_entry 
     return FLOE_OK;
 }
 
-static int write_entries(floe__avro_writer *w, const floe__manifest_meta *m, int version,
+static int write_entries(floe__avro_writer *w, const floe__partition_spec *ps,
+                         const floe__manifest_meta *m, int version,
                          const floe__manifest_entry *entries, size_t n, floe__manifest_file *e,
                          floe_error *err)
 {
     bool any_live = false;
     for (size_t i = 0; i < n; i++) {
-        FLOE_FORWARD(put_entry(w, &entries[i], version, m->deletes, err));
+        FLOE_FORWARD(put_entry(w, ps, &entries[i], version, m->deletes, err));
         FLOE_FORWARD(count_entry(m, &entries[i], e, &any_live, err));
     }
     if (!any_live)
@@ -418,21 +431,39 @@ static int write_entries(floe__avro_writer *w, const floe__manifest_meta *m, int
     return FLOE_OK;
 }
 
+/* m->spec bound to m->schema (*out NULL for an unpartitioned spec). */
+static int bind_spec(const floe__manifest_meta *m, floe__partition_spec **out, floe_error *err)
+{
+    *out = NULL;
+    if (json_array_size(json_object_get(m->spec, "fields")) == 0)
+        return FLOE_OK;
+    floe__schema *s;
+    FLOE_FORWARD_CTX(floe__schema_from_jansson(m->schema, &s, err), err,
+                     "the schema of a partitioned manifest");
+    int rc = floe__partition_spec_from_json(m->spec, s, out, err);
+    floe_schema_free(s);
+    return rc;
+}
+
 static int write_manifest_file(floe__fileio *io, const char *uri, const floe__manifest_meta *m,
-                               int version, const floe__manifest_entry *entries, size_t n,
+                               int version, const floe__partition_spec *ps,
+                               const floe__manifest_entry *entries, size_t n,
                                floe__manifest_file *e, uint64_t *size, floe_error *err)
 {
     char *texts[2] = {NULL, NULL};
     char ids[3][24];
     floe__avro_meta meta[6];
     floe__avro_writer *w = NULL;
-    const char *schema = version >= 3 ? ENTRY_SCHEMA_V3
-                         : m->deletes ? ENTRY_SCHEMA_V2_DELETES : ENTRY_SCHEMA_V2;
-    int rc = manifest_meta(m, version, texts, ids, meta, err);
+    floe__buf schema;
+    floe__buf_init(&schema, 0);
+    int rc = entry_schema(ps, version, m->deletes, &schema, err);
     if (rc == FLOE_OK)
-        rc = open_avro(io, uri, schema, meta, 6, &w, err);
+        rc = manifest_meta(m, version, texts, ids, meta, err);
+    if (rc == FLOE_OK)
+        rc = open_avro(io, uri, (const char *)schema.data, meta, 6, &w, err);
+    floe__buf_free(&schema);
     if (rc == FLOE_OK) {
-        rc = write_entries(w, m, version, entries, n, e, err);
+        rc = write_entries(w, ps, m, version, entries, n, e, err);
         if (rc == FLOE_OK) {
             rc = finish_avro(w, uri, size, err);
         } else {
@@ -459,9 +490,19 @@ int floe__manifest_write_entries(floe__fileio *io, const char *uri, const floe__
     }
     floe__manifest_file e = {0};
     uint64_t size = 0;
-    FLOE_FORWARD(write_manifest_file(io, uri, m, version, entries, n, &e, &size, err));
+    floe__partition_spec *ps;
+    FLOE_FORWARD(bind_spec(m, &ps, err));
+    int rc = floe__manifest_partition_summaries(ps, entries, n, &e, err);
+    if (rc == FLOE_OK)
+        rc = write_manifest_file(io, uri, m, version, ps, entries, n, &e, &size, err);
+    floe__partition_spec_free(ps);
+    if (rc != FLOE_OK) {
+        floe__manifest_file_clear(&e);
+        return rc;
+    }
     e.path = floe__strdup(uri);
     if (!e.path) {
+        floe__manifest_file_clear(&e);
         floe__fileio_remove(io, uri, NULL);
         return FLOE_OOM(err);
     }
@@ -470,7 +511,6 @@ int floe__manifest_write_entries(floe__fileio *io, const char *uri, const floe__
     e.content = m->deletes ? 1 : 0;
     e.sequence_number = m->sequence_number;
     e.added_snapshot_id = m->snapshot_id;
-    e.has_partitions = true;                /* an empty list: no partition fields */
     *entry = e;
     return FLOE_OK;
 }
@@ -1008,6 +1048,8 @@ static int read_data_file(rd *r, const floe__avro_value *df, floe__manifest_entr
     if (v < 0)
         return bad(r, 104, "is negative");
     f->metrics.file_size = (uint64_t)v;
+    FLOE_FORWARD(floe__manifest_read_partition(floe__avro_get_id(df, 102), &f->partition,
+                                               r->err));
     FLOE_FORWARD(read_metrics(r, df, &f->metrics));
     FLOE_FORWARD(read_lists(r, df, f));
     return read_v3_fields(r, df, e);

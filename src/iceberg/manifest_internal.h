@@ -9,9 +9,12 @@
  * (pyiceberg, Java, floe) by field id, so that a commit can carry every
  * manifest of its parent forward unchanged.
  *
- * Only unpartitioned specs are written (the partition tuple is an empty
- * record); reading accepts any partition tuple and ignores it.  Parsers
- * take untrusted bytes: malformed input is FLOE_EFORMAT, never a crash.
+ * Each content file carries its partition tuple (content_file.partition,
+ * a row of the spec's partition type); manifests are written with the
+ * spec's partition record and the list entry with its partition field
+ * summaries (manifest_partition.c).  Reading keeps every file's tuple in
+ * the file's field order.  Parsers take untrusted bytes: malformed input
+ * is FLOE_EFORMAT, never a crash.
  */
 #ifndef FLOE_MANIFEST_INTERNAL_H
 #define FLOE_MANIFEST_INTERNAL_H
@@ -96,7 +99,8 @@ int floe__manifest_list_write(floe__fileio *io, const char *uri, const floe__man
 /* What a new manifest describes. */
 typedef struct floe__manifest_meta {
     const json_t *schema;             /* the table schema the files were written with */
-    const json_t *spec;               /* its partition spec (must be unpartitioned) */
+    const json_t *spec;               /* its partition spec (bound to `schema`; every file
+                                         carries a tuple of it) */
     bool deletes;                     /* a delete manifest (else data) */
     int64_t snapshot_id;              /* the snapshot adding the files */
     int64_t sequence_number;          /* that snapshot's sequence number */
@@ -106,8 +110,8 @@ typedef struct floe__manifest_meta {
  * matches m->deletes (data files, or position and equality delete files),
  * each as an ADDED entry with null sequence numbers (inherited from the
  * manifest list).  `entry` receives the manifest list entry describing it
- * (path copied, counts, sequence numbers).  A partitioned spec is
- * FLOE_EUNSUPPORTED. */
+ * (path copied, counts, sequence numbers, partition summaries).  A file
+ * whose tuple does not fit the spec is FLOE_EINVAL. */
 int floe__manifest_write(floe__fileio *io, const char *uri, const floe__manifest_meta *m,
                          const floe__content_file *files, size_t n_files,
                          floe__manifest_file *entry, floe_error *err);
@@ -148,5 +152,29 @@ void floe__manifest_entries_clear(floe__manifest_entries *e);
  * `out`.  Malformed input: FLOE_EFORMAT. */
 int floe__manifest_parse(const uint8_t *data, size_t len, floe__manifest_entries *out,
                          floe_error *err);
+
+/* ---- partitions (manifest_partition.c) ------------------------------------------------ */
+
+struct floe__partition_spec;
+struct floe__avro_writer;
+struct floe__avro_value;
+
+/* The fields of the `partition` record (102) for spec ps (NULL or no
+ * fields: none), appended to out as Avro schema JSON. */
+int floe__manifest_partition_schema(const struct floe__partition_spec *ps, floe__buf *out,
+                                    floe_error *err);
+/* Begin the partition record of f and put its tuple's values (the caller
+ * ends the record).  A tuple that does not fit ps is FLOE_EINVAL / EFORMAT. */
+int floe__manifest_put_partition(struct floe__avro_writer *w,
+                                 const struct floe__partition_spec *ps,
+                                 const floe__content_file *f, floe_error *err);
+/* A read partition record (NULL or null: none) as a tuple into out. */
+int floe__manifest_read_partition(const struct floe__avro_value *rec, floe__buf *out,
+                                  floe_error *err);
+/* e's partition field summaries over entries (has_partitions set; an empty
+ * list for an unpartitioned spec). */
+int floe__manifest_partition_summaries(const struct floe__partition_spec *ps,
+                                       const floe__manifest_entry *entries, size_t n,
+                                       floe__manifest_file *e, floe_error *err);
 
 #endif /* FLOE_MANIFEST_INTERNAL_H */

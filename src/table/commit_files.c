@@ -406,9 +406,8 @@ static int rewrite_one(floe__attempt *a, uint32_t mi, int k, floe_error *err)
 {
     const floe__manifest_file *mf = &a->plan->manifests.items[mi];
     const json_t *spec = floe__metadata_spec_by_id(a->md, mf->spec_id);
-    FLOE_RETURN_IF(!spec || json_array_size(json_object_get(spec, "fields")) != 0, err,
-                   FLOE_EUNSUPPORTED, "manifest %s has a partitioned (or unknown) spec %d: "
-                   "removing files from it is not supported", mf->path, (int)mf->spec_id);
+    FLOE_RETURN_IF(!spec, err, FLOE_EFORMAT, "manifest %s names partition spec %d, which "
+                   "the table does not have", mf->path, (int)mf->spec_id);
     floe__manifest_entries es = {0};
     FLOE_FORWARD(floe__manifest_read_resolved(a->t->io, mf, &es, err));
     size_t n = 0;

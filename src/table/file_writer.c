@@ -94,7 +94,7 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
                           floe_error *err)
 {
     FLOE_RETURN_IF(!t || !file_schema || !out, err, FLOE_EINVAL, "file writer: NULL argument");
-    FLOE_FORWARD(floe__table_check_writable(t, err));
+    FLOE_FORWARD(floe__table_check_format(t, err));
     if (content == FLOE_CONTENT_EQUALITY_DELETES)
         FLOE_FORWARD(check_eq_schema(file_schema, eq_ids, n_eq_ids, err));
     else
@@ -232,6 +232,11 @@ int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len
 
 uint64_t floe__file_writer_rows(const floe__file_writer *w) { return w ? w->rows : 0; }
 
+uint64_t floe__file_writer_open_bytes(const floe__file_writer *w)
+{
+    return w && w->cur ? floe__pq_writer_bytes(w->cur) : 0;
+}
+
 const char *floe__file_writer_open_path(const floe__file_writer *w)
 {
     return w && w->cur && w->cur_rows ? w->cur_path : NULL;
@@ -319,7 +324,7 @@ int floe__posdel_writer_new(floe__table *t, const floe__file_writer_options *o,
                             floe__posdel_writer **out, floe_error *err)
 {
     FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "position delete writer: NULL argument");
-    FLOE_FORWARD(floe__table_check_writable(t, err));
+    FLOE_FORWARD(floe__table_check_format(t, err));
     floe__posdel_writer *w = floe__calloc(1, sizeof *w);
     if (!w)
         return FLOE_OOM(err);

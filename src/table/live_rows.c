@@ -186,7 +186,8 @@ int floe__live_file_rows(floe__live *l, size_t i, const floe__schema *rows,
         return FLOE_OOM(err);
     int rc = FLOE_OK;
     for (size_t e = 0; rc == FLOE_OK && e < n_eq; e++)
-        rc = eq_set_of(l, p->eq[pd->eq_from + e], &w.eq[w.n_eq++], err);
+        if (floe__plan_eq_applies(&pd->f, &p->deletes[p->eq[pd->eq_from + e]]))
+            rc = eq_set_of(l, p->eq[pd->eq_from + e], &w.eq[w.n_eq++], err);
     if (rc == FLOE_OK)
         rc = floe__file_rows_each(l->io, pd->f.file.path, rows ? rows : l->schema, visit, &w,
                                   err);

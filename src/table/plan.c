@@ -385,6 +385,15 @@ int floe__table_plan(floe__table *t, int64_t snapshot_id, floe__plan **out, floe
     return floe__plan_snapshot(t->io, t->loaded->metadata, snapshot_id, out, err);
 }
 
+bool floe__plan_eq_applies(const floe__plan_file *data, const floe__plan_file *del)
+{
+    const floe__buf *a = &data->file.partition, *b = &del->file.partition;
+    if (b->len == 0)
+        return true;
+    return data->spec_id == del->spec_id && a->len == b->len &&
+           memcmp(a->data, b->data, a->len) == 0;
+}
+
 int floe__plan_applicable(const floe__plan *p, size_t i, const floe__plan_file ***out,
                           size_t *n, floe_error *err)
 {
@@ -400,7 +409,8 @@ int floe__plan_applicable(const floe__plan *p, size_t i, const floe__plan_file *
     for (size_t j = 0; j < d->n_pos; j++)
         (*out)[at++] = &p->deletes[d->pos[j]];
     for (size_t j = d->eq_from; j < p->n_eq; j++)
-        (*out)[at++] = &p->deletes[p->eq[j]];
+        if (floe__plan_eq_applies(&d->f, &p->deletes[p->eq[j]]))
+            (*out)[at++] = &p->deletes[p->eq[j]];
     *n = at;
     return FLOE_OK;
 }

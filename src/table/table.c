@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 
+#include "iceberg/partition_internal.h"
 #include "table/table_internal.h"
 
 /* ---- opening ------------------------------------------------------------------------------ */
@@ -55,20 +56,44 @@ static int versioned_props(const json_t *props, int version, json_t **out, floe_
     return FLOE_OK;
 }
 
+/* The creation property "floe.partition-by" (Spark DDL-style text, see
+ * floe__partition_spec_parse) as spec JSON over `declared` (*out NULL
+ * without it), taken out of props: it is never kept as a table property. */
+static int creation_spec(json_t *props, const floe__schema *declared, json_t **out,
+                         floe_error *err)
+{
+    *out = NULL;
+    const char *by = json_string_value(json_object_get(props, "floe.partition-by"));
+    if (!by)
+        return FLOE_OK;
+    floe__partition_spec *ps;
+    int rc = floe__partition_spec_parse(by, declared, 1000, &ps, err);
+    if (rc == FLOE_OK) {
+        rc = floe__partition_spec_to_json(ps, out, err);
+        floe__partition_spec_free(ps);
+    }
+    json_object_del(props, "floe.partition-by");
+    return rc;
+}
+
 static int create(floe__table *t, const floe__schema *declared, const json_t *props,
                   int version, floe_error *err)
 {
     FLOE_FORWARD(ensure_namespace(t, err));
-    json_t *schema, *p;
+    json_t *schema = NULL, *p, *spec = NULL;
     FLOE_FORWARD(versioned_props(props, version, &p, err));
-    int rc = floe__schema_to_jansson(declared, &schema, err);
+    int rc = creation_spec(p, declared, &spec, err);
+    if (rc == FLOE_OK)
+        rc = floe__schema_to_jansson(declared, &schema, err);
     if (rc != FLOE_OK) {
         json_decref(p);
         return rc;
     }
-    floe__table_def def = {.schema = schema, .properties = p, .format_version = version};
+    floe__table_def def = {.schema = schema, .partition_spec = spec, .properties = p,
+                           .format_version = version};
     rc = floe__catalog_create_table(t->catalog, t->ns, t->name, &def, &t->loaded, err);
     json_decref(schema);
+    json_decref(spec);
     json_decref(p);
     if (rc == FLOE_EEXISTS) {            /* lost a race to another creator: use theirs */
         floe_error_clear(err);
@@ -180,14 +205,26 @@ int floe__table_refresh(floe__table *t, floe_error *err)
     return FLOE_OK;
 }
 
-int floe__table_check_writable(const floe__table *t, floe_error *err)
+int floe__table_check_format(const floe__table *t, floe_error *err)
 {
-    const floe__metadata *md = t->loaded->metadata;
-    int v = floe__metadata_format_version(md);
+    int v = floe__metadata_format_version(t->loaded->metadata);
     if (v != 2 && v != 3)
         return floe__err_set(err, FLOE_EUNSUPPORTED,
                              "table %s.%s has format version %d: floe writes version 2 and 3 "
                              "tables (upgrade the table first)", t->ns, t->name, v);
+    return FLOE_OK;
+}
+
+bool floe__table_partitioned(const floe__table *t)
+{
+    const json_t *spec = floe__metadata_spec_by_id(t->loaded->metadata, t->spec_id);
+    return json_array_size(json_object_get(spec, "fields")) > 0;
+}
+
+int floe__table_check_writable(const floe__table *t, floe_error *err)
+{
+    const floe__metadata *md = t->loaded->metadata;
+    FLOE_FORWARD(floe__table_check_format(t, err));
     const json_t *fields = json_object_get(floe__metadata_default_spec(md), "fields");
     if (json_array_size(fields) != 0)
         return floe__err_set(err, FLOE_EUNSUPPORTED,

@@ -24,6 +24,8 @@ struct floe_table {
 
 struct floe_file_writer {
     floe__file_writer *w;
+    floe__part_writer *pw;           /* instead of w: data of a partitioned table */
+    uint64_t rows;                   /* rows written through pw */
     const floe__schema *schema;
     floe__schema *own_schema;        /* equality deletes: the projected key schema */
 };
@@ -161,6 +163,25 @@ const char *floe_table_metadata_location(const floe_table *t)
 
 const char *floe_table_data_location(const floe_table *t) { return t ? t->t->data_location : NULL; }
 
+int floe_table_partition_specs(const floe_table *t, char **out, floe_error *err)
+{
+    FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "floe_table_partition_specs: NULL argument");
+    const floe__metadata *md = t->t->loaded->metadata;
+    json_t *o = json_pack("{s:i, s:O}", "default-spec-id",
+                          (json_int_t)floe__metadata_default_spec_id(md), "specs",
+                          (json_t *)floe__metadata_specs(md));
+    size_t n = o ? json_dumpb(o, NULL, 0, JSON_COMPACT) : 0;
+    *out = n ? floe__malloc(n + 1) : NULL;
+    if (*out && json_dumpb(o, *out, n, JSON_COMPACT) == n) {
+        (*out)[n] = '\0';
+    } else {
+        floe__free(*out);
+        *out = NULL;
+    }
+    json_decref(o);
+    return *out ? FLOE_OK : FLOE_OOM(err);
+}
+
 size_t floe_table_snapshot_count(const floe_table *t)
 {
     return t ? floe__metadata_snapshot_count(t->t->loaded->metadata) : 0;
@@ -255,8 +276,14 @@ static int new_writer(floe_table *t, floe__content content, floe__schema *own,
     w->schema = own ? own : t->t->schema;
     floe__file_writer_options o;
     internal_options(opts, &o);
-    int rc = floe__file_writer_new(t->t, content, w->schema, ids, n_ids, opts ? &o : NULL,
-                                   &w->w, err);
+    bool part = floe__table_partitioned(t->t);
+    int rc = part && content != FLOE_CONTENT_DATA
+                 ? floe__err_set(err, FLOE_EUNSUPPORTED, "table %s.%s is partitioned: floe "
+                                 "writes no equality deletes into partitioned tables yet",
+                                 t->t->ns, t->t->name)
+             : part ? floe__part_writer_new(t->t, w->schema, opts ? &o : NULL, 0, &w->pw, err)
+                    : floe__file_writer_new(t->t, content, w->schema, ids, n_ids,
+                                            opts ? &o : NULL, &w->w, err);
     if (rc != FLOE_OK) {
         floe_schema_free(own);
         floe__free(w);
@@ -306,12 +333,16 @@ int floe_file_writer_write(floe_file_writer *w, const floe_row *row, const char 
     FLOE_RETURN_IF(row->schema != w->schema, err, FLOE_EINVAL,
                    "the row was made for another schema: make rows with "
                    "floe_row_new(floe_file_writer_schema(w))");
-    return floe__file_writer_write(w->w, row->data.data, row->data.len, path, pos, err);
+    if (!w->pw)
+        return floe__file_writer_write(w->w, row->data.data, row->data.len, path, pos, err);
+    FLOE_FORWARD(floe__part_writer_write(w->pw, row->data.data, row->data.len, path, pos, err));
+    w->rows++;
+    return FLOE_OK;
 }
 
 uint64_t floe_file_writer_rows(const floe_file_writer *w)
 {
-    return w ? floe__file_writer_rows(w->w) : 0;
+    return !w ? 0 : w->pw ? w->rows : floe__file_writer_rows(w->w);
 }
 
 static void free_file_writer(floe_file_writer *w)
@@ -325,6 +356,7 @@ void floe_file_writer_abort(floe_file_writer *w)
     if (!w)
         return;
     floe__file_writer_abort(w->w);
+    floe__part_writer_abort(w->pw);
     free_file_writer(w);
 }
 
@@ -333,6 +365,9 @@ int floe_position_delete_writer_new(floe_table *t, const floe_write_options *opt
 {
     FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "floe_position_delete_writer_new: NULL "
                                                  "argument");
+    FLOE_RETURN_IF(floe__table_partitioned(t->t), err, FLOE_EUNSUPPORTED, "table %s.%s is "
+                   "partitioned: floe writes no position deletes into partitioned tables yet",
+                   t->t->ns, t->t->name);
     floe_position_delete_writer *w = floe__calloc(1, sizeof *w);
     if (!w)
         return FLOE_OOM(err);
@@ -399,7 +434,8 @@ int floe_commit_add_files(floe_commit *c, floe_file_writer *w, floe_error *err)
         floe_file_writer_abort(w);
         return rc != FLOE_OK ? rc : floe__err_set(err, FLOE_EINVAL, "NULL writer");
     }
-    rc = floe__file_writer_close(w->w, &c->files, err);
+    rc = w->pw ? floe__part_writer_close(w->pw, &c->files, err)
+               : floe__file_writer_close(w->w, &c->files, err);
     free_file_writer(w);
     return rc;
 }

@@ -190,7 +190,7 @@ static int write_manifest(attempt *a, bool deletes, floe_error *err)
     }
     floe__manifest_meta m = {
         .schema = a->schema_json,
-        .spec = floe__metadata_default_spec(a->md),
+        .spec = floe__metadata_spec_by_id(a->md, a->t->spec_id),   /* the files' spec */
         .deletes = deletes,
         .snapshot_id = a->snapshot_id,
         .sequence_number = a->seq,
@@ -365,6 +365,23 @@ static int put_counts(json_t *o, const counts *c, bool added, floe_error *err)
     return FLOE_OK;
 }
 
+/* The distinct partition tuples of the files the commit adds (0 when
+ * unpartitioned). */
+static int count_partitions(const attempt *a, size_t *out, floe_error *err)
+{
+    floe__byteset *set;
+    FLOE_FORWARD(floe__byteset_new(&set, err));
+    int rc = FLOE_OK;
+    for (size_t i = 0; rc == FLOE_OK && i < a->req->n_files; i++) {
+        const floe__buf *t = &a->req->files[i].partition;
+        if (t->len)
+            rc = floe__byteset_add(set, t->data, t->len, err);
+    }
+    *out = floe__byteset_count(set);
+    floe__byteset_free(set);
+    return rc;
+}
+
 static int build_summary(attempt *a, floe_error *err)
 {
     json_t *o = a->summary = json_object();
@@ -377,7 +394,10 @@ static int build_summary(attempt *a, floe_error *err)
     FLOE_FORWARD(put_counts(o, c, true, err));
     FLOE_FORWARD(put_counts(o, g, false, err));
     bool changed = c->data_files + c->delete_files + g->data_files + g->delete_files > 0;
-    FLOE_FORWARD(put_count(o, "changed-partition-count", changed ? 1 : 0, true, err));
+    size_t parts = 0;
+    FLOE_FORWARD(count_partitions(a, &parts, err));
+    FLOE_FORWARD(put_count(o, "changed-partition-count", changed ? (parts ? parts : 1) : 0,
+                           true, err));
     FLOE_FORWARD(put_total(o, p, "total-records", c->records, g->records, err));
     FLOE_FORWARD(put_total(o, p, "total-files-size", c->files_size, g->files_size, err));
     FLOE_FORWARD(put_total(o, p, "total-data-files", c->data_files, g->data_files, err));
@@ -556,7 +576,7 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
 {
     FLOE_RETURN_IF(!t || !req || (req->n_files && !req->files), err, FLOE_EINVAL,
                    "commit: NULL argument");
-    FLOE_FORWARD(floe__table_check_writable(t, err));
+    FLOE_FORWARD(floe__table_check_format(t, err));
     FLOE_FORWARD(check_summary(req->summary, err));
     attempt a = {.t = t, .req = req, .md = t->loaded->metadata};
     a.version = floe__metadata_format_version(a.md);

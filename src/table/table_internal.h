@@ -69,8 +69,16 @@ void floe__table_free(floe__table *t);
  * changed nothing; other failures as floe__catalog_commit_table's. */
 int floe__table_update(floe__table *t, const json_t *requirements, const json_t *updates,
                        floe_error *err);
-/* Whether floe can write to the table as loaded: format version 2 or 3 and
- * an unpartitioned default spec (FLOE_EUNSUPPORTED naming what is not). */
+/* Whether floe writes files of the table as loaded: format version 2 or 3
+ * (FLOE_EUNSUPPORTED otherwise).  File writers and commits check this;
+ * files of a partitioned spec must carry their partition tuples (the
+ * partitioned writer below), else the commit is FLOE_EINVAL. */
+int floe__table_check_format(const floe__table *t, floe_error *err);
+/* Whether the table's spec (t->spec_id) has partition fields. */
+bool floe__table_partitioned(const floe__table *t);
+/* floe__table_check_format and an unpartitioned default spec: what the
+ * sink and maintenance, which do not partition yet, need
+ * (FLOE_EUNSUPPORTED naming what is not). */
 int floe__table_check_writable(const floe__table *t, floe_error *err);
 
 /* ---- file writers (file_writer.c) ---------------------------------------------------
@@ -108,6 +116,8 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
 int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len,
                             const char **path, uint64_t *pos, floe_error *err);
 uint64_t floe__file_writer_rows(const floe__file_writer *w);
+/* The estimated size of the file being written (0: none open). */
+uint64_t floe__file_writer_open_bytes(const floe__file_writer *w);
 /* The path of the file being written, once it holds a row (NULL: none);
  * valid until the next write. */
 const char *floe__file_writer_open_path(const floe__file_writer *w);
@@ -119,6 +129,30 @@ int floe__file_writer_roll(floe__file_writer *w, floe_error *err);
 int floe__file_writer_close(floe__file_writer *w, floe__content_list *out, floe_error *err);
 /* Discard: removes every file written, frees w.  Accepts NULL. */
 void floe__file_writer_abort(floe__file_writer *w);
+
+/* ---- partitioned data files (part_writer.c) --------------------------------------------
+ * Rows routed by their partition tuple under the table's spec (t->spec_id)
+ * to one open data file writer per tuple; every finished file carries its
+ * tuple (content_file.partition) to the commit.  At most `max_open` writers
+ * are open: a row of a new tuple beyond that first closes the open file
+ * with the largest estimated size (later rows of its tuple open another).
+ * An unpartitioned spec gives one writer, like floe__file_writer. */
+typedef struct floe__part_writer floe__part_writer;
+/* `schema` (t->schema or a superset, outliving the writer) holds the
+ * spec's source columns; o NULL: the table's options; max_open 0: 64. */
+int floe__part_writer_new(floe__table *t, const floe__schema *schema,
+                          const floe__file_writer_options *o, size_t max_open,
+                          floe__part_writer **out, floe_error *err);
+/* Append a row; *path and *pos (either may be NULL) as floe__file_writer_write's. */
+int floe__part_writer_write(floe__part_writer *w, const uint8_t *row, size_t len,
+                            const char **path, uint64_t *pos, floe_error *err);
+/* The bound spec the writer partitions by (owned by the writer). */
+const struct floe__partition_spec *floe__part_writer_spec(const floe__part_writer *w);
+size_t floe__part_writer_open_count(const floe__part_writer *w);
+/* Finish every file and append them (with their tuples) to out.  Frees w
+ * either way; on failure every file it wrote is removed. */
+int floe__part_writer_close(floe__part_writer *w, floe__content_list *out, floe_error *err);
+void floe__part_writer_abort(floe__part_writer *w);   /* removes its files; accepts NULL */
 
 /* Position deletes: (data file path, position) pairs gathered in memory,
  * sorted by path then position at close (as the spec requires) and written
@@ -191,7 +225,8 @@ int floe__posdel_set_sorted(const floe__posdel_set *s, size_t **order, floe_erro
  *     delete file's file_path bounds (2147483546; all when it has none);
  *     data sequence number >= the data file's;
  *   - an equality delete file: data sequence number > the data file's
- *     (floe plans unpartitioned tables: every equality delete is global).
+ *     and, for a delete of a partitioned spec, the same spec and partition
+ *     tuple (floe__plan_eq_applies; unpartitioned deletes are global).
  * Matching is one pass over the manifests plus an index by referenced path
  * (DVs, file-scoped deletes), binary searches over the data files sorted by
  * path (bounded unscoped deletes) and one suffix of the equality deletes
@@ -213,8 +248,15 @@ typedef struct floe__plan_data {
     size_t *pos;                      /* indexes into plan->deletes of the position delete
                                          files that apply (none when dv is set); owned */
     size_t n_pos;
-    size_t eq_from;                   /* plan->eq[eq_from .. n_eq) apply */
+    size_t eq_from;                   /* plan->eq[eq_from .. n_eq) apply, those for which
+                                         floe__plan_eq_applies says so */
 } floe__plan_data;
+
+/* Whether equality delete file `del` (data sequence number already above
+ * the data file's) applies to data file `data` by partition: a delete of
+ * an unpartitioned spec applies to every data file, one of a partitioned
+ * spec only to files of the same spec and partition tuple. */
+bool floe__plan_eq_applies(const floe__plan_file *data, const floe__plan_file *del);
 
 typedef struct floe__plan_totals {
     uint64_t data_files, data_rows, data_size;

@@ -16,6 +16,7 @@
 #include "avro/avro_internal.h"
 #include "table/table_internal.h"
 #include "source/source_internal.h"
+#include "iceberg/partition_internal.h"
 #include "unit.h"
 
 static char tmp_root[256];
@@ -542,13 +543,13 @@ TEST(manifest_round_trip)
           es.items[0].file.content == FLOE_CONTENT_EQUALITY_DELETES);
     floe__manifest_entries_clear(&es);
     floe__buf_free(&data);
-    /* a partitioned spec is not written */
+    /* files without a partition tuple are refused by a partitioned spec */
     json_t *pspec = json_loads("{\"spec-id\": 1, \"fields\": [{\"source-id\": 1, \"field-id\": "
                                "1000, \"name\": \"id\", \"transform\": \"identity\"}]}", 0, NULL);
     floe__manifest_meta pm = {schema, pspec, false, 77, 5};
     floe__manifest_file pentry = {0};
     snprintf(uri, sizeof uri, "file://%s/m2.avro", e.dir);
-    CHECK_EQ_INT(floe__manifest_write(e.io, uri, &pm, files, 3, &pentry, NULL), FLOE_EUNSUPPORTED);
+    CHECK_EQ_INT(floe__manifest_write(e.io, uri, &pm, files, 3, &pentry, NULL), FLOE_EINVAL);
     CHECK_EQ_INT(count_files(e.dir, "m2.avro"), 0);
     json_decref(pspec);
     floe__manifest_file_clear(&entry);
@@ -836,6 +837,167 @@ TEST(commit_conflict_removes_what_it_wrote)
     env_close(&e);
 }
 
+/* A manifest of a spec with several transforms: every file's tuple read
+ * back, the manifest list's summaries (nulls, bounds) right. */
+TEST(partitioned_manifest_round_trip)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "pmanifest"), FLOE_OK);
+    json_t *schema = json_loads(TBL(F(1, "id", true, "\"long\"") "," F(2, "ts", false,
+                                "\"timestamptz\"") "," F(3, "name", false, "\"string\"") ","
+                                F(4, "d", false, "\"decimal(20,2)\"")), 0, NULL);
+    json_object_set_new(schema, "schema-id", json_integer(0));
+    json_t *spec = json_loads(
+        "{\"spec-id\": 2, \"fields\": ["
+        "{\"source-id\": 2, \"field-id\": 1000, \"name\": \"ts_day\", \"transform\": \"day\"},"
+        "{\"source-id\": 1, \"field-id\": 1001, \"name\": \"id.b\", \"transform\": \"bucket[8]\"},"
+        "{\"source-id\": 3, \"field-id\": 1002, \"name\": \"name\", \"transform\": \"identity\"},"
+        "{\"source-id\": 4, \"field-id\": 1003, \"name\": \"d_t\", \"transform\": \"truncate[100]\"}"
+        "]}", 0, NULL);
+    floe__content_file files[3];
+    /* tuples: (day -1, bucket 3, "b", -1.00), (day 5, bucket 0, null, 2.00),
+     * (null, bucket 7, "a", null) */
+    static const uint8_t t0[] = {1, 0xff, 0xff, 0xff, 0xff, 1, 3, 0, 0, 0, 1, 1, 0, 0, 0, 'b',
+                                 1, 0x9c, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    static const uint8_t t1[] = {1, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 200, 0, 0, 0, 0, 0, 0, 0, 0,
+                                 0, 0, 0, 0, 0, 0, 0};
+    static const uint8_t t2[] = {0, 1, 7, 0, 0, 0, 1, 1, 0, 0, 0, 'a', 0};
+    const uint8_t *ts[3] = {t0, t1, t2};
+    size_t tl[3] = {sizeof t0, sizeof t1, sizeof t2};
+    for (int i = 0; i < 3; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "file:///d/p%d.parquet", i);
+        fake_file(&files[i], FLOE_CONTENT_DATA, path, 3);
+        floe__buf_append(&files[i].partition, ts[i], tl[i], NULL);
+    }
+    floe__manifest_meta m = {schema, spec, false, 78, 6};
+    char uri[512];
+    snprintf(uri, sizeof uri, "file://%s/pm.avro", e.dir);
+    floe__manifest_file entry = {0};
+    CHECK_EQ_INT(floe__manifest_write(e.io, uri, &m, files, 3, &entry, e.err), FLOE_OK);
+    CHECK_EQ_INT(entry.spec_id, 2);
+    CHECK(entry.has_partitions && entry.n_partitions == 4);
+    if (entry.n_partitions == 4) {
+        floe__partition_summary *p = entry.partitions;
+        CHECK(p[0].contains_null && p[0].contains_nan == -1);
+        CHECK(p[0].lower.len == 4 && (int32_t)floe__get_le32(p[0].lower.data) == -1);
+        CHECK(p[0].upper.len == 4 && (int32_t)floe__get_le32(p[0].upper.data) == 5);
+        CHECK(!p[1].contains_null && floe__get_le32(p[1].lower.data) == 0 &&
+              floe__get_le32(p[1].upper.data) == 7);
+        CHECK(p[2].contains_null && p[2].lower.len == 1 && p[2].lower.data[0] == 'a' &&
+              p[2].upper.data[0] == 'b');
+        CHECK(p[3].contains_null && p[3].lower.len == 1 && p[3].lower.data[0] == 0x9c &&
+              p[3].upper.len == 2 && p[3].upper.data[0] == 0 && p[3].upper.data[1] == 200);
+    }
+    floe__buf data;
+    CHECK_EQ_INT(read_file(e.io, uri, &data), FLOE_OK);
+    floe__manifest_entries es = {0};
+    CHECK_EQ_INT(floe__manifest_parse(data.data, data.len, &es, e.err), FLOE_OK);
+    CHECK_EQ_INT(es.n, 3);
+    for (size_t i = 0; i < es.n && i < 3; i++)
+        CHECK(es.items[i].file.partition.len == tl[i] &&
+              memcmp(es.items[i].file.partition.data, ts[i], tl[i]) == 0);
+    /* the list entry carries the summaries through a manifest list */
+    floe__manifest_list l = {0};
+    floe__manifest_file *le = floe__manifest_list_push(&l);
+    if (le)
+        *le = entry, entry = (floe__manifest_file){0};
+    snprintf(uri, sizeof uri, "file://%s/pl.avro", e.dir);
+    CHECK_EQ_INT(floe__manifest_list_write(e.io, uri, &l, 78, -1, 6, NULL, e.err), FLOE_OK);
+    floe__buf_free(&data);
+    CHECK_EQ_INT(read_file(e.io, uri, &data), FLOE_OK);
+    floe__manifest_list back = {0};
+    CHECK_EQ_INT(floe__manifest_list_parse(data.data, data.len, &back, e.err), FLOE_OK);
+    CHECK(back.n == 1 && back.items[0].n_partitions == 4 &&
+          back.items[0].partitions[2].upper.data[0] == 'b');
+    floe__manifest_list_clear(&back);
+    floe__manifest_list_clear(&l);
+    floe__manifest_entries_clear(&es);
+    floe__buf_free(&data);
+    floe__manifest_file_clear(&entry);
+    for (int i = 0; i < 3; i++)
+        floe__content_file_clear(&files[i]);
+    json_decref(schema);
+    json_decref(spec);
+    env_close(&e);
+}
+
+/* The partitioned writer: rows routed by bucket[4] and identity, one open
+ * file per tuple within the bound, tuples committed and read back. */
+TEST(partitioned_writer_commits_tuples)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "pwriter"), FLOE_OK);
+    CHECK_EQ_INT(floe__catalog_create_namespace(e.cat, "db", NULL, NULL), FLOE_OK);
+    json_t *schema = json_loads(TBL(F(1, "id", true, "\"long\"") "," F(2, "k", false, "\"int\"")),
+                                0, NULL);
+    json_t *spec = json_loads("{\"spec-id\": 0, \"fields\": [{\"source-id\": 1, \"field-id\": "
+                              "1000, \"name\": \"id_bucket\", \"transform\": \"bucket[4]\"},"
+                              "{\"source-id\": 2, \"field-id\": 1001, \"name\": \"k\", "
+                              "\"transform\": \"identity\"}]}", 0, NULL);
+    floe__table_def def = {.schema = schema, .partition_spec = spec};
+    floe__loaded_table *lt = NULL;
+    CHECK_EQ_INT(floe__catalog_create_table(e.cat, "db", "pw", &def, &lt, e.err), FLOE_OK);
+    floe__loaded_table_free(lt);
+    floe__table *t = open_t(&e, "pw", NULL, NULL);
+    floe__part_writer *w = NULL;
+    if (t)
+        CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, 3, &w, e.err), FLOE_OK);
+    floe__content_list files = {0};
+    if (w) {
+        for (int64_t i = 0; i < 200; i++) {
+            uint8_t row[14] = {1};
+            floe__put_le64(row + 1, (uint64_t)i);
+            row[9] = i % 5 ? 1 : 0;              /* k null for every fifth row */
+            floe__put_le32(row + 10, (uint32_t)(i % 2));
+            size_t len = row[9] ? 14 : 10;
+            CHECK_EQ_INT(floe__part_writer_write(w, row, len, NULL, NULL, e.err), FLOE_OK);
+            CHECK(floe__part_writer_open_count(w) <= 3);
+        }
+        CHECK_EQ_INT(floe__part_writer_close(w, &files, e.err), FLOE_OK);
+    }
+    /* 4 buckets x (k 0, 1, null) = at most 12 tuples, some split by early closes */
+    CHECK(files.n >= 12);
+    uint64_t rows = 0;
+    for (size_t i = 0; i < files.n; i++) {
+        rows += files.files[i].metrics.record_count;
+        CHECK(files.files[i].partition.len > 0);
+    }
+    CHECK_EQ_INT(rows, 200);
+    int64_t snap = -1;
+    floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = NULL,
+                                .base_snapshot_id = -1, .tag = NULL};
+    if (t)
+        CHECK_EQ_INT(floe__table_commit(t, &req, &snap, e.err), FLOE_OK);
+    floe__plan *p = NULL;
+    if (t && snap >= 0)
+        CHECK_EQ_INT(floe__table_plan(t, snap, &p, e.err), FLOE_OK);
+    if (p) {
+        CHECK_EQ_INT(p->n_data, files.n);
+        for (size_t i = 0; i < p->n_data && i < files.n; i++) {
+            bool found = false;
+            for (size_t k = 0; k < files.n; k++)
+                if (strcmp(files.files[k].path, p->data[i].f.file.path) == 0)
+                    found = p->data[i].f.file.partition.len == files.files[k].partition.len &&
+                            memcmp(p->data[i].f.file.partition.data,
+                                   files.files[k].partition.data,
+                                   files.files[k].partition.len) == 0;
+            CHECK(found);
+        }
+        CHECK(p->manifests.n == 1 && p->manifests.items[0].n_partitions == 2 &&
+              p->manifests.items[0].partitions[1].contains_null);
+        floe__plan_free(p);
+    }
+    if (!p)
+        fprintf(stderr, "%s\n", floe_error_message(e.err));
+    floe__content_list_clear(&files);
+    floe__table_free(t);
+    json_decref(schema);
+    json_decref(spec);
+    env_close(&e);
+}
+
 TEST(refuses_partitioned_and_v1_tables)
 {
     env e;
@@ -851,15 +1013,24 @@ TEST(refuses_partitioned_and_v1_tables)
     floe__table *t = open_t(&e, "p", "id bigint not null", NULL);
     CHECK(t != NULL);                      /* opening (and inspecting) is fine */
     floe__file_writer *w = NULL;
-    floe__posdel_writer *pw = NULL;
     if (t) {
-        CHECK_EQ_INT(floe__file_writer_new(t, FLOE_CONTENT_DATA, t->schema, NULL, 0, NULL, &w,
-                                           e.err), FLOE_EUNSUPPORTED);
+        /* the sink's and maintenance's gate refuses it */
+        CHECK_EQ_INT(floe__table_check_writable(t, e.err), FLOE_EUNSUPPORTED);
         CHECK(strstr(floe_error_message(e.err), "partitioned") != NULL);
-        CHECK_EQ_INT(floe__posdel_writer_new(t, NULL, &pw, NULL), FLOE_EUNSUPPORTED);
-        floe__commit_request req = {.files = NULL, .n_files = 0, .summary = NULL,
+        /* a plain data file (no partition tuple) cannot be committed to it */
+        CHECK_EQ_INT(floe__file_writer_new(t, FLOE_CONTENT_DATA, t->schema, NULL, 0, NULL, &w,
+                                           e.err), FLOE_OK);
+        uint8_t row[9] = {1, 7, 0, 0, 0, 0, 0, 0, 0};
+        floe__content_list files = {0};
+        if (w) {
+            CHECK_EQ_INT(floe__file_writer_write(w, row, 9, NULL, NULL, e.err), FLOE_OK);
+            CHECK_EQ_INT(floe__file_writer_close(w, &files, e.err), FLOE_OK);
+        }
+        floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = NULL,
                                     .base_snapshot_id = -1, .tag = NULL};
-        CHECK_EQ_INT(floe__table_commit(t, &req, NULL, NULL), FLOE_EUNSUPPORTED);
+        CHECK_EQ_INT(floe__table_commit(t, &req, NULL, e.err), FLOE_EINVAL);
+        CHECK(strstr(floe_error_message(e.err), "no partition tuple") != NULL);
+        floe__content_list_clear(&files);
     }
     floe__table_free(t);
     json_decref(schema);
@@ -1145,6 +1316,8 @@ int main(void)
     RUN(manifest_list_v1_shapes);
     RUN(commit_summaries_and_totals);
     RUN(commit_conflict_removes_what_it_wrote);
+    RUN(partitioned_manifest_round_trip);
+    RUN(partitioned_writer_commits_tuples);
     RUN(refuses_partitioned_and_v1_tables);
     RUN(public_api);
     RUN(out_of_memory_in_manifests);

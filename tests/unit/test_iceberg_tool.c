@@ -8,7 +8,9 @@
  *
  *   test_iceberg_tool URI CATALOG_NAME WAREHOUSE COMMAND ARGS...
  *     create NS.T COLUMNS [PROPS [LOCATION]]   open/create (LOCATION: create
- *                                              through the catalog there)
+ *                                              through the catalog there; PROPS
+ *                                              "partition-by": a spec as DDL text,
+ *                                              "day(ts), bucket(16, id)")
  *     delta NS.T SPEC_FILE                     one commit, see below
  *     race NS.T ROUNDS WORKER SYNC_DIR         lock-step commits with a peer
  *     increment NS.T COUNT WORKER              free-running commits, retried
@@ -18,6 +20,7 @@
  *   columns            declared column list (optional: else the table's schema)
  *   base               "current" (default), a snapshot id, or null (no snapshot)
  *   target_file_size   roll data files over at this size (optional)
+ *   max_open           partitioned tables: open files at most (optional)
  *   insert             [row objects]                    data rows
  *   delete_inserted    [indexes into insert]            position deletes of
  *                                                       rows of this commit
@@ -35,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "iceberg/partition_internal.h"
 #include "table/table_internal.h"
 #include "source/source_internal.h"
 #include "unit.h"
@@ -99,31 +103,53 @@ static int parse_row(tool *t, const floe__schema *s, const json_t *obj, floe__bu
 
 /* ---- create ---------------------------------------------------------------------- */
 
+/* The partition spec JSON of DDL text `by` over the declared columns. */
+static int spec_json(tool *t, const floe_schema *s, const char *by, json_t **out)
+{
+    floe__partition_spec *ps = NULL;
+    int rc = floe__partition_spec_parse(by, s, 1000, &ps, t->err);
+    if (rc == FLOE_OK)
+        rc = floe__partition_spec_to_json(ps, out, t->err);
+    floe__partition_spec_free(ps);
+    return rc;
+}
+
 static int cmd_create(tool *t, int n, char **a)
 {
     json_t *props = n > 2 ? json_loads(a[2], 0, NULL) : NULL;
     floe__table *tb = NULL;
     int rc = FLOE_OK;
-    if (n > 3) {                              /* at an explicit location */
+    char *by = NULL;                          /* PROPS "partition-by": DDL text (removed) */
+    if (json_is_string(json_object_get(props, "partition-by"))) {
+        by = strdup(json_string_value(json_object_get(props, "partition-by")));
+        json_object_del(props, "partition-by");
+    }
+    if (n > 3 || by) {                        /* at an explicit location, or partitioned */
         char ns[256], name[256];
         floe_schema *s = NULL;
         json_t *sj = NULL;
         floe__loaded_table *lt = NULL;
         bool exists = false;
         rc = split(a[0], ns, name) == 0 ? floe_schema_parse(a[1], &s, t->err) : FLOE_EINVAL;
+        json_t *pj = NULL;
         if (rc == FLOE_OK)
             rc = floe__schema_to_jansson(s, &sj, t->err);
+        if (rc == FLOE_OK && by)
+            rc = spec_json(t, s, by, &pj);
         if (rc == FLOE_OK)
             rc = floe__catalog_namespace_exists(t->cat, ns, &exists, t->err);
         if (rc == FLOE_OK && !exists)
             rc = floe__catalog_create_namespace(t->cat, ns, NULL, t->err);
-        floe__table_def def = {.schema = sj, .location = a[3], .properties = props};
+        floe__table_def def = {.schema = sj, .partition_spec = pj,
+                               .location = n > 3 ? a[3] : NULL, .properties = props};
         if (rc == FLOE_OK)
             rc = floe__catalog_create_table(t->cat, ns, name, &def, &lt, t->err);
         floe__loaded_table_free(lt);
+        json_decref(pj);
         json_decref(sj);
         floe_schema_free(s);
     }
+    free(by);
     if (rc == FLOE_OK)
         rc = open_table(t, a[0], a[1], props, &tb);
     json_decref(props);
@@ -148,11 +174,36 @@ typedef struct delta {
     json_t *inserted;                /* [[path, pos], ...] */
 } delta;
 
+/* Inserts into a partitioned table: through the partitioned writer. */
+static int write_partitioned(delta *d, const json_t *rows)
+{
+    floe__part_writer *w;
+    size_t max_open = (size_t)json_integer_value(json_object_get(d->spec, "max_open"));
+    FLOE_FORWARD(floe__part_writer_new(d->tb, d->tb->schema, &d->o, max_open, &w, d->t->err));
+    floe__buf row;
+    floe__buf_init(&row, 0);
+    int rc = FLOE_OK;
+    for (size_t i = 0; rc == FLOE_OK && i < json_array_size(rows); i++) {
+        rc = parse_row(d->t, d->tb->schema, json_array_get(rows, i), &row);
+        if (rc == FLOE_OK)
+            rc = floe__part_writer_write(w, row.data, row.len, NULL, NULL, d->t->err);
+    }
+    floe__buf_free(&row);
+    if (rc != FLOE_OK) {
+        floe__part_writer_abort(w);
+        return rc;
+    }
+    return floe__part_writer_close(w, &d->files, d->t->err);
+}
+
 static int write_inserts(delta *d)
 {
     const json_t *rows = json_object_get(d->spec, "insert");
     if (json_array_size(rows) == 0)
         return FLOE_OK;
+    const json_t *spec = floe__metadata_spec_by_id(d->tb->loaded->metadata, d->tb->spec_id);
+    if (json_array_size(json_object_get(spec, "fields")) > 0)
+        return write_partitioned(d, rows);
     floe__file_writer *w;
     FLOE_FORWARD(floe__file_writer_new(d->tb, FLOE_CONTENT_DATA, d->tb->schema, NULL, 0, &d->o,
                                        &w, d->t->err));
@@ -486,7 +537,8 @@ static json_t *entry_json(const floe__manifest_entry *e)
         json_array_append_new(eq, json_integer(e->file.equality_ids[i]));
     for (size_t i = 0; i < m->n_splits; i++)
         json_array_append_new(splits, json_integer((json_int_t)m->split_offsets[i]));
-    return json_pack("{s:i, s:o, s:o, s:o, s:i, s:s, s:s, s:I, s:I, s:o, s:o, s:o}", "status",
+    return json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:s, s:s, s:I, s:I, s:o, s:o, s:o}",
+                     "partition", bytes_hex(&e->file.partition), "status",
                      (int)e->status, "snapshot_id",
                      e->has_snapshot_id ? json_integer(e->snapshot_id) : json_null(),
                      "sequence_number",

@@ -67,7 +67,7 @@ public final class Reader {
         }
         switch (args[0]) {
             case "read": case "snapshots": case "read-snapshots": case "replace": case "schema":
-            case "count": case "lineage":
+            case "count": case "lineage": case "partitions":
                 break;
             default:
                 err.append("unknown mode ").append(args[0]).append('\n');
@@ -84,6 +84,28 @@ public final class Reader {
                         for (Record r : rows) {
                             row(out, r, table.schema().columns().size());
                             out.append('\n');
+                        }
+                    }
+                    break;
+                }
+                case "partitions": {
+                    /* each planned data file's spec id and partition values; with
+                       COLUMN VALUE, the scan filters column = VALUE (a long) first */
+                    org.apache.iceberg.TableScan scan = table.newScan();
+                    if (args.length > 6)
+                        scan = scan.filter(org.apache.iceberg.expressions.Expressions.equal(
+                            args[5], Long.parseLong(args[6])));
+                    try (CloseableIterable<org.apache.iceberg.FileScanTask> tasks = scan.planFiles()) {
+                        for (org.apache.iceberg.FileScanTask task : tasks) {
+                            org.apache.iceberg.DataFile f = task.file();
+                            out.append("{\"path\":");
+                            string(out, f.location());
+                            out.append(",\"spec\":").append(f.specId()).append(",\"partition\":[");
+                            for (int i = 0; i < f.partition().size(); i++) {
+                                if (i > 0) out.append(',');
+                                value(out, f.partition().get(i, Object.class));
+                            }
+                            out.append("]}\n");
                         }
                     }
                     break;
