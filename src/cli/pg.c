@@ -25,6 +25,7 @@ static const char USAGE[] =
     "[--create-publication] [--slot NAME] [--namespace NS] [--table-map SCHEMA.TABLE=NS.NAME,...] "
     "[--resync SCHEMA.TABLE,...] [--verify] [--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
     "[--idle-commit-interval DURATION] [--stop-at LSN|now] [--txn-memory BYTES] "
+    "[--copy-workers N] [--copy-range-pages N] "
     "[--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
     "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
     "[--memory-limit BYTES] [--spill-dir DIR] [--sink-version N] [--metrics-addr HOST:PORT] "
@@ -211,6 +212,15 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
         cli_size_opt(opts, "txn-memory", &txn) != 0)
         return -1;
     o->txn_memory = txn;
+    uint64_t workers = 0;
+    if (cli_u64_opt(opts, "copy-workers", &workers) != 0 ||
+        cli_u64_opt(opts, "copy-range-pages", &o->copy_range_pages) != 0)
+        return -1;
+    if (cli_has(opts, "copy-workers") && (workers < 1 || workers > 64)) {
+        cli_say("floe: --copy-workers must be from 1 to 64, not %" PRIu64 "\n", workers);
+        return -1;
+    }
+    o->copy_workers = (int)workers;
     if (cli_has(opts, "retire")) {
         if (cli_has(opts, "stop-at") || cli_has(opts, "drop-table")) {
             cli_say("floe: --retire stops by itself (at the server's position now): leave out "
@@ -553,6 +563,10 @@ int cmd_pg(int argc, char **argv)
                           "(the server's position when streaming starts)", NULL},
         {"txn-memory", true, "bytes one transaction may leave per key in tables without "
                              "REPLICA IDENTITY FULL (default 1g)", NULL},
+        {"copy-workers", true, "connections and threads of the initial copy: tables in "
+                               "parallel, a large table in page ranges (default 2)", NULL},
+        {"copy-range-pages", true, "heap pages of one range of a table's copy (default: from "
+                                   "its size, at least 8192)", NULL},
         {"compression", true, "zstd, snappy, gzip or none (default: the table's "
                                  "write.parquet.compression-codec, else zstd)", NULL},
         {"target-file-size", true, "data file roll-over size (default 512m)", NULL},

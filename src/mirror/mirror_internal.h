@@ -408,6 +408,10 @@ int floe__mirror_tuple_row(floe_pg *pg, floe__mtable *t, const floe__pgo_tuple *
 /* From the fields of a COPY line into t->row. */
 int floe__mirror_copy_row(floe_pg *pg, floe__mtable *t, const floe__pg_field *fields,
                           floe_error *err);
+/* The same into `out` with `scratch`: reads t only, so the copy's workers
+ * call it at once, each with its own buffers. */
+int floe__mirror_copy_fields(const floe__mtable *t, const floe__pg_field *fields,
+                             floe__buf *scratch, floe__buf *out, floe_error *err);
 /* The key bytes of a row of t (its key columns' slots in key order; the
  * whole row when keyed by it) into out. */
 int floe__mirror_row_key(const floe__mtable *t, const floe_row *row, floe__buf *out,
