@@ -234,34 +234,38 @@ static int copy_workers(const floe_pg *pg)
 }
 
 /* t's heap pages as c sees them (the size now: a range past the last
- * page reads nothing, and the last range has no upper bound). */
-static int heap_pages(floe__pg_conn *c, const floe__mtable *t, uint64_t *out, floe_error *err)
+ * page reads nothing, and the last range has no upper bound) and its
+ * estimated rows (pg_class.reltuples; 0 when never counted). */
+static int heap_size(floe__pg_conn *c, const floe__mtable *t, uint64_t *pages, uint64_t *rows,
+                     floe_error *err)
 {
     char rel[16];
     snprintf(rel, sizeof rel, "%u", t->relid);
     const char *params[1] = {rel};
     floe__pg_result *r = NULL;
-    FLOE_FORWARD(floe__pg_query(c, "SELECT pg_relation_size($1::oid) / "
-                                "current_setting('block_size')::bigint", params, 1, &r, err));
-    const char *v = floe__pg_rows(r) ? floe__pg_get(r, 0, 0) : NULL;
-    *out = v ? strtoull(v, NULL, 10) : 0;
+    FLOE_FORWARD(floe__pg_query(c, "SELECT pg_relation_size(oid) / "
+                                "current_setting('block_size')::bigint, "
+                                "greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = $1",
+                                params, 1, &r, err));
+    const char *p = floe__pg_rows(r) ? floe__pg_get(r, 0, 0) : NULL;
+    const char *n = floe__pg_rows(r) ? floe__pg_get(r, 0, 1) : NULL;
+    *pages = p ? strtoull(p, NULL, 10) : 0;
+    *rows = n ? strtoull(n, NULL, 10) : 0;
     floe__pg_result_free(r);
     return FLOE_OK;
 }
 
 /* How many page ranges t is copied in: one unless the server scans TID
  * ranges (Postgres 14) and t is large enough for several. */
-static int plan_ranges(floe_pg *pg, floe__pg_conn *c, const floe__mtable *t, uint64_t *n,
-                       uint64_t *per, floe_error *err)
+static void plan_ranges(const floe_pg *pg, const floe__mtable *t, uint64_t pages, uint64_t *n,
+                        uint64_t *per)
 {
     *n = 1;
     *per = 0;
     int workers = copy_workers(pg);
     if (t->partitioned || pg->server_version < 140000 ||
         (workers < 2 && !pg->opts.copy_range_pages))
-        return FLOE_OK;
-    uint64_t pages = 0;
-    FLOE_FORWARD(heap_pages(c, t, &pages, err));
+        return;
     uint64_t size = pg->opts.copy_range_pages;
     if (!size) {
         size = pages / ((uint64_t)workers * RANGES_PER_WORKER) + 1;
@@ -270,12 +274,12 @@ static int plan_ranges(floe_pg *pg, floe__pg_conn *c, const floe__mtable *t, uin
     }
     *per = size;
     *n = pages / size + 1;
-    return FLOE_OK;
 }
 
-/* Lock t in the snapshot, check its shape, read its partitions, and open
- * its snapshot batch in bulk at at - 1. */
-static int prepare_table(floe_pg *pg, copy_table *ct, uint64_t at, floe_error *err)
+/* Lock t in the snapshot, check its shape, read its partitions and size,
+ * and open its snapshot batch in bulk at at - 1. */
+static int prepare_table(floe_pg *pg, copy_table *ct, uint64_t at, uint64_t *pages,
+                         floe_error *err)
 {
     floe__mtable *t = ct->t;
     ct->t0 = floe__monotonic_ns();
@@ -287,10 +291,13 @@ static int prepare_table(floe_pg *pg, copy_table *ct, uint64_t at, floe_error *e
                            "after a rewrite); run again", t->source);
     if (rc == FLOE_OK)
         rc = floe__mirror_part_read(pg, pg->rconn, t, err);      /* as the copy sees them */
+    uint64_t rows = 0;
+    if (rc == FLOE_OK)
+        rc = heap_size(pg->rconn, t, pages, &rows, err);
     if (rc == FLOE_OK)
         rc = floe_sink_set_as_of(t->sink, at - 1, err);
     if (rc == FLOE_OK)
-        rc = floe__bulk_begin(t->sink, at - 1, (size_t)copy_workers(pg), &ct->bulk, err);
+        rc = floe__bulk_begin(t->sink, at - 1, (size_t)copy_workers(pg), rows, &ct->bulk, err);
     return rc;
 }
 
@@ -307,9 +314,9 @@ static int plan(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
             continue;
         copy_table *ct = &job->tables[job->ntables++];
         ct->t = &pg->tables[i];
-        FLOE_FORWARD(prepare_table(pg, ct, at, err));
-        uint64_t ranges = 1, per = 0;
-        FLOE_FORWARD(plan_ranges(pg, pg->rconn, ct->t, &ranges, &per, err));
+        uint64_t pages = 0, ranges = 1, per = 0;
+        FLOE_FORWARD(prepare_table(pg, ct, at, &pages, err));
+        plan_ranges(pg, ct->t, pages, &ranges, &per);
         if (job->ntasks + ranges > cap) {
             cap = (job->ntasks + ranges) * 2;
             copy_task *tk = floe__realloc(job->tasks, cap * sizeof *tk);

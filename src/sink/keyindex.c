@@ -302,6 +302,23 @@ static int grow(floe__kx *kx, floe_error *err)
     return FLOE_OK;
 }
 
+int floe__kx_reserve(floe__kx *kx, uint64_t rows, floe_error *err)
+{
+    if (kx->used)
+        return FLOE_OK;
+    size_t cap = kx->cap;
+    /* room for `rows` below the 3/4 load, the array within half the budget
+     * (a spill's sort entries and the keys need the rest) */
+    while ((uint64_t)cap * 3 < rows * 4 && cap * 2 * sizeof(slot) <= kx->limit / 2)
+        cap *= 2;
+    if (cap == kx->cap)
+        return FLOE_OK;
+    slot *old = kx->slots;
+    FLOE_FORWARD(alloc_slots(kx, cap, err));
+    floe__free(old);
+    return FLOE_OK;
+}
+
 static int new_block(floe__kx *kx, size_t need, floe_error *err)
 {
     FLOE_RETURN_IF(kx->n_blocks >= ((size_t)1 << 27), err, FLOE_ELIMIT,
@@ -765,10 +782,19 @@ static int maybe_spill(floe__kx *kx, floe_error *err)
 
 /* ---- walking and stats ------------------------------------------------------------------------ */
 
+#define EACH_AHEAD 16
+
 static int each_memory(floe__kx *kx, floe__kx_visit_fn fn, void *ctx, floe_error *err)
 {
     for (size_t i = 0; i < kx->cap; i++) {
         const slot *s = &kx->slots[i];
+        if (i + EACH_AHEAD < kx->cap) {       /* slots are in hash order, keys are not */
+            uint64_t ahead = kx->slots[i + EACH_AHEAD].ref_hash >> 16;
+            if (ahead) {
+                ahead -= 1;
+                __builtin_prefetch(kx->blocks[ahead >> BLOCK_BITS] + (ahead & (BLOCK_SIZE - 1)));
+            }
+        }
         if (s->ref_hash == 0 || is_dead(s) || is_tomb(s) || !floe__kx_file_live(kx, id_of(s)))
             continue;
         size_t len;

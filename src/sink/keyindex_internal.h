@@ -96,6 +96,10 @@ size_t floe__kx_file_count(const floe__kx *kx);       /* ids handed out */
 /* A hint: key's slots will be wanted soon (a build inserting row after row
  * prefetches a few rows ahead, so the cache misses overlap). */
 void floe__kx_prefetch(const floe__kx *kx, const uint8_t *key, size_t len);
+/* An empty index about to take `rows` rows: its slot array sized for them
+ * at once (within the memory budget) instead of doubling its way there.
+ * Does nothing once the index holds a row. */
+int floe__kx_reserve(floe__kx *kx, uint64_t rows, floe_error *err);
 /* One more live row of key. */
 int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
                     floe_error *err);

@@ -82,14 +82,16 @@ static void block_free(block *k)
 
 /* ---- the sink's side ---------------------------------------------------------------------- */
 
-int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, floe__bulk **out,
-                     floe_error *err)
+int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t expect_rows,
+                     floe__bulk **out, floe_error *err)
 {
     *out = NULL;
     FLOE_RETURN_IF(!s->upsert, err, FLOE_EINVAL, "a bulk snapshot batch needs upsert mode");
     FLOE_RETURN_IF(s->resume.has || s->touched || s->ended || s->bulk || time != s->as_of,
                    err, FLOE_ESTATE, "a bulk snapshot batch needs a fresh sink whose as-of "
                    "time is the batch's");
+    if (s->keeper)
+        FLOE_FORWARD(floe__kx_reserve(floe__keeper_kx(s->keeper), expect_rows, err));
     floe__bulk *b = floe__calloc(1, sizeof *b);
     if (!b)
         return FLOE_OOM(err);

@@ -559,9 +559,11 @@ typedef struct floe__bulk floe__bulk;
 typedef struct floe__bulk_part floe__bulk_part;
 
 /* Open s's snapshot batch at `time` (its as-of) for at most max_parts parts
- * at once (their row groups share the sink's memory).  Upsert mode only. */
-int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, floe__bulk **out,
-                     floe_error *err);
+ * at once (their row groups share the sink's memory), about expect_rows
+ * rows (an estimate: the key index is sized for them; 0 unknown).  Upsert
+ * mode only. */
+int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t expect_rows,
+                     floe__bulk **out, floe_error *err);
 /* Discard: the files of parts not committed are removed.  Every part must
  * be freed first.  Accepts NULL. */
 void floe__bulk_free(floe__bulk *b);
