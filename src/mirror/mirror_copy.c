@@ -421,10 +421,15 @@ static int copy_task_run(copy_worker *w, const copy_task *k, floe_error *err)
     if (rc == FLOE_OK)
         rc = floe__bulk_part_finish(p, err);
     floe__bulk_part_free(p);
-    if (rc != FLOE_OK && k->ranged)
-        return floe__err_wrap(err, rc, "copying pages %" PRIu64 " to %s of %s", k->lo,
-                              k->hi ? "" : "the end", k->table->t->source);
-    return rc;
+    if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED)
+        return rc;
+    char pages[64] = "";
+    if (k->ranged && k->hi)
+        snprintf(pages, sizeof pages, ", pages %" PRIu64 " to %" PRIu64, k->lo, k->hi - 1);
+    else if (k->ranged)
+        snprintf(pages, sizeof pages, ", pages %" PRIu64 " to the end", k->lo);
+    return floe__err_wrap(err, rc, "the initial copy of %s%s (nothing of it is committed; the "
+                          "next run copies it again)", k->table->t->source, pages);
 }
 
 /* Take the next task; NULL when none is left or the copy stops. */
