@@ -488,10 +488,12 @@ static void worker_free(copy_worker *w)
 
 /* ---- the sink's thread: index, commit ---------------------------------------------------- */
 
+/* The copy stops: no more tasks, and parts waiting for room give up.
+ * rc (not FLOE_OK) and err: the failure, unless a worker's came first. */
 static void stop_all(copy_job *job, int rc, floe_error *err)
 {
     pthread_mutex_lock(&job->mu);
-    if (!job->failed) {
+    if (!job->failed && rc != FLOE_OK) {
         job->failed = true;
         job->rc = rc;
         floe__err_move(job->err, err);
@@ -639,8 +641,8 @@ static int copy_job_run(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err
         rc = start_workers(job, ws, want, &n, err);
     if (rc == FLOE_OK)
         rc = copy_tables(pg, job, at, err);
-    if (rc != FLOE_OK)
-        stop_all(job, rc, err);
+    if (rc != FLOE_OK || job_failed(job))
+        stop_all(job, rc, err);                /* workers waiting for room wake up */
     for (size_t i = 0; i < n; i++) {
         if (ws[i].started)
             pthread_join(ws[i].thread, NULL);
@@ -648,11 +650,9 @@ static int copy_job_run(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err
     }
     floe__free(ws);
     pthread_mutex_lock(&job->mu);
-    if (job->failed && rc == FLOE_OK) {
+    if (job->failed) {                         /* the first failure, a worker's or ours */
         rc = job->rc;
         floe__err_move(err, job->err);
-    } else if (job->failed) {
-        floe__err_move(err, job->err);       /* the first failure (stop_all kept it) */
     }
     pthread_mutex_unlock(&job->mu);
     return rc;
