@@ -1,6 +1,6 @@
 /*
  * mirror_copy.c - the initial copy: each table that records no progress is
- * read with COPY ... TO STDOUT inside a transaction that imports the
+ * read with COPY ... TO STDOUT inside transactions that import the
  * snapshot a replication slot exported at consistent point C, and becomes
  * its sink's snapshot batch [C-1, C): every row at time C-1, then one
  * advance to C commits the whole table as one snapshot with frontier [C].
@@ -11,10 +11,19 @@
  * ALTER TABLE that committed after the snapshot was taken would make COPY
  * read the table empty (a rewrite is not MVCC-safe) or fail on a column.
  *
- * Rows stream through: COPY hands out one line at a time and the sink
- * spills what exceeds its memory, so a table of any size is copied in
- * bounded memory.  A copy cut short (a crash, a stop, an error) commits
- * nothing of the table, and the next run copies it again.
+ * The copy runs on floe_pg_options.copy_workers threads, each with a
+ * connection of its own in the snapshot, taking tasks in order: a table,
+ * or one range of a large table's heap pages (a TID range scan, Postgres
+ * 14).  Workers convert COPY's lines and write them into the table's
+ * snapshot batch in bulk (sink/sink_bulk.c: straight into data files); the
+ * calling thread builds the key indexes from what they wrote and commits
+ * each table once its tasks are done, while the workers go on.  Memory is
+ * bounded: row groups and the index queue are capped, the index spills.
+ * A copy cut short (a crash, a stop, an error) commits nothing of the
+ * table, and the next run copies it again (docs/postgres.md says why not
+ * range by range).  This file owns the plan, the workers and their
+ * failures; also the shape check and the COPY statement a resync and a
+ * verify share.
  */
 #include <inttypes.h>
 #include <stdatomic.h>
