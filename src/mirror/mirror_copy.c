@@ -200,7 +200,7 @@ static int commit_copy(floe_pg *pg, floe__mtable *t, uint64_t at, bool *other,
 typedef struct copy_table {
     floe__mtable *t;
     floe__bulk *bulk;
-    size_t ntasks, done;              /* done: under the job's lock */
+    size_t ntasks;
     _Atomic uint64_t rows;            /* written so far (workers add) */
     uint64_t t0;                      /* monotonic ns */
 } copy_table;
@@ -451,12 +451,11 @@ static const copy_task *take_task(copy_job *job)
     return k;
 }
 
-static void task_ended(copy_job *job, const copy_task *k, int rc, floe_error *err)
+/* A worker's failure: the job's, unless another came first. */
+static void worker_failed(copy_job *job, int rc, floe_error *err)
 {
     pthread_mutex_lock(&job->mu);
-    if (rc == FLOE_OK)
-        k->table->done++;
-    else if (!job->failed) {
+    if (!job->failed) {
         job->failed = true;
         job->rc = rc;
         floe__err_move(job->err, err);
@@ -472,14 +471,15 @@ static void *worker_main(void *arg)
     if (rc == FLOE_OK)
         rc = floe__mirror_in_snapshot(w->c, job->snapshot, w->err);
     if (rc != FLOE_OK) {
-        task_ended(job, NULL, rc, w->err);
+        worker_failed(job, rc, w->err);
         return NULL;
     }
     for (const copy_task *k; (k = take_task(job));) {
         rc = copy_task_run(w, k, w->err);
-        task_ended(job, k, rc, w->err);
-        if (rc != FLOE_OK)
+        if (rc != FLOE_OK) {
+            worker_failed(job, rc, w->err);
             break;
+        }
     }
     return NULL;
 }
@@ -525,16 +525,13 @@ static uint64_t rows_so_far(copy_job *job)
 static int index_table(copy_job *job, copy_table *ct, uint64_t base, floe_error *err)
 {
     for (;;) {
-        size_t open = 0;
-        FLOE_FORWARD(floe__bulk_index(ct->bulk, WAIT_MS, &open, err));
+        size_t finished = 0;
+        FLOE_FORWARD(floe__bulk_index(ct->bulk, WAIT_MS, &finished, err));
         job->pg->copy_rows = base + rows_so_far(job);
         floe__mirror_publish(job->pg);
-        pthread_mutex_lock(&job->mu);
-        bool failed = job->failed, done = ct->done == ct->ntasks;
-        pthread_mutex_unlock(&job->mu);
-        if (failed)
+        if (job_failed(job))
             return FLOE_OK;                        /* the worker's error is the job's */
-        if (done)
+        if (finished == ct->ntasks)                /* a part per task */
             return FLOE_OK;
         FLOE_RETURN_IF(floe__mirror_stopping(job->pg), err, FLOE_EINTERRUPTED,
                        "stopped during the copy");

@@ -55,7 +55,8 @@ struct floe__bulk {
     /* under mu */
     block *head, *tail;
     size_t queued;
-    size_t parts_open;
+    size_t parts_open;                    /* made and not yet finished or freed */
+    size_t finished;                      /* parts finished */
     bool cancelled;
     floe__content_list files;             /* finished parts' data files */
     uint64_t rows;
@@ -106,6 +107,7 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
         b->fopts.parquet.row_group_size = share;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
+    s->touched = true;                  /* no other bulk, no other as-of */
     *out = b;
     return FLOE_OK;
 }
@@ -179,20 +181,21 @@ static void deadline_in(struct timespec *ts, int ms)
     }
 }
 
-int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *parts_open, floe_error *err)
+int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *finished, floe_error *err)
 {
     pthread_mutex_lock(&b->mu);
-    if (!b->head && b->parts_open && wait_ms > 0) {
+    if (!b->head && wait_ms > 0) {
         struct timespec ts;
         deadline_in(&ts, wait_ms);
+        size_t seen = b->finished;
         int w = 0;
-        while (!b->head && b->parts_open && w != ETIMEDOUT)
+        while (!b->head && b->finished == seen && !b->cancelled && w != ETIMEDOUT)
             w = pthread_cond_timedwait(&b->cv, &b->mu, &ts);
     }
     block *list = b->head;
     b->head = b->tail = NULL;
     b->queued = 0;
-    *parts_open = b->parts_open;
+    *finished = b->finished;
     pthread_cond_broadcast(&b->cv);             /* room again */
     pthread_mutex_unlock(&b->mu);
     int rc = FLOE_OK;
@@ -225,8 +228,11 @@ int floe__bulk_adopt(floe__bulk *b, floe_error *err)
 
 int floe__bulk_seal(floe__bulk *b, floe_error *err)
 {
-    size_t open = 0;
-    FLOE_FORWARD(floe__bulk_index(b, 0, &open, err));
+    size_t finished = 0;
+    FLOE_FORWARD(floe__bulk_index(b, 0, &finished, err));
+    pthread_mutex_lock(&b->mu);
+    size_t open = b->parts_open;
+    pthread_mutex_unlock(&b->mu);
     FLOE_RETURN_IF(open, err, FLOE_EINTERNAL, "a bulk snapshot batch sealed with %zu parts "
                    "still writing", open);
     b->s->bulk = b;
@@ -351,6 +357,7 @@ int floe__bulk_part_finish(floe__bulk_part *p, floe_error *err)
     if (rc == FLOE_OK)
         b->rows += p->rows;
     b->parts_open--;
+    b->finished++;
     p->ended = true;
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);

@@ -551,8 +551,8 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
  * (position mode).  After floe__bulk_seal, floe_sink_advance commits the
  * batch; the attempt is not logged and the index is checkpointed after it.
  *
- * Threads: floe__bulk_part_write and floe__bulk_part_finish run on any
- * thread (one per part at a time); everything else on the sink's thread.
+ * Threads: the floe__bulk_part_* functions run on any thread (each part on
+ * one thread at a time); everything else on the sink's thread.
  * The sink is not used otherwise while a bulk is open (its schema, key and
  * table are read by the parts). */
 typedef struct floe__bulk floe__bulk;
@@ -576,9 +576,10 @@ int floe__bulk_part_write(floe__bulk_part *p, const uint8_t *row, size_t len, fl
 int floe__bulk_part_finish(floe__bulk_part *p, floe_error *err);
 /* Free a part (a part not finished has its files removed).  Accepts NULL. */
 void floe__bulk_part_free(floe__bulk_part *p);
-/* Index what parts handed over, waiting up to wait_ms for something when
- * nothing is there; *parts_open: parts not yet finished or freed. */
-int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *parts_open, floe_error *err);
+/* Index what parts handed over; when nothing is there, first wait up to
+ * wait_ms for a block or a part to finish.  *finished: the parts finished
+ * so far. */
+int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *finished, floe_error *err);
 /* Every part finished: index the rest; the parts' files join the
  * snapshot batch when the next advance (floe_sink_advance past the time)
  * mints it, and commit with it.  The bulk stays the caller's to free. */
