@@ -38,6 +38,10 @@
 #define QUEUE_BLOCKS 8
 #define MIN_ROW_GROUP ((size_t)4 << 20)
 #define REC_HEAD 20                       /* u32 key length, u64 pos, u64 row hash */
+/* What a row costs the key index's memory tier, about (slots at 3/4 load
+ * at most, the key, a spill's sort entry): more rows than the index's
+ * memory limit holds so are built in sorted runs instead. */
+#define MEMORY_ROW_BYTES 80
 
 typedef struct block {
     struct block *next;
@@ -49,6 +53,8 @@ struct floe__bulk {
     floe_sink *s;
     uint64_t time;
     bool indexed;                         /* position mode: the key index is built */
+    floe__kx_builder *build;              /* more rows than the memory tier holds: the
+                                             index is built in sorted runs */
     floe__file_writer_options fopts;      /* the table's, row groups within a share */
     pthread_mutex_t mu;
     pthread_cond_t cv;                    /* a block queued or taken, a part ended */
@@ -91,11 +97,19 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
     FLOE_RETURN_IF(s->resume.has || s->touched || s->ended || s->bulk || time != s->as_of,
                    err, FLOE_ESTATE, "a bulk snapshot batch needs a fresh sink whose as-of "
                    "time is the batch's");
-    if (s->keeper)
-        FLOE_FORWARD(floe__kx_reserve(floe__keeper_kx(s->keeper), expect_rows, err));
     floe__bulk *b = floe__calloc(1, sizeof *b);
     if (!b)
         return FLOE_OOM(err);
+    floe__kx *kx = s->keeper ? floe__keeper_kx(s->keeper) : NULL;
+    int rc = FLOE_OK;
+    if (kx && expect_rows > floe__kx_memory_limit(kx) / MEMORY_ROW_BYTES)
+        rc = floe__kx_builder_new(kx, &b->build, err);
+    else if (kx)
+        rc = floe__kx_reserve(kx, expect_rows, err);
+    if (rc != FLOE_OK) {
+        floe__free(b);
+        return rc;
+    }
     b->s = s;
     b->time = time;
     b->indexed = s->keeper != NULL;
@@ -122,6 +136,7 @@ void floe__bulk_free(floe__bulk *b)
     for (size_t i = 0; i < b->files.n; i++)
         floe__fileio_remove(b->s->table->io, b->files.files[i].path, NULL);
     floe__content_list_clear(&b->files);
+    floe__kx_builder_free(b->build);
     for (block *k = b->head, *next; k; k = next) {
         next = k->next;
         block_free(k);
@@ -161,10 +176,13 @@ static int index_block(floe__bulk *b, const block *k, floe_error *err)
     while (p < end) {
         uint32_t klen = floe__get_le32(p);
         const uint8_t *next = p + REC_HEAD + klen;
-        if (next < end)                         /* its slots wanted soon */
+        if (next < end && !b->build)            /* its slots wanted soon */
             floe__kx_prefetch(kx, next + REC_HEAD, floe__get_le32(next));
         floe__kx_loc loc = {id, floe__get_le64(p + 4), floe__get_le64(p + 12)};
-        FLOE_FORWARD(floe__kx_insert(kx, p + REC_HEAD, klen, loc, err));
+        if (b->build)
+            FLOE_FORWARD(floe__kx_builder_add(b->build, p + REC_HEAD, klen, loc, err));
+        else
+            FLOE_FORWARD(floe__kx_insert(kx, p + REC_HEAD, klen, loc, err));
         p = next;
     }
     return FLOE_OK;
@@ -235,6 +253,10 @@ int floe__bulk_seal(floe__bulk *b, floe_error *err)
     pthread_mutex_unlock(&b->mu);
     FLOE_RETURN_IF(open, err, FLOE_EINTERNAL, "a bulk snapshot batch sealed with %zu parts "
                    "still writing", open);
+    floe__kx_builder *build = b->build;
+    b->build = NULL;
+    if (build)
+        FLOE_FORWARD(floe__kx_builder_finish(build, err));
     b->s->bulk = b;
     return FLOE_OK;
 }

@@ -25,7 +25,8 @@ typedef struct fix {
     floe_error *err;
 } fix;
 
-static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as_of)
+static int fix_open_mem(fix *f, const char *name, floe_delete_mode mode, uint64_t as_of,
+                        size_t memory)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->catalog, sizeof f->catalog, "sqlite:%s/%s.db", tmp_root, name);
@@ -52,6 +53,7 @@ static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as
     o.commit_on_advance = 1;
     o.commit_interval = 0;             /* not used */
     o.as_of = as_of;
+    o.memory_limit = memory;
     int rc = floe_sink_open(&o, &f->sink, f->err);
     for (size_t i = 0; i < sizeof str / sizeof *str; i++) {
         memset(str[i], 'x', strlen(str[i]));
@@ -62,6 +64,11 @@ static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as
         return rc;
     }
     return floe_row_new(floe_sink_row_schema(f->sink), &f->row, f->err);
+}
+
+static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as_of)
+{
+    return fix_open_mem(f, name, mode, as_of, 0);
 }
 
 static void fix_close(fix *f)
@@ -247,14 +254,14 @@ static void *write_part(void *arg)
 /* Two parts write the snapshot batch at once while this thread indexes;
  * it commits as one snapshot, and retractions by key after it find every
  * row (position mode) or delete by key (equality mode). */
-static void bulk_snapshot(floe_delete_mode mode, const char *name)
+static void bulk_snapshot(floe_delete_mode mode, const char *name, size_t memory, uint64_t expect)
 {
     enum { ROWS = 30000 };
     fix f;
     floe__bulk *b = NULL;
-    if (fix_open(&f, name, mode, 99) != FLOE_OK)
+    if (fix_open_mem(&f, name, mode, 99, memory) != FLOE_OK)
         goto out;
-    CHECK_EQ_INT(floe__bulk_begin(f.sink, 99, 2, 2 * ROWS, &b, f.err), FLOE_OK);
+    CHECK_EQ_INT(floe__bulk_begin(f.sink, 99, 2, expect, &b, f.err), FLOE_OK);
     CHECK_EQ_INT(floe__bulk_begin(f.sink, 99, 2, 0, &(floe__bulk *){NULL}, NULL), FLOE_ESTATE);
     if (!b)
         goto out;
@@ -295,12 +302,20 @@ out:
 
 TEST(a_bulk_snapshot_batch_from_two_threads_indexes_every_row)
 {
-    bulk_snapshot(FLOE_DELETE_POSITION, "bulk");
+    bulk_snapshot(FLOE_DELETE_POSITION, "bulk", 0, 60000);
+}
+
+/* More rows expected than the index's memory holds: it is built in sorted
+ * runs (keyindex_build.c), several chunks merged (an 8 MiB limit gives the
+ * index 4 MiB: chunks of about 50,000 rows). */
+TEST(a_bulk_snapshot_batch_larger_than_the_index_memory_builds_runs)
+{
+    bulk_snapshot(FLOE_DELETE_POSITION, "bulk-runs", (size_t)8 << 20, 1000000);
 }
 
 TEST(a_bulk_snapshot_batch_in_equality_mode)
 {
-    bulk_snapshot(FLOE_DELETE_EQUALITY, "bulk-eq");
+    bulk_snapshot(FLOE_DELETE_EQUALITY, "bulk-eq", 0, 60000);
 }
 
 int main(void)
@@ -311,6 +326,7 @@ int main(void)
     RUN(as_of_can_be_set_only_on_a_fresh_untouched_sink);
     RUN(a_retraction_by_key_needs_declared_key_columns);
     RUN(a_bulk_snapshot_batch_from_two_threads_indexes_every_row);
+    RUN(a_bulk_snapshot_batch_larger_than_the_index_memory_builds_runs);
     RUN(a_bulk_snapshot_batch_in_equality_mode);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
