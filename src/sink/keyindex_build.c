@@ -23,6 +23,9 @@
 #define ROW_BYTES (sizeof(entry) + 2 * sizeof(pair))
 #define RADIX_BITS 16
 #define MIN_CHUNK ((size_t)1 << 20)
+/* Chunks beyond this buy little (a merge of a few more runs costs less
+ * than the memory): the index's budget may be most of --memory-limit. */
+#define MAX_CHUNK ((size_t)128 << 20)
 
 typedef struct entry {
     uint64_t hash, pos, rowhash, key_off;
@@ -55,6 +58,8 @@ int floe__kx_builder_new(floe__kx *kx, floe__kx_builder **out, floe_error *err)
     b->limit = floe__kx_memory_limit(kx);
     if (b->limit < MIN_CHUNK)
         b->limit = MIN_CHUNK;
+    if (b->limit > MAX_CHUNK)
+        b->limit = MAX_CHUNK;
     floe__buf_init(&b->keys, FLOE_KX_MAX_KEY + (size_t)UINT32_MAX);
     *out = b;
     return FLOE_OK;
