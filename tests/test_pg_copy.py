@@ -119,6 +119,8 @@ def test_a_parallel_ranged_copy_equals_the_source_and_its_index_takes_changes(
         assert all(int(x.get("added-records", 0)) == 0 for _, x in snaps[1:]), snaps
         assert lsn_int(s["floe.pg.lsn"]) == frontier_of(s), s
         assert "floe.pg.slot-confirmed-lsn" in s, s
+        if table == "big":                                # a part, so a file, per range
+            assert int(s["added-data-files"]) == ranges, s
         consistent = consistent or frontier_of(s)
         assert frontier_of(s) == consistent               # one exported snapshot for all
     change_copied_rows(pgdb)
