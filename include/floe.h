@@ -989,6 +989,14 @@ typedef struct floe_pg_options {
      * row (floe_pg_options_init: 300000); 0: never gives up.  floe_pg_open
      * waits for a server it cannot reach the same way. */
     uint64_t reconnect_timeout_ms;
+    /* The initial copy: connections (and threads) that copy at once, each
+     * in the slot's exported snapshot; tables go in parallel, and a large
+     * table in ranges of heap pages (CTID ranges, Postgres 14 and later).
+     * 0: 2. */
+    int copy_workers;
+    /* The pages of one such range; 0: from the table's size (at least
+     * 8192 pages, at most about 4 ranges per worker). */
+    uint64_t copy_range_pages;
 } floe_pg_options;
 
 void floe_pg_options_init(floe_pg_options *opts);

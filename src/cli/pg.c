@@ -26,6 +26,7 @@ static const char USAGE[] =
     "[--resync SCHEMA.TABLE,...] [--verify] [--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
     "[--idle-commit-interval DURATION] [--stop-at LSN|now] [--txn-memory BYTES] "
     "[--txn-streaming on|off] "
+    "[--copy-workers N] [--copy-range-pages N] "
     "[--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
     "[--delete-mode position|equality] [--format-version 2|3] [--index-dir DIR] "
     "[--memory-limit BYTES] [--spill-dir DIR] [--sink-version N] [--metrics-addr HOST:PORT] "
@@ -42,7 +43,9 @@ static const char NOTES[] =
     "  Each table goes to its own Iceberg table, NAMESPACE.table (NAMESPACE: --namespace,\n"
     "  else the Postgres schema), keyed by its primary key (or replica identity index).\n"
     "  A table floe has not copied yet is copied first, inside the snapshot of the\n"
-    "  replication slot; then the change stream follows.  Values Postgres stores out of\n"
+    "  replication slot, by --copy-workers connections at once (tables in parallel, a\n"
+    "  large table in ranges of pages on Postgres 14 and later); then the change stream\n"
+    "  follows.  A copy cut short copies its table again.  Values Postgres stores out of\n"
     "  line (TOAST) and leaves out of updates are taken from the key's row; with\n"
     "  --delete-mode equality such tables need REPLICA IDENTITY FULL.\n"
     "  ALTER TABLE is followed: the Iceberg table's schema changes at the change's\n"
@@ -218,6 +221,15 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
         return -1;
     }
     o->txn_streaming = !ts || strcmp(ts, "on") == 0;
+    uint64_t workers = 0;
+    if (cli_u64_opt(opts, "copy-workers", &workers) != 0 ||
+        cli_u64_opt(opts, "copy-range-pages", &o->copy_range_pages) != 0)
+        return -1;
+    if (cli_has(opts, "copy-workers") && (workers < 1 || workers > 64)) {
+        cli_say("floe: --copy-workers must be from 1 to 64, not %" PRIu64 "\n", workers);
+        return -1;
+    }
+    o->copy_workers = (int)workers;
     if (cli_has(opts, "retire")) {
         if (cli_has(opts, "stop-at") || cli_has(opts, "drop-table")) {
             cli_say("floe: --retire stops by itself (at the server's position now): leave out "
@@ -569,6 +581,10 @@ int cmd_pg(int argc, char **argv)
                                 "larger than the server's logical_decoding_work_mem while they "
                                 "run, spilled to --spill-dir until they commit; off: each "
                                 "transaction comes once committed", NULL},
+        {"copy-workers", true, "connections and threads of the initial copy: tables in "
+                               "parallel, a large table in page ranges (default 2)", NULL},
+        {"copy-range-pages", true, "heap pages of one range of a table's copy (default: from "
+                                   "its size, at least 8192)", NULL},
         {"compression", true, "zstd, snappy, gzip or none (default: the table's "
                                  "write.parquet.compression-codec, else zstd)", NULL},
         {"target-file-size", true, "data file roll-over size (default 512m)", NULL},

@@ -1,6 +1,6 @@
 /*
  * mirror_copy.c - the initial copy: each table that records no progress is
- * read with COPY ... TO STDOUT inside a transaction that imports the
+ * read with COPY ... TO STDOUT inside transactions that import the
  * snapshot a replication slot exported at consistent point C, and becomes
  * its sink's snapshot batch [C-1, C): every row at time C-1, then one
  * advance to C commits the whole table as one snapshot with frontier [C].
@@ -11,12 +11,24 @@
  * ALTER TABLE that committed after the snapshot was taken would make COPY
  * read the table empty (a rewrite is not MVCC-safe) or fail on a column.
  *
- * Rows stream through: COPY hands out one line at a time and the sink
- * spills what exceeds its memory, so a table of any size is copied in
- * bounded memory.  A copy cut short (a crash, a stop, an error) commits
- * nothing of the table, and the next run copies it again.
+ * The copy runs on floe_pg_options.copy_workers threads, each with a
+ * connection of its own in the snapshot, taking tasks in order: a table,
+ * or one range of a large table's heap pages (a TID range scan, Postgres
+ * 14).  Workers convert COPY's lines and write them into the table's
+ * snapshot batch in bulk (sink/sink_bulk.c: straight into data files); the
+ * calling thread builds the key indexes from what they wrote and commits
+ * each table once its tasks are done, while the workers go on.  Memory is
+ * bounded: row groups and the index queue are capped, the index spills.
+ * A copy cut short (a crash, a stop, an error) commits nothing of the
+ * table, and the next run copies it again (docs/postgres.md says why not
+ * range by range).  This file owns the plan, the workers and their
+ * failures; also the shape check and the COPY statement a resync and a
+ * verify share.
  */
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "mirror/mirror_internal.h"
 
@@ -132,18 +144,6 @@ int floe__mirror_copy_some(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, uint6
     return FLOE_OK;
 }
 
-static int copy_rows(floe_pg *pg, floe__mtable *t, uint64_t time, floe_error *err)
-{
-    for (bool done = false;;) {
-        FLOE_FORWARD(floe__mirror_copy_some(pg, pg->rconn, t, time, CHECK_EVERY, &done, err));
-        floe__mirror_publish(pg);
-        if (done)
-            return FLOE_OK;
-        FLOE_RETURN_IF(floe__mirror_stopping(pg), err, FLOE_EINTERRUPTED,
-                       "stopped during the copy");
-    }
-}
-
 /* After t's copy failed to commit, or its commit was skipped as covered:
  * whether another process of this mirror committed t's copy meanwhile (t
  * recorded no progress when this run opened it; progress at `at` is this
@@ -190,9 +190,108 @@ static int commit_copy(floe_pg *pg, floe__mtable *t, uint64_t at, bool *other,
                                               "committed already", t->ident);
 }
 
-static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err)
+/* ---- the copy's plan: tables, their ranges ------------------------------------------------ */
+
+#define DEFAULT_WORKERS 2
+#define MIN_RANGE_PAGES 8192
+#define RANGES_PER_WORKER 4
+#define WAIT_MS 100
+
+typedef struct copy_table {
+    floe__mtable *t;
+    floe__bulk *bulk;
+    size_t ntasks;
+    _Atomic uint64_t rows;            /* written so far (workers add) */
+    uint64_t t0;                      /* monotonic ns */
+} copy_table;
+
+typedef struct copy_task {
+    copy_table *table;
+    uint64_t lo, hi;                  /* heap pages [lo, hi); hi 0: to the end */
+    bool ranged;                      /* false: the whole table */
+} copy_task;
+
+typedef struct copy_job {
+    floe_pg *pg;                      /* workers read its options only */
+    const char *snapshot;
+    copy_table *tables;
+    size_t ntables;
+    copy_task *tasks;
+    size_t ntasks;
+    pthread_mutex_t mu;
+    /* under mu */
+    size_t next;                      /* the next task to take */
+    bool failed;                      /* a worker failed, or the copy stops */
+    int rc;                           /* the first worker failure */
+    floe_error *err;
+} copy_job;
+
+typedef struct copy_worker {
+    copy_job *job;
+    pthread_t thread;
+    bool started;
+    floe__pg_conn *c;
+    floe__buf fields_buf, scratch, row, sql;
+    floe__pg_field *fields;
+    size_t cap_fields;
+    floe_error *err;
+} copy_worker;
+
+static int copy_workers(const floe_pg *pg)
 {
-    uint64_t t0 = floe__monotonic_ns();
+    return pg->opts.copy_workers > 0 ? pg->opts.copy_workers : DEFAULT_WORKERS;
+}
+
+/* t's heap pages as c sees them (the size now: a range past the last
+ * page reads nothing, and the last range has no upper bound) and its
+ * estimated rows (pg_class.reltuples; 0 when never counted). */
+static int heap_size(floe__pg_conn *c, const floe__mtable *t, uint64_t *pages, uint64_t *rows,
+                     floe_error *err)
+{
+    char rel[16];
+    snprintf(rel, sizeof rel, "%u", t->relid);
+    const char *params[1] = {rel};
+    floe__pg_result *r = NULL;
+    FLOE_FORWARD(floe__pg_query(c, "SELECT pg_relation_size(oid) / "
+                                "current_setting('block_size')::bigint, "
+                                "greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = $1",
+                                params, 1, &r, err));
+    const char *p = floe__pg_rows(r) ? floe__pg_get(r, 0, 0) : NULL;
+    const char *n = floe__pg_rows(r) ? floe__pg_get(r, 0, 1) : NULL;
+    *pages = p ? strtoull(p, NULL, 10) : 0;
+    *rows = n ? strtoull(n, NULL, 10) : 0;
+    floe__pg_result_free(r);
+    return FLOE_OK;
+}
+
+/* How many page ranges t is copied in: one unless the server scans TID
+ * ranges (Postgres 14) and t is large enough for several. */
+static void plan_ranges(const floe_pg *pg, const floe__mtable *t, uint64_t pages, uint64_t *n,
+                        uint64_t *per)
+{
+    *n = 1;
+    *per = 0;
+    int workers = copy_workers(pg);
+    if (t->partitioned || pg->server_version < 140000 ||
+        (workers < 2 && !pg->opts.copy_range_pages))
+        return;
+    uint64_t size = pg->opts.copy_range_pages;
+    if (!size) {
+        size = pages / ((uint64_t)workers * RANGES_PER_WORKER) + 1;
+        if (size < MIN_RANGE_PAGES)
+            size = MIN_RANGE_PAGES;
+    }
+    *per = size;
+    *n = pages / size + 1;
+}
+
+/* Lock t in the snapshot, check its shape, read its partitions and size,
+ * and open its snapshot batch in bulk at at - 1. */
+static int prepare_table(floe_pg *pg, copy_table *ct, uint64_t at, uint64_t *pages,
+                         floe_error *err)
+{
+    floe__mtable *t = ct->t;
+    ct->t0 = floe__monotonic_ns();
     bool changed = false;
     int rc = floe__mirror_hold_table(pg, pg->rconn, t, t->shape, &changed, err);
     if (rc == FLOE_OK && changed) {
@@ -204,12 +303,254 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
     }
     if (rc == FLOE_OK)
         rc = floe__mirror_part_read(pg, pg->rconn, t, err);      /* as the copy sees them */
+    uint64_t rows = 0;
+    if (rc == FLOE_OK)
+        rc = heap_size(pg->rconn, t, pages, &rows, err);
     if (rc == FLOE_OK)
         rc = floe_sink_set_as_of(t->sink, at - 1, err);
     if (rc == FLOE_OK)
-        rc = floe__mirror_copy_begin(pg->rconn, t, err);
+        rc = floe__bulk_begin(t->sink, at - 1, (size_t)copy_workers(pg), rows, &ct->bulk, err);
+    return rc;
+}
+
+static int plan(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < pg->ntables; i++)
+        n += pg->tables[i].copy;
+    job->tables = floe__calloc(n ? n : 1, sizeof *job->tables);
+    FLOE_RETURN_IF(!job->tables, err, FLOE_ENOMEM, "out of memory");
+    size_t cap = 0;
+    for (size_t i = 0; i < pg->ntables; i++) {
+        if (!pg->tables[i].copy)
+            continue;
+        copy_table *ct = &job->tables[job->ntables++];
+        ct->t = &pg->tables[i];
+        uint64_t pages = 0, ranges = 1, per = 0;
+        FLOE_FORWARD(prepare_table(pg, ct, at, &pages, err));
+        plan_ranges(pg, ct->t, pages, &ranges, &per);
+        if (job->ntasks + ranges > cap) {
+            cap = (job->ntasks + ranges) * 2;
+            copy_task *tk = floe__realloc(job->tasks, cap * sizeof *tk);
+            FLOE_RETURN_IF(!tk, err, FLOE_ENOMEM, "out of memory");
+            job->tasks = tk;
+        }
+        for (uint64_t r = 0; r < ranges; r++)
+            job->tasks[job->ntasks++] = (copy_task){ct, r * per, r + 1 < ranges ? (r + 1) * per : 0,
+                                                    ranges > 1};
+        ct->ntasks = (size_t)ranges;
+    }
+    return FLOE_OK;
+}
+
+/* ---- the workers -------------------------------------------------------------------------- */
+
+/* COPY (SELECT cols FROM t WHERE ctid >= '(lo,0)' AND ctid < '(hi,0)') TO
+ * STDOUT: a TID range scan of those pages (Postgres 14). */
+static int range_sql(const copy_task *k, floe__buf *b, floe_error *err)
+{
+    const floe__mtable *t = k->table->t;
+    floe__buf_reset(b);
+    if (!k->ranged) {
+        FLOE_FORWARD(copy_sql(t, b, err));
+        return FLOE_OK;
+    }
+    FLOE_FORWARD(floe__buf_printf(b, err, "COPY (SELECT "));
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (c)
+            FLOE_FORWARD(floe__buf_append(b, ", ", 2, err));
+        FLOE_FORWARD(floe__pg_quote_ident(t->cols[c].name, b, err));
+    }
+    FLOE_FORWARD(floe__buf_printf(b, err, " FROM "));
+    FLOE_FORWARD(table_name(t, b, err));
+    if (k->lo)
+        FLOE_FORWARD(floe__buf_printf(b, err, " WHERE ctid >= '(%" PRIu64 ",0)'::tid", k->lo));
+    if (k->hi)
+        FLOE_FORWARD(floe__buf_printf(b, err, " %s ctid < '(%" PRIu64 ",0)'::tid",
+                                      k->lo ? "AND" : "WHERE", k->hi));
+    FLOE_FORWARD(floe__buf_printf(b, err, ") TO STDOUT"));
+    return floe__buf_putc(b, 0, err);
+}
+
+static bool job_failed(copy_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    bool f = job->failed;
+    pthread_mutex_unlock(&job->mu);
+    return f;
+}
+
+static int fit_fields(copy_worker *w, size_t n, floe_error *err)
+{
+    if (n <= w->cap_fields)
+        return FLOE_OK;
+    floe__pg_field *f = floe__realloc(w->fields, n * sizeof *f);
+    if (!f)
+        return FLOE_OOM(err);
+    w->fields = f;
+    w->cap_fields = n;
+    return FLOE_OK;
+}
+
+/* The lines of the running COPY into part p. */
+static int copy_lines(copy_worker *w, copy_table *ct, floe__bulk_part *p, floe_error *err)
+{
+    const floe__mtable *t = ct->t;
+    FLOE_FORWARD(fit_fields(w, t->ncols, err));
+    uint64_t n = 0;
+    for (;;) {
+        const char *line;
+        size_t len;
+        int got;
+        FLOE_FORWARD(floe__pg_copy_next(w->c, &line, &len, &got, err));
+        if (got) {
+            FLOE_FORWARD(floe__pg_copy_split(line, len, t->ncols, &w->fields_buf, w->fields,
+                                             err));
+            FLOE_FORWARD(floe__mirror_copy_fields(t, w->fields, &w->scratch, &w->row, err));
+            FLOE_FORWARD(floe__bulk_part_write(p, w->row.data, w->row.len, err));
+            n++;
+        }
+        if (!got || n == CHECK_EVERY) {
+            atomic_fetch_add_explicit(&ct->rows, n, memory_order_relaxed);
+            n = 0;
+            FLOE_RETURN_IF(got && job_failed(w->job), err, FLOE_EINTERRUPTED,
+                           "the copy stopped");
+        }
+        if (!got)
+            return FLOE_OK;
+    }
+}
+
+static int copy_task_run(copy_worker *w, const copy_task *k, floe_error *err)
+{
+    floe__bulk_part *p = NULL;
+    FLOE_FORWARD(floe__bulk_part_new(k->table->bulk, &p, err));
+    int rc = range_sql(k, &w->sql, err);
     if (rc == FLOE_OK)
-        rc = copy_rows(pg, t, at - 1, err);
+        rc = floe__pg_copy_begin(w->c, (const char *)w->sql.data, err);
+    if (rc == FLOE_OK)
+        rc = copy_lines(w, k->table, p, err);
+    if (rc == FLOE_OK)
+        rc = floe__bulk_part_finish(p, err);
+    floe__bulk_part_free(p);
+    if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED)
+        return rc;
+    char pages[64] = "";
+    if (k->ranged && k->hi)
+        snprintf(pages, sizeof pages, ", pages %" PRIu64 " to %" PRIu64, k->lo, k->hi - 1);
+    else if (k->ranged)
+        snprintf(pages, sizeof pages, ", pages %" PRIu64 " to the end", k->lo);
+    return floe__err_wrap(err, rc, "the initial copy of %s%s (nothing of it is committed; the "
+                          "next run copies it again)", k->table->t->source, pages);
+}
+
+/* Take the next task; NULL when none is left or the copy stops. */
+static const copy_task *take_task(copy_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    const copy_task *k = job->failed || job->next == job->ntasks ? NULL
+                                                                  : &job->tasks[job->next++];
+    pthread_mutex_unlock(&job->mu);
+    return k;
+}
+
+/* A worker's failure: the job's, unless another came first. */
+static void worker_failed(copy_job *job, int rc, floe_error *err)
+{
+    pthread_mutex_lock(&job->mu);
+    if (!job->failed) {
+        job->failed = true;
+        job->rc = rc;
+        floe__err_move(job->err, err);
+    }
+    pthread_mutex_unlock(&job->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    copy_worker *w = arg;
+    copy_job *job = w->job;
+    int rc = floe__pg_connect(job->pg->opts.source, false, &w->c, w->err);
+    if (rc == FLOE_OK)
+        rc = floe__mirror_in_snapshot(w->c, job->snapshot, w->err);
+    if (rc != FLOE_OK) {
+        worker_failed(job, rc, w->err);
+        return NULL;
+    }
+    for (const copy_task *k; (k = take_task(job));) {
+        rc = copy_task_run(w, k, w->err);
+        if (rc != FLOE_OK) {
+            worker_failed(job, rc, w->err);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void worker_free(copy_worker *w)
+{
+    floe__pg_close(w->c);                 /* a COPY cut short or a transaction goes with it */
+    floe__buf_free(&w->fields_buf);
+    floe__buf_free(&w->scratch);
+    floe__buf_free(&w->row);
+    floe__buf_free(&w->sql);
+    floe__free(w->fields);
+    floe_error_free(w->err);
+}
+
+/* ---- the sink's thread: index, commit ---------------------------------------------------- */
+
+/* The copy stops: no more tasks, and parts waiting for room give up.
+ * rc (not FLOE_OK) and err: the failure, unless a worker's came first. */
+static void stop_all(copy_job *job, int rc, floe_error *err)
+{
+    pthread_mutex_lock(&job->mu);
+    if (!job->failed && rc != FLOE_OK) {
+        job->failed = true;
+        job->rc = rc;
+        floe__err_move(job->err, err);
+    }
+    pthread_mutex_unlock(&job->mu);
+    for (size_t i = 0; i < job->ntables; i++)
+        if (job->tables[i].bulk)
+            floe__bulk_cancel(job->tables[i].bulk);
+}
+
+static uint64_t rows_so_far(copy_job *job)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < job->ntables; i++)
+        n += atomic_load_explicit(&job->tables[i].rows, memory_order_relaxed);
+    return n;
+}
+
+/* Index ct's rows as its workers write them, until every range is done. */
+static int index_table(copy_job *job, copy_table *ct, uint64_t base, floe_error *err)
+{
+    for (;;) {
+        size_t finished = 0;
+        FLOE_FORWARD(floe__bulk_index(ct->bulk, WAIT_MS, &finished, err));
+        job->pg->copy_rows = base + rows_so_far(job);
+        floe__mirror_publish(job->pg);
+        if (job_failed(job))
+            return FLOE_OK;                        /* the worker's error is the job's */
+        if (finished == ct->ntasks)                /* a part per task */
+            return FLOE_OK;
+        FLOE_RETURN_IF(floe__mirror_stopping(job->pg), err, FLOE_EINTERRUPTED,
+                       "stopped during the copy");
+    }
+}
+
+static int copy_one(floe_pg *pg, copy_job *job, copy_table *ct, uint64_t at, uint64_t base,
+                      floe_error *err)
+{
+    floe__mtable *t = ct->t;
+    int rc = index_table(job, ct, base, err);
+    if (rc == FLOE_OK && job_failed(job))
+        return FLOE_OK;
+    if (rc == FLOE_OK)
+        rc = floe__bulk_seal(ct->bulk, err);
+    t->copied_rows = floe__bulk_rows(ct->bulk);
     bool other = false;                                   /* another process committed it */
     if (rc == FLOE_OK)
         rc = commit_copy(pg, t, at, &other, err);         /* the snapshot batch commits */
@@ -225,9 +566,10 @@ static int copy_table(floe_pg *pg, floe__mtable *t, uint64_t at, floe_error *err
     pg->tables_copied++;
     char lsn[24];
     floe__lsn_format(at, lsn, sizeof lsn);
-    floe__mirror_notice(pg, "copied %s: %llu rows into %s in %.1fs, committed at %s", t->source,
-                        (unsigned long long)t->copied_rows, t->ident,
-                        (double)(floe__monotonic_ns() - t0) / 1e9, lsn);
+    floe__mirror_notice(pg, "copied %s: %llu rows into %s in %.1fs (%zu range%s), committed at "
+                        "%s", t->source, (unsigned long long)t->copied_rows, t->ident,
+                        (double)(floe__monotonic_ns() - ct->t0) / 1e9, ct->ntasks,
+                        ct->ntasks == 1 ? "" : "s", lsn);
     floe__mirror_publish(pg);
     return FLOE_OK;
 }
@@ -249,18 +591,99 @@ int floe__mirror_in_snapshot(floe__pg_conn *c, const char *snapshot, floe_error 
     return rc;
 }
 
+/* The workers, at most one per task, each on a connection of its own in
+ * the snapshot.  *n: those started. */
+static int start_workers(copy_job *job, copy_worker *ws, size_t want, size_t *n,
+                         floe_error *err)
+{
+    *n = 0;
+    for (size_t i = 0; i < want; i++) {
+        copy_worker *w = &ws[i];
+        w->job = job;
+        floe__buf_init(&w->fields_buf, (size_t)1 << 30);
+        floe__buf_init(&w->scratch, (size_t)1 << 30);
+        floe__buf_init(&w->row, (size_t)1 << 31);
+        floe__buf_init(&w->sql, (size_t)1 << 20);
+        w->err = floe_error_new();
+        FLOE_RETURN_IF(!w->err, err, FLOE_ENOMEM, "out of memory");
+        *n = i + 1;
+        int e = pthread_create(&w->thread, NULL, worker_main, w);
+        FLOE_RETURN_IF(e, err, FLOE_EIO, "starting a copy worker: %s", strerror(e));
+        w->started = true;
+    }
+    return FLOE_OK;
+}
+
+static void job_free(copy_job *job)
+{
+    for (size_t i = 0; i < job->ntables; i++)
+        floe__bulk_free(job->tables[i].bulk);
+    floe__free(job->tables);
+    floe__free(job->tasks);
+    floe_error_free(job->err);
+    pthread_mutex_destroy(&job->mu);
+}
+
+/* Commit each table as its ranges are done, in order (the workers go on
+ * with the next tables meanwhile). */
+static int copy_tables(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
+{
+    uint64_t base = pg->copy_rows;
+    for (size_t i = 0; i < job->ntables; i++) {
+        FLOE_FORWARD(copy_one(pg, job, &job->tables[i], at, base, err));
+        if (job_failed(job))
+            return FLOE_OK;
+    }
+    return FLOE_OK;
+}
+
+static int copy_job_run(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
+{
+    int rc = plan(pg, job, at, err);
+    size_t want = (size_t)copy_workers(pg), n = 0;
+    if (want > job->ntasks)
+        want = job->ntasks;
+    copy_worker *ws = floe__calloc(want ? want : 1, sizeof *ws);
+    if (rc == FLOE_OK && !ws)
+        rc = FLOE_OOM(err);
+    if (rc == FLOE_OK)
+        rc = start_workers(job, ws, want, &n, err);
+    if (rc == FLOE_OK)
+        rc = copy_tables(pg, job, at, err);
+    if (rc != FLOE_OK || job_failed(job))
+        stop_all(job, rc, err);                /* workers waiting for room wake up */
+    for (size_t i = 0; i < n; i++) {
+        if (ws[i].started)
+            pthread_join(ws[i].thread, NULL);
+        worker_free(&ws[i]);
+    }
+    floe__free(ws);
+    pthread_mutex_lock(&job->mu);
+    if (job->failed) {                         /* the first failure, a worker's or ours */
+        rc = job->rc;
+        floe__err_move(err, job->err);
+    }
+    pthread_mutex_unlock(&job->mu);
+    return rc;
+}
+
 int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err)
 {
-    /* the snapshot on a connection of its own: pg->conn sees the catalog now */
-    int rc = floe__pg_connect(pg->opts.source, false, &pg->rconn, err);
+    /* the snapshot on a connection of its own: pg->conn sees the catalog
+     * now; it holds the tables' locks until every range is copied */
+    copy_job job = {.pg = pg, .snapshot = snapshot, .err = floe_error_new()};
+    pthread_mutex_init(&job.mu, NULL);
+    int rc = job.err ? FLOE_OK : FLOE_OOM(err);
+    if (rc == FLOE_OK)
+        rc = floe__pg_connect(pg->opts.source, false, &pg->rconn, err);
     if (rc == FLOE_OK)
         rc = floe__mirror_in_snapshot(pg->rconn, snapshot, err);
-    for (size_t i = 0; rc == FLOE_OK && i < pg->ntables; i++)
-        if (pg->tables[i].copy)
-            rc = copy_table(pg, &pg->tables[i], at, err);
+    if (rc == FLOE_OK)
+        rc = copy_job_run(pg, &job, at, err);
     if (rc == FLOE_OK)
         rc = floe__pg_exec(pg->rconn, "COMMIT", err);
     floe__pg_close(pg->rconn);           /* a transaction still open rolls back */
     pg->rconn = NULL;
+    job_free(&job);
     return rc;
 }

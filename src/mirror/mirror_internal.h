@@ -7,7 +7,8 @@
  *                    the publication, a sink per table
  *   mirror_slot.c    the replication slot: found, created with an exported
  *                    snapshot, or a temporary one for copies after a restart
- *   mirror_copy.c    the initial copy of a table inside an exported snapshot
+ *   mirror_copy.c    the initial copy inside an exported snapshot: tables and
+ *                    page ranges on worker threads, written in bulk
  *   mirror_stream.c  the change stream: transactions, frontiers, commits on a
  *                    wall clock, the slot's confirmed flush LSN
  *   mirror_row.c     tuples and COPY lines into rows of a table's sink
@@ -381,7 +382,9 @@ int floe__mirror_slot_create(floe_pg *pg, floe__pg_conn *c, const char *name, bo
                              uint64_t *consistent, char *snapshot, size_t cap, floe_error *err);
 
 /* mirror_copy.c: copy every table marked for it inside `snapshot`, each as
- * its snapshot batch at consistent point `at` (committed table by table). */
+ * its snapshot batch at consistent point `at` (committed table by table),
+ * on pg->opts.copy_workers connections and threads (the exporting
+ * connection must stay idle meanwhile). */
 int floe__mirror_copy(floe_pg *pg, const char *snapshot, uint64_t at, floe_error *err);
 /* BEGIN a read-only transaction in `snapshot` on c. */
 int floe__mirror_in_snapshot(floe__pg_conn *c, const char *snapshot, floe_error *err);
@@ -479,6 +482,10 @@ int floe__mirror_tuple_row(floe_pg *pg, floe__mtable *t, const floe__pgo_tuple *
 /* From the fields of a COPY line into t->row. */
 int floe__mirror_copy_row(floe_pg *pg, floe__mtable *t, const floe__pg_field *fields,
                           floe_error *err);
+/* The same into `out` with `scratch`: reads t only, so the copy's workers
+ * call it at once, each with its own buffers. */
+int floe__mirror_copy_fields(const floe__mtable *t, const floe__pg_field *fields,
+                             floe__buf *scratch, floe__buf *out, floe_error *err);
 /* The key bytes of a row of t (its key columns' slots in key order; the
  * whole row when keyed by it) into out. */
 int floe__mirror_row_key(const floe__mtable *t, const floe_row *row, floe__buf *out,

@@ -17,17 +17,17 @@
  */
 #include "mirror/mirror_internal.h"
 
-static int put_text(floe_pg *pg, floe__mtable *t, size_t c, const char *s, size_t n,
-                    floe__buf *out, floe_error *err)
+static int put_text(floe__buf *scratch, const floe__mtable *t, size_t c, const char *s,
+                    size_t n, floe__buf *out, floe_error *err)
 {
     const floe__field *f = &t->schema->root.children[c];
-    int rc = floe__pg_value_put(&t->cols[c].type, f, s, n, out, &pg->scratch, err);
+    int rc = floe__pg_value_put(&t->cols[c].type, f, s, n, out, scratch, err);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "%s column \"%s\"", t->source, t->cols[c].name);
     return FLOE_OK;
 }
 
-static int put_null(floe__mtable *t, size_t c, bool key_only, floe__buf *out, floe_error *err)
+static int put_null(const floe__mtable *t, size_t c, bool key_only, floe__buf *out, floe_error *err)
 {
     if (key_only && t->cols[c].key)
         return floe__err_set(err, FLOE_EINPUT, "%s: the key Postgres sent for an update or "
@@ -111,7 +111,7 @@ int floe__mirror_tuple_row(floe_pg *pg, floe__mtable *t, const floe__pgo_tuple *
             partial = partial || (mask[c / 8] >> (c % 8) & 1);
         }
         else if (v->kind == 't')
-            rc = put_text(pg, t, c, v->data, v->len, out, err);
+            rc = put_text(&pg->scratch, t, c, v->data, v->len, out, err);
         else
             rc = floe__err_set(err, FLOE_EINPUT, "%s column \"%s\": a binary value (not asked "
                                "for)", t->source, t->cols[c].name);
@@ -129,20 +129,25 @@ int floe__mirror_tuple_row(floe_pg *pg, floe__mtable *t, const floe__pgo_tuple *
     return floe__buf_append(out, packed->data, packed->len, err);
 }
 
-int floe__mirror_copy_row(floe_pg *pg, floe__mtable *t, const floe__pg_field *fields,
-                          floe_error *err)
+int floe__mirror_copy_fields(const floe__mtable *t, const floe__pg_field *fields,
+                             floe__buf *scratch, floe__buf *out, floe_error *err)
 {
-    floe__buf *out = &t->row->data;
     floe__buf_reset(out);
     for (size_t c = 0; c < t->ncols; c++) {
         int rc = fields[c].null ? put_null(t, c, false, out, err)
-                                : put_text(pg, t, c, fields[c].s, fields[c].len, out, err);
+                                : put_text(scratch, t, c, fields[c].s, fields[c].len, out, err);
         if (rc != FLOE_OK) {
             floe__buf_reset(out);
             return rc;
         }
     }
     return FLOE_OK;
+}
+
+int floe__mirror_copy_row(floe_pg *pg, floe__mtable *t, const floe__pg_field *fields,
+                          floe_error *err)
+{
+    return floe__mirror_copy_fields(t, fields, &pg->scratch, &t->row->data, err);
 }
 
 int floe__mirror_row_key(const floe__mtable *t, const floe_row *row, floe__buf *out,

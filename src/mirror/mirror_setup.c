@@ -985,7 +985,7 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
                            "go on from it", t->ident, from, t->sink_id);
     if (rc == FLOE_OK && from)
         rc = align_with_table(t, &rec, err);
-    bool dropped = rec.dropped;
+    bool dropped = rec.dropped, existed = rec.exists;   /* recorded_clear forgets them */
     if (rc == FLOE_OK && from && !other)
         rc = floe__mirror_part_resumed(pg, t, rec.partitions, err);
     recorded_clear(&rec);
@@ -993,7 +993,7 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
         return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
     t->copy = !from;
     t->start = from ? f.t : 0;
-    t->existed = rec.exists;
+    t->existed = existed;
     FLOE_FORWARD(floe__mirror_adopt(t, t->cols, t->ncols, err));
     if (why[0])
         floe__mirror_resync_mark(pg, t, why);

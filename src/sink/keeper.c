@@ -984,7 +984,8 @@ int floe__keeper_prepare(floe__keeper *k, floe__sealed *s, floe__writer *w, uint
     uint64_t size = (s->kx_log ? s->kx_log->ops.len : 0) + s->dels.recs.len;
     uint64_t ckpt = k->store ? floe__kx_store_checkpoint_bytes(k->store) : 0;
     /* cheaper to checkpoint after the commit than to log (or too big to) */
-    k->unlogged = (s->kx_log && s->kx_log->dropped) ||       /* past its bound: too big */
+    k->unlogged = s->unlogged ||           /* rows indexed in bulk, without a log */
+                  (s->kx_log && s->kx_log->dropped) ||       /* past its bound: too big */
                   (size > CHECKPOINT_AFTER && (size > ckpt / 2 || size >= FLOE__KX_MAX_RECORD / 2));
     if (k->store && !k->unlogged) {
         floe__kx_log l;

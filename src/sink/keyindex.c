@@ -64,6 +64,7 @@ struct floe__kx {
 };
 
 static uint64_t hash_key(const uint8_t *k, size_t n) { return floe__hash64(k, n, 0x5bd1e995); }
+uint64_t floe__kx_key_hash(const uint8_t *key, size_t len) { return hash_key(key, len); }
 static uint16_t filter_of(uint64_t h) { return (uint16_t)(h >> 48); }
 static uint32_t file_of(const slot *s) { return (uint32_t)(s->file_pos >> POS_BITS); }
 static uint64_t pos_of(const slot *s) { return s->file_pos & FLOE_KX_MAX_POS; }
@@ -302,6 +303,23 @@ static int grow(floe__kx *kx, floe_error *err)
     return FLOE_OK;
 }
 
+int floe__kx_reserve(floe__kx *kx, uint64_t rows, floe_error *err)
+{
+    if (kx->used)
+        return FLOE_OK;
+    size_t cap = kx->cap;
+    /* room for `rows` below the 3/4 load, the array within half the budget
+     * (a spill's sort entries and the keys need the rest) */
+    while ((uint64_t)cap * 3 < rows * 4 && cap * 2 * sizeof(slot) <= kx->limit / 2)
+        cap *= 2;
+    if (cap == kx->cap)
+        return FLOE_OK;
+    slot *old = kx->slots;
+    FLOE_FORWARD(alloc_slots(kx, cap, err));
+    floe__free(old);
+    return FLOE_OK;
+}
+
 static int new_block(floe__kx *kx, size_t need, floe_error *err)
 {
     FLOE_RETURN_IF(kx->n_blocks >= ((size_t)1 << 27), err, FLOE_ELIMIT,
@@ -406,6 +424,18 @@ static int put_slot(floe__kx *kx, const uint8_t *key, size_t len, uint64_t h, ui
     s->rowhash = rowhash;
     return FLOE_OK;
 }
+
+int floe__kx_adopt_run(floe__kx *kx, floe__kx_run *run, floe_error *err)
+{
+    FLOE_RETURN_IF(kx->used || kx->run, err, FLOE_EINTERNAL,
+                   "a built run given to a key index that holds rows");
+    kx->run = run;
+    kx->run_live = floe__kx_run_entries(run);
+    return FLOE_OK;
+}
+
+size_t floe__kx_memory_limit(const floe__kx *kx) { return kx->limit; }
+const char *floe__kx_spill_dir(const floe__kx *kx) { return kx->spill_dir; }
 
 static int maybe_spill(floe__kx *kx, floe_error *err);
 
@@ -651,6 +681,12 @@ static int cmp_row(uint64_t ha, const uint8_t *ka, size_t la, uint32_t fa, uint6
     return pa < pb ? -1 : pa > pb;
 }
 
+int floe__kx_cmp_row(uint64_t ha, const uint8_t *ka, size_t la, uint32_t fa, uint64_t pa,
+                     uint64_t hb, const uint8_t *kb, size_t lb, uint32_t fb, uint64_t pb)
+{
+    return cmp_row(ha, ka, la, fa, pa, hb, kb, lb, fb, pb);
+}
+
 static uint32_t id_of(const slot *s) { return file_of(s) & ~FILE_TOMB; }
 
 static int cmp_mem(const void *a, const void *b, void *arg)
@@ -765,10 +801,19 @@ static int maybe_spill(floe__kx *kx, floe_error *err)
 
 /* ---- walking and stats ------------------------------------------------------------------------ */
 
+#define EACH_AHEAD 16
+
 static int each_memory(floe__kx *kx, floe__kx_visit_fn fn, void *ctx, floe_error *err)
 {
     for (size_t i = 0; i < kx->cap; i++) {
         const slot *s = &kx->slots[i];
+        if (i + EACH_AHEAD < kx->cap) {       /* slots are in hash order, keys are not */
+            uint64_t ahead = kx->slots[i + EACH_AHEAD].ref_hash >> 16;
+            if (ahead) {
+                ahead -= 1;
+                __builtin_prefetch(kx->blocks[ahead >> BLOCK_BITS] + (ahead & (BLOCK_SIZE - 1)));
+            }
+        }
         if (s->ref_hash == 0 || is_dead(s) || is_tomb(s) || !floe__kx_file_live(kx, id_of(s)))
             continue;
         size_t len;
@@ -782,11 +827,13 @@ int floe__kx_each(floe__kx *kx, floe__kx_visit_fn fn, void *ctx, floe_error *err
 {
     if (!kx->run)
         return each_memory(kx, fn, ctx, err);
-    FLOE_FORWARD(merge_into_run(kx, err));     /* one sorted run holds everything */
+    if (kx->used)                               /* one sorted run holds everything */
+        FLOE_FORWARD(merge_into_run(kx, err));
     floe__kx_run_cursor c;
     int rc = floe__kx_run_cursor_init(&c, kx->run, err);
     while (rc == FLOE_OK && c.has) {
-        rc = fn(ctx, c.key, c.len, c.loc, err);
+        if (floe__kx_file_live(kx, c.loc.file))     /* a merge drops the others */
+            rc = fn(ctx, c.key, c.len, c.loc, err);
         if (rc == FLOE_OK)
             rc = floe__kx_run_cursor_next(&c, err);
     }

@@ -96,6 +96,10 @@ size_t floe__kx_file_count(const floe__kx *kx);       /* ids handed out */
 /* A hint: key's slots will be wanted soon (a build inserting row after row
  * prefetches a few rows ahead, so the cache misses overlap). */
 void floe__kx_prefetch(const floe__kx *kx, const uint8_t *key, size_t len);
+/* An empty index about to take `rows` rows: its slot array sized for them
+ * at once (within the memory budget) instead of doubling its way there.
+ * Does nothing once the index holds a row. */
+int floe__kx_reserve(floe__kx *kx, uint64_t rows, floe_error *err);
 /* One more live row of key. */
 int floe__kx_insert(floe__kx *kx, const uint8_t *key, size_t len, floe__kx_loc loc,
                     floe_error *err);
@@ -179,6 +183,33 @@ typedef struct floe__kx_run_cursor {
 int floe__kx_run_cursor_init(floe__kx_run_cursor *c, const floe__kx_run *r, floe_error *err);
 int floe__kx_run_cursor_next(floe__kx_run_cursor *c, floe_error *err);
 void floe__kx_run_cursor_free(floe__kx_run_cursor *c);
+
+/* The index's hash of a key, and the order runs are sorted in: (key hash,
+ * key, file, pos). */
+uint64_t floe__kx_key_hash(const uint8_t *key, size_t len);
+int floe__kx_cmp_row(uint64_t ha, const uint8_t *ka, size_t la, uint32_t fa, uint64_t pa,
+                     uint64_t hb, const uint8_t *kb, size_t lb, uint32_t fb, uint64_t pb);
+/* An index without rows takes `run` (entries of its files' ids) as its disk
+ * tier; FLOE_EINTERNAL when it holds rows. */
+int floe__kx_adopt_run(floe__kx *kx, floe__kx_run *run, floe_error *err);
+size_t floe__kx_memory_limit(const floe__kx *kx);
+const char *floe__kx_spill_dir(const floe__kx *kx);
+
+/* ---- building an empty index in sorted runs (keyindex_build.c) -----------------------------
+ * Many rows into an empty index in bounded memory (a bulk copy whose rows
+ * the memory tier cannot hold): rows are gathered in chunks within the
+ * index's memory limit, each chunk sorted (radix on the key hash) and
+ * written as a run, and the runs merged once into the index's disk tier at
+ * the end.  Cheaper than inserting into the memory tier and spilling it
+ * again and again.  Not thread-safe (the index's thread). */
+typedef struct floe__kx_builder floe__kx_builder;
+int floe__kx_builder_new(floe__kx *kx, floe__kx_builder **out, floe_error *err);
+int floe__kx_builder_add(floe__kx_builder *b, const uint8_t *key, size_t len, floe__kx_loc loc,
+                         floe_error *err);
+/* The rows into the index (empty until then); the builder is freed either
+ * way. */
+int floe__kx_builder_finish(floe__kx_builder *b, floe_error *err);
+void floe__kx_builder_free(floe__kx_builder *b);   /* accepts NULL */
 
 /* The largest log record the store writes (one commit attempt's changes). */
 #define FLOE__KX_MAX_RECORD ((uint64_t)1 << 31)

@@ -842,26 +842,31 @@ const floe_schema *floe_sink_row_schema(const floe_sink *s) { return s->input; }
 /* ---- input -------------------------------------------------------------------------------- */
 
 /* The key bytes of a row: its key columns' slots, in key order. */
-int floe__sink_extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error *err)
+int floe__sink_key_bytes(const floe_sink *s, const uint8_t *row, size_t len,
+                         const uint8_t **spans, floe__buf *key, floe_error *err)
 {
-    floe__buf_reset(&s->key);
+    floe__buf_reset(key);
     if (!s->upsert || s->synthetic)
         return FLOE_OK;
     const floe__field *f = s->input->root.children;
     const uint8_t *p = row, *end = row + len;
     size_t n = s->key_span;                 /* walk only as far as the last key column */
     for (size_t i = 0; i < n; i++) {
-        s->spans[i] = p;
+        spans[i] = p;
         p = floe__datum_skip(&f[i], p, end);
         FLOE_RETURN_IF(!p, err, FLOE_EINVAL, "row is not of the sink's schema");
     }
-    s->spans[n] = p;
+    spans[n] = p;
     for (size_t k = 0; k < s->n_key; k++) {
         size_t c = s->key_cols[k];
-        FLOE_FORWARD(floe__buf_append(&s->key, s->spans[c],
-                                      (size_t)(s->spans[c + 1] - s->spans[c]), err));
+        FLOE_FORWARD(floe__buf_append(key, spans[c], (size_t)(spans[c + 1] - spans[c]), err));
     }
     return FLOE_OK;
+}
+
+int floe__sink_extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error *err)
+{
+    return floe__sink_key_bytes(s, row, len, s->spans, &s->key, err);
 }
 
 /* Updates the sink must refuse, whatever their row. */
@@ -1016,6 +1021,8 @@ static int take_batches(floe_sink *s, floe_error *err)
             s->truncating = false;
         }
         FLOE_FORWARD(floe__writer_add_batch(s->writer, &b, err));
+        if (s->bulk)
+            FLOE_FORWARD(floe__bulk_adopt(s->bulk, err));
     }
     return FLOE_OK;
 }

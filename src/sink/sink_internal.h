@@ -241,6 +241,9 @@ typedef struct floe__sealed {
     uint64_t position_deletes, equality_deletes;
     floe__delrecs dels;                 /* the rows it deletes by position */
     struct floe__kx_log *kx_log;        /* position mode: the rows it indexed (owned) */
+    bool unlogged;                      /* rows indexed without kx_log (a bulk snapshot
+                                           batch): the attempt is not logged, the index is
+                                           checkpointed after its commit */
     /* The schema its files are written in when the table's current one is
      * another (a schema change of the sink: its commit makes it current);
      * NULL otherwise.  Borrowed from the sink. */
@@ -272,6 +275,11 @@ int floe__writer_write(floe__writer *w, const floe__upd *u, floe_error *err);
 int floe__writer_flush(floe__writer *w, floe_error *err);
 /* Whether an open batch holds time t. */
 bool floe__writer_holds(const floe__writer *w, uint64_t t);
+/* Data files written outside the writer (sink_bulk.c: `rows` insertions
+ * of the snapshot batch, indexed without a log) join the snapshot batch
+ * holding t; *files is emptied. */
+int floe__writer_adopt(floe__writer *w, uint64_t t, floe__content_list *files, uint64_t rows,
+                       floe_error *err);
 /* The input ended at `end` (floe__minter_end): the open batch holding end
  * ends there, later ones (which can hold no update) are dropped. */
 int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err);
@@ -533,6 +541,51 @@ int floe__sink_push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t
                           int64_t diff, floe_error *err);
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err);
+
+/* ---- the snapshot batch in bulk (sink_bulk.c) ------------------------------------------
+ * A fresh sink's snapshot batch (floe_sink_set_as_of(time) set, nothing
+ * pushed) holds only insertions at one time: they need neither the stash's
+ * consolidation nor the writer's groups, nor a logged key index.  Rows go
+ * straight into data files through parts, one per writer thread; a part
+ * hands its rows' (key, file, position, row hash) to the sink's thread in
+ * bounded blocks, where floe__bulk_index puts them into the key index
+ * (position mode).  After floe__bulk_seal, floe_sink_advance commits the
+ * batch; the attempt is not logged and the index is checkpointed after it.
+ *
+ * Threads: the floe__bulk_part_* functions run on any thread (each part on
+ * one thread at a time); everything else on the sink's thread.
+ * The sink is not used otherwise while a bulk is open (its schema, key and
+ * table are read by the parts). */
+typedef struct floe__bulk floe__bulk;
+typedef struct floe__bulk_part floe__bulk_part;
+
+/* Open s's snapshot batch at `time` (its as-of) for at most max_parts parts
+ * at once (their row groups share the sink's memory), about expect_rows
+ * rows (an estimate: the key index is sized for them; 0 unknown).  Upsert
+ * mode only. */
+int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t expect_rows,
+                     floe__bulk **out, floe_error *err);
+/* Discard: the files of parts not committed are removed.  Every part must
+ * be freed first.  Accepts NULL. */
+void floe__bulk_free(floe__bulk *b);
+/* Wake every part waiting for room (they fail with FLOE_EINTERRUPTED). */
+void floe__bulk_cancel(floe__bulk *b);
+int floe__bulk_part_new(floe__bulk *b, floe__bulk_part **out, floe_error *err);
+/* One row (of floe_sink_row_schema's bytes), an insertion at the time. */
+int floe__bulk_part_write(floe__bulk_part *p, const uint8_t *row, size_t len, floe_error *err);
+/* Close the part's files: they join the batch. */
+int floe__bulk_part_finish(floe__bulk_part *p, floe_error *err);
+/* Free a part (a part not finished has its files removed).  Accepts NULL. */
+void floe__bulk_part_free(floe__bulk_part *p);
+/* Index what parts handed over; when nothing is there, first wait up to
+ * wait_ms for a block or a part to finish.  *finished: the parts finished
+ * so far. */
+int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *finished, floe_error *err);
+/* Every part finished: index the rest; the parts' files join the
+ * snapshot batch when the next advance (floe_sink_advance past the time)
+ * mints it, and commit with it.  The bulk stays the caller's to free. */
+int floe__bulk_seal(floe__bulk *b, floe_error *err);
+uint64_t floe__bulk_rows(const floe__bulk *b);
 /* The Prometheus text exposition of several sinks' metrics, appended to
  * out: each metric's HELP and TYPE once, then a sample per sink (labelled
  * with its sink id), as the format requires. */

@@ -60,6 +60,8 @@ struct floe_sink {
     floe__writer *writer;
     floe__committer *committer;
     floe__keeper *keeper;            /* position mode */
+    floe__bulk *bulk;                /* the snapshot batch written in bulk, while it commits
+                                        (sink_bulk.c: its files join the batch when minted) */
     floe__maintainer *maintainer;    /* FLOE_MAINTAIN_AUTO */
     floe__moves *moves;              /* position mode and FLOE_MAINTAIN_AUTO: from the
                                         maintainer's compactions to the keeper */
@@ -103,6 +105,14 @@ int floe__sink_setup_key(floe_sink *s, const char *key_text, floe_error *err);
 void floe__sink_clear_key(floe_sink *s);
 /* The key bytes of a row of s->input into s->key. */
 int floe__sink_extract_key(floe_sink *s, const uint8_t *row, size_t len, floe_error *err);
+/* The same into `key`, with `spans` (1 + s->key_span pointers) as scratch:
+ * reads s only, so threads with their own buffers may call it at once. */
+int floe__sink_key_bytes(const floe_sink *s, const uint8_t *row, size_t len,
+                         const uint8_t **spans, floe__buf *key, floe_error *err);
+
+/* sink_bulk.c */
+/* The bulk's files into the batch that holds its time, once minted. */
+int floe__bulk_adopt(floe__bulk *b, floe_error *err);
 /* Position mode's key index opened (again) for s->eq_schema, and its report. */
 int floe__sink_open_keeper(floe_sink *s, floe_error *err);
 

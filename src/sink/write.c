@@ -20,14 +20,17 @@ typedef floe__open_batch open_batch;
 
 /* ---- batches ------------------------------------------------------------------- */
 
-static void batch_free(open_batch *b, bool abort_files)
+static void batch_free(const floe__writer *w, open_batch *b, bool abort_files)
 {
     if (!b)
         return;
     if (abort_files) {
         floe__file_writer_abort(b->data);
         floe__file_writer_abort(b->eqdel);
+        for (size_t i = 0; i < b->adopted.n; i++)
+            floe__fileio_remove(w->cfg->table->io, b->adopted.files[i].path, NULL);
     }
+    floe__content_list_clear(&b->adopted);
     floe__delrecs_free(&b->dels);
     floe__writer_fills_free(b);
     floe__kx_free(b->mem);
@@ -57,7 +60,7 @@ void floe__writer_free(floe__writer *w)
         return;
     for (open_batch *b = w->head, *next; b; b = next) {
         next = b->next;
-        batch_free(b, true);
+        batch_free(w, b, true);
     }
     floe__buf_free(&w->g_key);
     floe__buf_free(&w->g_rows);
@@ -112,6 +115,20 @@ static open_batch *batch_for(const floe__writer *w, uint64_t t)
 }
 
 bool floe__writer_holds(const floe__writer *w, uint64_t t) { return batch_for(w, t) != NULL; }
+
+int floe__writer_adopt(floe__writer *w, uint64_t t, floe__content_list *files, uint64_t rows,
+                       floe_error *err)
+{
+    open_batch *b = batch_for(w, t);
+    FLOE_RETURN_IF(!b || !b->desc.snapshot, err, FLOE_EINTERNAL,
+                   "files written in bulk at time %llu, which no snapshot batch holds",
+                   (unsigned long long)t);
+    FLOE_FORWARD(floe__content_list_take(&b->adopted, files, err));
+    b->rows += rows;
+    b->unlogged = true;
+    w->stats.rows_written += rows;
+    return FLOE_OK;
+}
 
 /* ---- files -------------------------------------------------------------------------- */
 
@@ -255,7 +272,7 @@ int floe__writer_truncate(floe__writer *w, floe__frontier end, floe_error *err)
             FLOE_RETURN_IF(b->rows || b->posdels || b->eqdels, err, FLOE_EINTERNAL,
                            "a batch past the end of the input holds rows");
             *link = b->next;
-            batch_free(b, true);
+            batch_free(w, b, true);
             continue;
         }
         if (floe__frontier_cmp(b->desc.upper, end) > 0)
@@ -363,6 +380,8 @@ static int close_files(open_batch *b, floe__content_list *out, floe_error *err)
     floe__file_writer *data = b->data, *eq = b->eqdel;
     b->data = b->eqdel = NULL;
     int rc = data ? floe__file_writer_close(data, out, err) : FLOE_OK;
+    if (rc == FLOE_OK)
+        rc = floe__content_list_take(out, &b->adopted, err);
     if (eq && rc == FLOE_OK)
         rc = floe__file_writer_close(eq, out, err);
     else if (eq)
@@ -380,6 +399,7 @@ static void hand_over(open_batch *b, floe__sealed *s)
     s->dels = b->dels;
     floe__delrecs_init(&b->dels);
     s->kx_log = b->log;
+    s->unlogged = b->unlogged;
     b->log = NULL;
 }
 
@@ -400,7 +420,7 @@ int floe__writer_seal_next(floe__writer *w, floe__frontier f, floe__sealed **out
     w->head = b->next;
     if (!w->head)
         w->tail = NULL;
-    batch_free(b, rc != FLOE_OK);
+    batch_free(w, b, rc != FLOE_OK);
     if (rc != FLOE_OK) {
         floe__sealed_free(s);
         return rc;

@@ -18,6 +18,8 @@ typedef struct floe__open_batch {
     floe__buf fills;                   /* partial rows waiting for their file rows
                                           (write_fill.c) */
     floe__delrecs fill_paths;          /* the files they read (its paths only) */
+    floe__content_list adopted;        /* data files written in bulk (floe__writer_adopt) */
+    bool unlogged;                     /* it holds rows indexed without `log` */
     struct floe__open_batch *next;
 } floe__open_batch;
 

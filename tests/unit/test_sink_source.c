@@ -3,14 +3,17 @@
  * than NDJSON lean on (the Postgres mirror): retractions by key
  * (floe_sink_retract_key), commits the caller times (commit_on_advance), an
  * as-of set after opening (floe_sink_set_as_of) and summary properties of
- * the caller's (floe_sink_set_property).  A real sink on a SQLite catalog
+ * the caller's (floe_sink_set_property), the snapshot batch written in
+ * bulk by parts on threads (sink_bulk.c).  A real sink on a SQLite catalog
  * in a temporary directory; what landed is read back through floe_table.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "floe.h"
+#include "sink/sink_internal.h"
 #include "unit.h"
 
 static char tmp_root[256];
@@ -22,7 +25,8 @@ typedef struct fix {
     floe_error *err;
 } fix;
 
-static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as_of)
+static int fix_open_mem(fix *f, const char *name, floe_delete_mode mode, uint64_t as_of,
+                        size_t memory)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->catalog, sizeof f->catalog, "sqlite:%s/%s.db", tmp_root, name);
@@ -49,6 +53,7 @@ static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as
     o.commit_on_advance = 1;
     o.commit_interval = 0;             /* not used */
     o.as_of = as_of;
+    o.memory_limit = memory;
     int rc = floe_sink_open(&o, &f->sink, f->err);
     for (size_t i = 0; i < sizeof str / sizeof *str; i++) {
         memset(str[i], 'x', strlen(str[i]));
@@ -59,6 +64,11 @@ static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as
         return rc;
     }
     return floe_row_new(floe_sink_row_schema(f->sink), &f->row, f->err);
+}
+
+static int fix_open(fix *f, const char *name, floe_delete_mode mode, uint64_t as_of)
+{
+    return fix_open_mem(f, name, mode, as_of, 0);
 }
 
 static void fix_close(fix *f)
@@ -211,6 +221,103 @@ TEST(a_retraction_by_key_needs_declared_key_columns)
     floe_sink_free(s);
 }
 
+/* One part of a bulk snapshot batch on a thread of its own: ids from, +2, ... */
+typedef struct part_arg {
+    floe__bulk *bulk;
+    floe_sink *sink;
+    int from, n;
+    int rc;
+} part_arg;
+
+static void *write_part(void *arg)
+{
+    part_arg *a = arg;
+    floe_row *row = NULL;
+    floe__bulk_part *p = NULL;
+    a->rc = floe_row_new(floe_sink_row_schema(a->sink), &row, NULL);
+    if (a->rc == FLOE_OK)
+        a->rc = floe__bulk_part_new(a->bulk, &p, NULL);
+    for (int i = 0; a->rc == FLOE_OK && i < a->n; i++) {
+        char json[64];
+        int n = snprintf(json, sizeof json, "{\"id\": %d, \"v\": \"bulk\"}", a->from + 2 * i);
+        a->rc = floe_row_set_json(row, json, (size_t)n, NULL);
+        if (a->rc == FLOE_OK)
+            a->rc = floe__bulk_part_write(p, row->data.data, row->data.len, NULL);
+    }
+    if (a->rc == FLOE_OK)
+        a->rc = floe__bulk_part_finish(p, NULL);
+    floe__bulk_part_free(p);
+    floe_row_free(row);
+    return NULL;
+}
+
+/* Two parts write the snapshot batch at once while this thread indexes;
+ * it commits as one snapshot, and retractions by key after it find every
+ * row (position mode) or delete by key (equality mode). */
+static void bulk_snapshot(floe_delete_mode mode, const char *name, size_t memory, uint64_t expect)
+{
+    enum { ROWS = 30000 };
+    fix f;
+    floe__bulk *b = NULL;
+    if (fix_open_mem(&f, name, mode, 99, memory) != FLOE_OK)
+        goto out;
+    CHECK_EQ_INT(floe__bulk_begin(f.sink, 99, 2, expect, &b, f.err), FLOE_OK);
+    CHECK_EQ_INT(floe__bulk_begin(f.sink, 99, 2, 0, &(floe__bulk *){NULL}, NULL), FLOE_ESTATE);
+    if (!b)
+        goto out;
+    part_arg a[2] = {{b, f.sink, 0, ROWS, 0}, {b, f.sink, 1, ROWS, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, write_part, &a[i]), 0);
+    size_t finished = 0;
+    while (finished < 2)
+        CHECK_EQ_INT(floe__bulk_index(b, 20, &finished, f.err), FLOE_OK);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(a[i].rc, FLOE_OK);
+    }
+    CHECK_EQ_INT(floe__bulk_rows(b), 2 * ROWS);
+    CHECK_EQ_INT(floe__bulk_seal(b, f.err), FLOE_OK);
+    CHECK_EQ_INT(floe_sink_advance(f.sink, 100, f.err), FLOE_OK);
+    uint64_t records;
+    char val[64];
+    table_state(&f, &records, val, sizeof val, "floe.frontier");
+    CHECK_EQ_STR(val, "[100]");
+    CHECK_EQ_INT(records, 2 * ROWS);
+    for (int id = 0; id < 2 * ROWS; id += 7)                        /* both parts' rows */
+        CHECK_EQ_INT(by_key(&f, 150, id), FLOE_OK);
+    CHECK_EQ_INT(push(&f, 150, 1, "{\"id\": 7, \"v\": \"again\"}"), FLOE_OK);
+    CHECK_EQ_INT(floe_sink_advance(f.sink, 200, f.err), FLOE_OK);
+    floe_sink_stats st;
+    floe_sink_stats_get(f.sink, &st);
+    CHECK_EQ_INT(st.retractions_missing, 0);
+    CHECK_EQ_INT(st.snapshots_committed, 2);
+    table_state(&f, &records, val, sizeof val, "floe.frontier");
+    if (mode == FLOE_DELETE_POSITION)           /* equality deletes are not counted there */
+        CHECK_EQ_INT(records, 2 * ROWS - (2 * ROWS + 6) / 7 + 1);
+out:
+    floe__bulk_free(b);
+    fix_close(&f);
+}
+
+TEST(a_bulk_snapshot_batch_from_two_threads_indexes_every_row)
+{
+    bulk_snapshot(FLOE_DELETE_POSITION, "bulk", 0, 60000);
+}
+
+/* More rows expected than the index's memory holds: it is built in sorted
+ * runs (keyindex_build.c), several chunks merged (an 8 MiB limit gives the
+ * index 4 MiB: chunks of about 50,000 rows). */
+TEST(a_bulk_snapshot_batch_larger_than_the_index_memory_builds_runs)
+{
+    bulk_snapshot(FLOE_DELETE_POSITION, "bulk-runs", (size_t)8 << 20, 1000000);
+}
+
+TEST(a_bulk_snapshot_batch_in_equality_mode)
+{
+    bulk_snapshot(FLOE_DELETE_EQUALITY, "bulk-eq", 0, 60000);
+}
+
 int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "sink-source");
@@ -218,6 +325,9 @@ int main(void)
     RUN(retractions_by_key_in_equality_mode);
     RUN(as_of_can_be_set_only_on_a_fresh_untouched_sink);
     RUN(a_retraction_by_key_needs_declared_key_columns);
+    RUN(a_bulk_snapshot_batch_from_two_threads_indexes_every_row);
+    RUN(a_bulk_snapshot_batch_larger_than_the_index_memory_builds_runs);
+    RUN(a_bulk_snapshot_batch_in_equality_mode);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
 }

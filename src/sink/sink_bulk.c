@@ -1,0 +1,407 @@
+/*
+ * sink_bulk.c - a fresh sink's snapshot batch written in bulk: rows of one
+ * time, all insertions, straight into data files by parts that run on
+ * threads of their caller (the Postgres mirror's copy workers), and the key
+ * index built from what they wrote.  It owns the parts, the bounded queue
+ * of index blocks between them and the sink's thread, and handing the
+ * parts' files to the writer's snapshot batch when the advance past its
+ * time mints it; the batch then seals and commits as any other (sink.c),
+ * as one snapshot.
+ *
+ * Why no stash and no groups: the snapshot batch starts from an empty
+ * table and its updates all have one time, so consolidation has nothing to
+ * sum and a key's group is its one row (a primary-key duplicate is two
+ * rows, as the writer would write them too, without the warning).  Why no
+ * log: the attempt is marked unlogged (floe__sealed.unlogged), as the
+ * keeper does for any attempt larger than half its checkpoint, so the index
+ * is checkpointed after the commit; a crash before that checkpoint leaves a
+ * snapshot whose token no log record has, which the next start reads from
+ * the table (keyindex.md).
+ *
+ * A part's index entries go to the sink's thread in blocks (one data file
+ * each, at most BLOCK_BYTES), at most QUEUE_BLOCKS of them waiting: a part
+ * that finds the queue full waits (memory stays bounded whatever the table's
+ * size), and the key index itself spills to disk within its budget.  Each
+ * part's row groups get a share of the sink's memory beside the index.
+ *
+ * Threads: the parts' writes touch only the part, its file writer (the
+ * table's FileIO is thread-safe, the table handle is only read) and the
+ * queue under `mu`.  The key index is touched on the sink's thread only.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "sink/sink_state_internal.h"
+
+#define BLOCK_BYTES ((size_t)1 << 20)
+#define QUEUE_BLOCKS 8
+#define MIN_ROW_GROUP ((size_t)4 << 20)
+#define REC_HEAD 20                       /* u32 key length, u64 pos, u64 row hash */
+/* What a row costs the key index's memory tier, about (slots at 3/4 load
+ * at most, the key, a spill's sort entry): more rows than the index's
+ * memory limit holds so are built in sorted runs instead. */
+#define MEMORY_ROW_BYTES 80
+
+typedef struct block {
+    struct block *next;
+    char *path;                           /* the data file its rows are in */
+    floe__buf recs;                       /* REC_HEAD + key, per row */
+} block;
+
+struct floe__bulk {
+    floe_sink *s;
+    uint64_t time;
+    bool indexed;                         /* position mode: the key index is built */
+    floe__kx_builder *build;              /* more rows than the memory tier holds: the
+                                             index is built in sorted runs */
+    floe__file_writer_options fopts;      /* the table's, row groups within a share */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;                    /* a block queued or taken, a part ended */
+    /* under mu */
+    block *head, *tail;
+    size_t queued;
+    size_t parts_open;                    /* made and not yet finished or freed */
+    size_t finished;                      /* parts finished */
+    bool cancelled;
+    floe__content_list files;             /* finished parts' data files */
+    uint64_t rows;
+};
+
+struct floe__bulk_part {
+    floe__bulk *b;
+    floe__file_writer *fw;
+    const uint8_t **spans;
+    floe__buf key;
+    block *cur;
+    uint64_t rows;
+    bool ended;                           /* finished, or counted out by free */
+};
+
+static void block_free(block *k)
+{
+    if (!k)
+        return;
+    floe__free(k->path);
+    floe__buf_free(&k->recs);
+    floe__free(k);
+}
+
+/* ---- the sink's side ---------------------------------------------------------------------- */
+
+int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t expect_rows,
+                     floe__bulk **out, floe_error *err)
+{
+    *out = NULL;
+    FLOE_RETURN_IF(!s->upsert, err, FLOE_EINVAL, "a bulk snapshot batch needs upsert mode");
+    FLOE_RETURN_IF(s->resume.has || s->touched || s->ended || s->bulk || time != s->as_of,
+                   err, FLOE_ESTATE, "a bulk snapshot batch needs a fresh sink whose as-of "
+                   "time is the batch's");
+    floe__bulk *b = floe__calloc(1, sizeof *b);
+    if (!b)
+        return FLOE_OOM(err);
+    floe__kx *kx = s->keeper ? floe__keeper_kx(s->keeper) : NULL;
+    int rc = FLOE_OK;
+    if (kx && expect_rows > floe__kx_memory_limit(kx) / MEMORY_ROW_BYTES)
+        rc = floe__kx_builder_new(kx, &b->build, err);
+    else if (kx)
+        rc = floe__kx_reserve(kx, expect_rows, err);
+    if (rc != FLOE_OK) {
+        floe__free(b);
+        return rc;
+    }
+    b->s = s;
+    b->time = time;
+    b->indexed = s->keeper != NULL;
+    b->fopts = s->wcfg.file_opts;
+    size_t share = s->stash_memory / (max_parts ? max_parts : 1);
+    if (share < MIN_ROW_GROUP)
+        share = MIN_ROW_GROUP;
+    if (b->fopts.parquet.row_group_size > share)
+        b->fopts.parquet.row_group_size = share;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    s->touched = true;                  /* no other bulk, no other as-of */
+    *out = b;
+    return FLOE_OK;
+}
+
+void floe__bulk_free(floe__bulk *b)
+{
+    if (!b)
+        return;
+    assert(b->parts_open == 0);
+    if (b->s->bulk == b)
+        b->s->bulk = NULL;
+    for (size_t i = 0; i < b->files.n; i++)
+        floe__fileio_remove(b->s->table->io, b->files.files[i].path, NULL);
+    floe__content_list_clear(&b->files);
+    floe__kx_builder_free(b->build);
+    for (block *k = b->head, *next; k; k = next) {
+        next = k->next;
+        block_free(k);
+    }
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    floe__free(b);
+}
+
+void floe__bulk_cancel(floe__bulk *b)
+{
+    pthread_mutex_lock(&b->mu);
+    b->cancelled = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+uint64_t floe__bulk_rows(const floe__bulk *b)
+{
+    floe__bulk *m = (floe__bulk *)b;           /* the lock is all that is touched */
+    pthread_mutex_lock(&m->mu);
+    uint64_t n = m->rows;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+/* One block's rows into the key index: its file is new and uncommitted
+ * until the batch commits. */
+static int index_block(floe__bulk *b, const block *k, floe_error *err)
+{
+    floe__kx *kx = floe__keeper_kx(b->s->keeper);
+    uint32_t id;
+    FLOE_FORWARD(floe__kx_file(kx, k->path, &id, err));
+    floe__kx_file_set_committed(kx, id, false);
+    floe__kx_file_set_schema(kx, id, b->s->wcfg.schema_id);
+    const uint8_t *p = k->recs.data, *end = p + k->recs.len;
+    while (p < end) {
+        uint32_t klen = floe__get_le32(p);
+        const uint8_t *next = p + REC_HEAD + klen;
+        if (next < end && !b->build)            /* its slots wanted soon */
+            floe__kx_prefetch(kx, next + REC_HEAD, floe__get_le32(next));
+        floe__kx_loc loc = {id, floe__get_le64(p + 4), floe__get_le64(p + 12)};
+        if (b->build)
+            FLOE_FORWARD(floe__kx_builder_add(b->build, p + REC_HEAD, klen, loc, err));
+        else
+            FLOE_FORWARD(floe__kx_insert(kx, p + REC_HEAD, klen, loc, err));
+        p = next;
+    }
+    return FLOE_OK;
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *finished, floe_error *err)
+{
+    pthread_mutex_lock(&b->mu);
+    if (!b->head && wait_ms > 0) {
+        struct timespec ts;
+        deadline_in(&ts, wait_ms);
+        size_t seen = b->finished;
+        int w = 0;
+        while (!b->head && b->finished == seen && !b->cancelled && w != ETIMEDOUT)
+            w = pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    }
+    block *list = b->head;
+    b->head = b->tail = NULL;
+    b->queued = 0;
+    *finished = b->finished;
+    pthread_cond_broadcast(&b->cv);             /* room again */
+    pthread_mutex_unlock(&b->mu);
+    int rc = FLOE_OK;
+    for (block *k = list, *next; k; k = next) {
+        next = k->next;
+        if (rc == FLOE_OK)
+            rc = index_block(b, k, err);
+        block_free(k);
+    }
+    return rc;
+}
+
+int floe__bulk_adopt(floe__bulk *b, floe_error *err)
+{
+    if (!floe__writer_holds(b->s->writer, b->time))
+        return FLOE_OK;
+    pthread_mutex_lock(&b->mu);
+    floe__content_list files = b->files;
+    memset(&b->files, 0, sizeof b->files);
+    uint64_t rows = b->rows;
+    pthread_mutex_unlock(&b->mu);
+    atomic_fetch_add_explicit(&b->s->updates_in, rows, memory_order_relaxed);
+    int rc = floe__writer_adopt(b->s->writer, b->time, &files, rows, err);
+    for (size_t i = 0; i < files.n; i++)          /* not adopted: removed */
+        floe__fileio_remove(b->s->table->io, files.files[i].path, NULL);
+    floe__content_list_clear(&files);
+    b->s->bulk = NULL;                            /* the batch holds them now */
+    return rc;
+}
+
+int floe__bulk_seal(floe__bulk *b, floe_error *err)
+{
+    size_t finished = 0;
+    FLOE_FORWARD(floe__bulk_index(b, 0, &finished, err));
+    pthread_mutex_lock(&b->mu);
+    size_t open = b->parts_open;
+    pthread_mutex_unlock(&b->mu);
+    FLOE_RETURN_IF(open, err, FLOE_EINTERNAL, "a bulk snapshot batch sealed with %zu parts "
+                   "still writing", open);
+    floe__kx_builder *build = b->build;
+    b->build = NULL;
+    if (build)
+        FLOE_FORWARD(floe__kx_builder_finish(build, err));
+    b->s->bulk = b;
+    return FLOE_OK;
+}
+
+/* ---- the parts' side -------------------------------------------------------------------- */
+
+int floe__bulk_part_new(floe__bulk *b, floe__bulk_part **out, floe_error *err)
+{
+    *out = NULL;
+    floe__bulk_part *p = floe__calloc(1, sizeof *p);
+    if (!p)
+        return FLOE_OOM(err);
+    p->b = b;
+    floe__buf_init(&p->key, FLOE_KX_MAX_KEY);
+    p->spans = floe__calloc(b->s->input->root.n_children + 1, sizeof *p->spans);
+    int rc = p->spans ? FLOE_OK : FLOE_OOM(err);
+    if (rc == FLOE_OK)
+        rc = floe__file_writer_new(b->s->table, FLOE_CONTENT_DATA, b->s->data, NULL, 0,
+                                   &b->fopts, &p->fw, err);
+    if (rc != FLOE_OK) {
+        floe__buf_free(&p->key);
+        floe__free((void *)p->spans);
+        floe__free(p);
+        return rc;
+    }
+    pthread_mutex_lock(&b->mu);
+    b->parts_open++;
+    pthread_mutex_unlock(&b->mu);
+    *out = p;
+    return FLOE_OK;
+}
+
+/* Queue the part's block, waiting for room. */
+static int hand_block(floe__bulk_part *p, floe_error *err)
+{
+    block *k = p->cur;
+    if (!k)
+        return FLOE_OK;
+    p->cur = NULL;
+    floe__bulk *b = p->b;
+    pthread_mutex_lock(&b->mu);
+    while (b->queued >= QUEUE_BLOCKS && !b->cancelled)
+        pthread_cond_wait(&b->cv, &b->mu);
+    bool cancelled = b->cancelled;
+    if (!cancelled) {
+        if (b->tail)
+            b->tail->next = k;
+        else
+            b->head = k;
+        b->tail = k;
+        b->queued++;
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (cancelled) {
+        block_free(k);
+        return floe__err_set(err, FLOE_EINTERRUPTED, "the bulk snapshot batch was cancelled");
+    }
+    return FLOE_OK;
+}
+
+static int new_block(floe__bulk_part *p, const char *path, floe_error *err)
+{
+    block *k = floe__calloc(1, sizeof *k);
+    if (!k)
+        return FLOE_OOM(err);
+    floe__buf_init(&k->recs, (size_t)1 << 31);
+    if (!(k->path = floe__strdup(path))) {
+        floe__free(k);
+        return FLOE_OOM(err);
+    }
+    p->cur = k;
+    return FLOE_OK;
+}
+
+static int index_entry(floe__bulk_part *p, const uint8_t *row, size_t len, const char *path,
+                       uint64_t pos, floe_error *err)
+{
+    const floe_sink *s = p->b->s;
+    const uint8_t *key = row;
+    size_t klen = len;
+    if (!s->synthetic) {
+        FLOE_FORWARD(floe__sink_key_bytes(s, row, len, p->spans, &p->key, err));
+        key = p->key.data;
+        klen = p->key.len;
+    }
+    if (p->cur && (p->cur->recs.len >= BLOCK_BYTES || strcmp(p->cur->path, path) != 0))
+        FLOE_FORWARD(hand_block(p, err));
+    if (!p->cur)
+        FLOE_FORWARD(new_block(p, path, err));
+    uint8_t head[REC_HEAD];
+    floe__put_le32(head, (uint32_t)klen);
+    floe__put_le64(head + 4, pos);
+    floe__put_le64(head + 12, floe__hash64(row, len, 0));
+    FLOE_FORWARD(floe__buf_append(&p->cur->recs, head, sizeof head, err));
+    return floe__buf_append(&p->cur->recs, key, klen, err);
+}
+
+int floe__bulk_part_write(floe__bulk_part *p, const uint8_t *row, size_t len, floe_error *err)
+{
+    FLOE_RETURN_IF(p->ended || !p->fw, err, FLOE_EINTERNAL, "a bulk part written after its end");
+    const char *path = NULL;
+    uint64_t pos = 0;
+    FLOE_FORWARD(floe__file_writer_write(p->fw, row, len, &path, &pos, err));
+    p->rows++;
+    return p->b->indexed ? index_entry(p, row, len, path, pos, err) : FLOE_OK;
+}
+
+int floe__bulk_part_finish(floe__bulk_part *p, floe_error *err)
+{
+    FLOE_RETURN_IF(p->ended || !p->fw, err, FLOE_EINTERNAL, "a bulk part finished twice");
+    FLOE_FORWARD(hand_block(p, err));
+    floe__content_list files = {0};
+    floe__file_writer *fw = p->fw;
+    p->fw = NULL;
+    FLOE_FORWARD(floe__file_writer_close(fw, &files, err));
+    floe__bulk *b = p->b;
+    pthread_mutex_lock(&b->mu);
+    int rc = floe__content_list_take(&b->files, &files, err);
+    if (rc == FLOE_OK)
+        b->rows += p->rows;
+    b->parts_open--;
+    b->finished++;
+    p->ended = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    for (size_t i = 0; i < files.n; i++)          /* not taken: removed */
+        floe__fileio_remove(b->s->table->io, files.files[i].path, NULL);
+    floe__content_list_clear(&files);
+    return rc;
+}
+
+void floe__bulk_part_free(floe__bulk_part *p)
+{
+    if (!p)
+        return;
+    floe__file_writer_abort(p->fw);
+    block_free(p->cur);
+    if (!p->ended) {
+        pthread_mutex_lock(&p->b->mu);
+        p->b->parts_open--;
+        pthread_cond_broadcast(&p->b->cv);
+        pthread_mutex_unlock(&p->b->mu);
+    }
+    floe__buf_free(&p->key);
+    floe__free((void *)p->spans);
+    floe__free(p);
+}
