@@ -46,6 +46,7 @@ struct floe__keeper {
     bool dirty;                      /* changed since the last checkpoint */
     bool unlogged;                   /* the last attempt was too big to log: checkpoint */
     int64_t checkpoint_ms;           /* when the last checkpoint was written (wall clock) */
+    floe__kx_ckpt *streamed;         /* a checkpoint written as a bulk batch is indexed */
     floe__keeper_stats stats;
 };
 
@@ -688,14 +689,50 @@ static int open_takes(void *ctx, floe__kx_visit_fn put, void *put_ctx, floe_erro
     return c->w ? floe__writer_each_open(c->w, put_taken, &x, err) : FLOE_OK;
 }
 
+static int count_row(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                     floe_error *err)
+{
+    (void)key, (void)len, (void)loc, (void)err;
+    ++*(uint64_t *)ctx;
+    return FLOE_OK;
+}
+
+/* Whether the streamed checkpoint holds what a walk would write: every
+ * row the index holds, all of them in committed files, none taken by an
+ * open batch. */
+static int streamed_whole(floe__keeper *k, floe__writer *w, bool *whole, floe_error *err)
+{
+    floe__kx_stats st;
+    floe__kx_get_stats(k->kx, &st);
+    *whole = st.keys == floe__kx_ckpt_entries(k->streamed);
+    for (uint32_t i = 0; *whole && i < floe__kx_file_count(k->kx); i++)
+        *whole = floe__kx_file_committed(k->kx, i);
+    uint64_t takes = 0;
+    checkpointing c = {k, w};
+    if (*whole)
+        FLOE_FORWARD(open_takes(&c, count_row, &takes, err));
+    *whole = *whole && takes == 0;
+    return FLOE_OK;
+}
+
 /* The index as the table holds it (the open batches' changes left out). */
 static int checkpoint(floe__keeper *k, floe__writer *w, floe_error *err)
 {
+    floe__kx_ckpt *streamed = k->streamed;
+    bool whole = false;
+    if (streamed && k->dirty)
+        FLOE_FORWARD(streamed_whole(k, w, &whole, err));
+    k->streamed = NULL;
+    if (!whole)
+        floe__kx_ckpt_abort(streamed);
     if (!k->store || !k->dirty)
         return FLOE_OK;
     floe__kx_mark at = {false, 0, k->synced_to};
     checkpointing c = {k, w};
-    FLOE_FORWARD(floe__kx_store_checkpoint(k->store, k->kx, at, open_takes, &c, err));
+    if (whole)
+        FLOE_FORWARD(floe__kx_ckpt_finish(streamed, k->kx, at, err));
+    else
+        FLOE_FORWARD(floe__kx_store_checkpoint(k->store, k->kx, at, open_takes, &c, err));
     k->stats.checkpoints++;
     k->dirty = false;
     k->checkpoint_ms = floe__now_ms();
@@ -717,6 +754,17 @@ int floe__keeper_checkpoint(floe__keeper *k, floe__writer *w, floe_error *err)
 {
     return checkpoint(k, w, err);
 }
+
+int floe__keeper_stream_checkpoint(floe__keeper *k, floe_error *err)
+{
+    floe__kx_stats st;
+    floe__kx_get_stats(k->kx, &st);
+    if (!k->store || k->streamed || st.keys || st.files)
+        return FLOE_OK;
+    return floe__kx_ckpt_begin(k->store, &k->streamed, err);
+}
+
+floe__kx_ckpt *floe__keeper_streamed(floe__keeper *k) { return k->streamed; }
 
 /* ---- opening --------------------------------------------------------------------------------------- */
 
@@ -936,6 +984,7 @@ void floe__keeper_free(floe__keeper *k)
         return;
     floe__posdel_set_free(k->deletes);
     floe__moves_free(k->rewrites);
+    floe__kx_ckpt_abort(k->streamed);
     floe__kx_store_free(k->store);
     floe__kx_free(k->kx);
     floe__free(k);

@@ -110,6 +110,15 @@ typedef struct floe__keeper floe__keeper;
 int floe__keeper_open(const floe__keeper_config *cfg, floe__keeper **out, floe_error *err);
 void floe__keeper_free(floe__keeper *k);                 /* accepts NULL */
 floe__kx *floe__keeper_kx(floe__keeper *k);
+/* For rows about to be indexed into an index that holds none (a bulk
+ * snapshot batch): start a checkpoint that each row indexed is added to
+ * (floe__kx_ckpt_add on floe__keeper_streamed), so that the checkpoint
+ * after the batch's commit is only its trailer, with no walk of the index.
+ * The keeper owns it: the next checkpoint finishes it when it holds
+ * exactly the index's rows, else discards it (then streamed is NULL).
+ * Nothing started without a store, or when the index is not empty. */
+int floe__keeper_stream_checkpoint(floe__keeper *k, floe_error *err);
+floe__kx_ckpt *floe__keeper_streamed(floe__keeper *k);
 /* Before a commit attempt of s, on the table as just reloaded: read the
  * snapshots other writers added since the last sync, move the delete
  * records of s and of the writer's open batches onto the rows' files, log

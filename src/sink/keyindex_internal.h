@@ -304,6 +304,21 @@ typedef int (*floe__kx_extra_fn)(void *ctx, floe__kx_visit_fn put, void *put_ctx
                                  floe_error *err);
 int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
                               floe__kx_extra_fn extra, void *extra_ctx, floe_error *err);
+/* A checkpoint written entry by entry as rows are indexed (a bulk copy's,
+ * while its rows are still being written), finished with the file table
+ * and the mark once its snapshot is committed: then the commit costs no
+ * walk of the index.  Its entries must be exactly the rows the index holds
+ * in committed files when it is finished (the caller checks, else aborts
+ * and checkpoints the usual way).  One checkpoint of a store at a time.
+ * finish and abort free it; abort (accepts NULL) removes what was written. */
+typedef struct floe__kx_ckpt floe__kx_ckpt;
+int floe__kx_ckpt_begin(floe__kx_store *s, floe__kx_ckpt **out, floe_error *err);
+int floe__kx_ckpt_add(floe__kx_ckpt *c, const uint8_t *key, size_t len, floe__kx_loc loc,
+                      floe_error *err);
+uint64_t floe__kx_ckpt_entries(const floe__kx_ckpt *c);
+int floe__kx_ckpt_finish(floe__kx_ckpt *c, const floe__kx *kx, floe__kx_mark at,
+                         floe_error *err);
+void floe__kx_ckpt_abort(floe__kx_ckpt *c);
 /* Bytes logged since the checkpoint, and the checkpoint's size. */
 uint64_t floe__kx_store_log_bytes(const floe__kx_store *s);
 uint64_t floe__kx_store_checkpoint_bytes(const floe__kx_store *s);

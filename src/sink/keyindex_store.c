@@ -4,15 +4,20 @@
  *
  * Directory <dir>/<table uuid>-<sink id escaped>/:
  *   checkpoint   the whole index as of a mark (frontier, snapshot):
- *                "FLOEKXC1", u32 version (2), the mark, u64 key
- *                fingerprint, u32 file count, then per file u8 live + i32
- *                hash schema + u32 length + path, then entries (u32 key
- *                length, key, u32 file, u64 pos, u64 rowhash) until a length
- *                of 0xFFFFFFFF, then u64 entry count and the CRC-32 of
- *                everything before it.  Written to a temporary name, synced
- *                and renamed.  A checkpoint of another version, or of
- *                another key fingerprint (the key columns or their types
- *                changed), is not loaded: the index is rebuilt.
+ *                "FLOEKXC1", u32 version (3), then entries (uvarint key
+ *                length + 1, key, uvarint file, uvarint pos, u64 rowhash)
+ *                until a 0 byte, then the trailer: u8 empty frontier, u64
+ *                frontier, u64 snapshot id, u64 key fingerprint, u32 file
+ *                count, per file u8 live + i32 hash schema + u32 length +
+ *                path, u64 entry count; then u64 the trailer's offset and
+ *                the CRC-32 of everything before it.  The trailer comes
+ *                last so that entries can be written as they come (a bulk
+ *                copy's, while its rows are written: floe__kx_ckpt) before
+ *                the file table and the mark are known.  Written to a
+ *                temporary name, synced and renamed.  A checkpoint of
+ *                another version, or of another key fingerprint (the key
+ *                columns or their types changed), is not loaded: the index
+ *                is rebuilt.
  *   log          the commit attempts after the checkpoint: records of u32
  *                payload length, u32 CRC-32 of the payload, payload = u64
  *                attempt token, u8 upper empty, u64 upper, u32 path count,
@@ -36,8 +41,8 @@
 #include "sink/keyindex_internal.h"
 
 #define CHECKPOINT_MAGIC "FLOEKXC1"
-#define VERSION 2
-#define END_OF_ENTRIES 0xFFFFFFFFu
+#define VERSION 3
+#define FOOTER 12                   /* u64 trailer offset, u32 CRC */
 #define OP_INSERT 1
 #define OP_REMOVE 2
 #define MAX_RECORD FLOE__KX_MAX_RECORD
@@ -48,6 +53,7 @@ struct floe__kx_store {
     uint64_t fingerprint;           /* of the keys it holds */
     int lock_fd, log_fd;
     uint64_t log_bytes, checkpoint_bytes;
+    bool writing;                   /* a floe__kx_ckpt is open */
 };
 
 /* ---- batch logs ---------------------------------------------------------------------- */
@@ -326,22 +332,25 @@ static int out_u64(out *o, uint64_t v, floe_error *err)
     return out_put(o, b, 8, err);
 }
 
-static int put_entry(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
-                     floe_error *err)
+static int out_uvarint(out *o, uint64_t v, floe_error *err)
 {
-    out *o = ctx;
-    FLOE_FORWARD(out_u32(o, (uint32_t)len, err));
+    uint8_t b[10];
+    return out_put(o, b, floe__put_uvarint(b, v), err);
+}
+
+static int put_entry(out *o, const uint8_t *key, size_t len, floe__kx_loc loc, floe_error *err)
+{
+    FLOE_FORWARD(out_uvarint(o, (uint64_t)len + 1, err));
     FLOE_FORWARD(out_put(o, key, len, err));
-    FLOE_FORWARD(out_u32(o, loc.file, err));
-    FLOE_FORWARD(out_u64(o, loc.pos, err));
+    FLOE_FORWARD(out_uvarint(o, loc.file, err));
+    FLOE_FORWARD(out_uvarint(o, loc.pos, err));
     return out_u64(o, loc.rowhash, err);
 }
 
-static int put_head(out *o, const floe__kx *kx, floe__kx_mark at, uint64_t fingerprint,
-                    floe_error *err)
+/* The trailer: the mark, the key fingerprint, the file table, the count. */
+static int put_trailer(out *o, const floe__kx *kx, floe__kx_mark at, uint64_t fingerprint,
+                       uint64_t entries, floe_error *err)
 {
-    FLOE_FORWARD(out_put(o, CHECKPOINT_MAGIC, 8, err));
-    FLOE_FORWARD(out_u32(o, VERSION, err));
     uint8_t empty = at.empty_frontier;
     FLOE_FORWARD(out_put(o, &empty, 1, err));
     FLOE_FORWARD(out_u64(o, at.frontier, err));
@@ -357,56 +366,69 @@ static int put_head(out *o, const floe__kx *kx, floe__kx_mark at, uint64_t finge
         FLOE_FORWARD(out_u32(o, (uint32_t)strlen(p), err));
         FLOE_FORWARD(out_put(o, p, strlen(p), err));
     }
+    return out_u64(o, entries, err);
+}
+
+struct floe__kx_ckpt {
+    floe__kx_store *s;
+    int fd;
+    char *tmp;
+    out o;
+    uint64_t n;                     /* entries written */
+};
+
+void floe__kx_ckpt_abort(floe__kx_ckpt *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0) {
+        close(c->fd);
+        unlink(c->tmp);
+    }
+    c->s->writing = false;
+    floe__buf_free(&c->o.buf);
+    floe__free(c->tmp);
+    floe__free(c);
+}
+
+int floe__kx_ckpt_begin(floe__kx_store *s, floe__kx_ckpt **out_c, floe_error *err)
+{
+    *out_c = NULL;
+    FLOE_RETURN_IF(s->writing, err, FLOE_EINTERNAL, "two key index checkpoints at once");
+    floe__kx_ckpt *c = floe__calloc(1, sizeof *c);
+    if (!c)
+        return FLOE_OOM(err);
+    c->s = s;
+    c->fd = -1;
+    c->o.crc = crc32(0, Z_NULL, 0);
+    floe__buf_init(&c->o.buf, 0);
+    s->writing = true;
+    int rc = (c->tmp = in_dir(s, "checkpoint.tmp")) ? FLOE_OK : FLOE_OOM(err);
+    if (rc == FLOE_OK &&
+        (c->fd = open(c->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+        rc = floe__err_set(err, FLOE_EIO, "cannot write %s: %s", c->tmp, strerror(errno));
+    if (rc == FLOE_OK) {
+        c->o.fd = c->fd;
+        rc = out_put(&c->o, CHECKPOINT_MAGIC, 8, err);
+    }
+    if (rc == FLOE_OK)
+        rc = out_u32(&c->o, VERSION, err);
+    if (rc != FLOE_OK) {
+        floe__kx_ckpt_abort(c);
+        return rc;
+    }
+    *out_c = c;
     return FLOE_OK;
 }
 
-typedef struct counted {
-    out *o;
-    const floe__kx *kx;
-    uint64_t n;
-} counted;
-
-/* Rows of committed files only: what the table holds. */
-static int count_entry(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
-                       floe_error *err)
+int floe__kx_ckpt_add(floe__kx_ckpt *c, const uint8_t *key, size_t len, floe__kx_loc loc,
+                      floe_error *err)
 {
-    counted *c = ctx;
-    if (!floe__kx_file_committed(c->kx, loc.file))
-        return FLOE_OK;
     c->n++;
-    return put_entry(c->o, key, len, loc, err);
+    return put_entry(&c->o, key, len, loc, err);
 }
 
-static int write_checkpoint(int fd, floe__kx *kx, floe__kx_mark at, uint64_t fingerprint,
-                            floe__kx_extra_fn extra, void *extra_ctx, uint64_t *bytes,
-                            floe_error *err)
-{
-    out o = {.fd = fd, .crc = crc32(0, Z_NULL, 0)};
-    floe__buf_init(&o.buf, 0);
-    counted c = {&o, kx, 0};
-    int rc = put_head(&o, kx, at, fingerprint, err);
-    if (rc == FLOE_OK)
-        rc = floe__kx_each(kx, count_entry, &c, err);
-    if (rc == FLOE_OK && extra)
-        rc = extra(extra_ctx, count_entry, &c, err);
-    if (rc == FLOE_OK)
-        rc = out_u32(&o, END_OF_ENTRIES, err);
-    if (rc == FLOE_OK)
-        rc = out_u64(&o, c.n, err);
-    if (rc == FLOE_OK)
-        rc = out_flush(&o, err);
-    if (rc == FLOE_OK) {
-        uint8_t crc[4];
-        floe__put_le32(crc, (uint32_t)o.crc);
-        rc = write_all(fd, crc, 4, "checkpoint", err);
-    }
-    if (rc == FLOE_OK && fsync(fd) != 0)
-        rc = floe__err_set(err, FLOE_EIO, "syncing the key index checkpoint: %s",
-                           strerror(errno));
-    *bytes = o.bytes + 4;
-    floe__buf_free(&o.buf);
-    return rc;
-}
+uint64_t floe__kx_ckpt_entries(const floe__kx_ckpt *c) { return c->n; }
 
 static int sync_dir(const char *dir, floe_error *err)
 {
@@ -419,99 +441,255 @@ static int sync_dir(const char *dir, floe_error *err)
     return rc;
 }
 
-int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
-                              floe__kx_extra_fn extra, void *extra_ctx, floe_error *err)
+/* The trailer and the footer, synced, renamed over the checkpoint; the log
+ * emptied (it is in the checkpoint now). */
+static int finish(floe__kx_ckpt *c, const floe__kx *kx, floe__kx_mark at, floe_error *err)
 {
-    char *tmp = in_dir(s, "checkpoint.tmp"), *final = in_dir(s, "checkpoint");
-    int rc = tmp && final ? FLOE_OK : FLOE_OOM(err);
-    int fd = rc == FLOE_OK ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-    if (rc == FLOE_OK && fd < 0)
-        rc = floe__err_set(err, FLOE_EIO, "cannot write %s: %s", tmp, strerror(errno));
-    uint64_t bytes = 0;
+    floe__kx_store *s = c->s;
+    out *o = &c->o;
+    int rc = out_put(o, "", 1, err);                          /* the entries end */
+    uint64_t trailer = o->bytes + o->buf.len;
     if (rc == FLOE_OK)
-        rc = write_checkpoint(fd, kx, at, s->fingerprint, extra, extra_ctx, &bytes, err);
-    if (fd >= 0)
-        close(fd);
-    if (rc == FLOE_OK && rename(tmp, final) != 0)
-        rc = floe__err_set(err, FLOE_EIO, "cannot rename %s: %s", tmp, strerror(errno));
+        rc = put_trailer(o, kx, at, s->fingerprint, c->n, err);
     if (rc == FLOE_OK)
-        rc = sync_dir(s->dir, err);
-    if (rc == FLOE_OK && ftruncate(s->log_fd, 0) != 0)      /* the log is in the checkpoint now */
+        rc = out_u64(o, trailer, err);
+    if (rc == FLOE_OK)
+        rc = out_flush(o, err);
+    if (rc == FLOE_OK) {
+        uint8_t crc[4];
+        floe__put_le32(crc, (uint32_t)o->crc);
+        rc = write_all(c->fd, crc, 4, "checkpoint", err);
+    }
+    if (rc == FLOE_OK && fsync(c->fd) != 0)
+        rc = floe__err_set(err, FLOE_EIO, "syncing the key index checkpoint: %s",
+                           strerror(errno));
+    char *final = rc == FLOE_OK ? in_dir(s, "checkpoint") : NULL;
+    if (rc == FLOE_OK && !final)
+        rc = FLOE_OOM(err);
+    if (rc == FLOE_OK && rename(c->tmp, final) != 0)
+        rc = floe__err_set(err, FLOE_EIO, "cannot rename %s: %s", c->tmp, strerror(errno));
+    floe__free(final);
+    if (rc != FLOE_OK)
+        return rc;
+    close(c->fd);
+    c->fd = -1;                                               /* renamed: not to unlink */
+    rc = sync_dir(s->dir, err);
+    if (rc == FLOE_OK && ftruncate(s->log_fd, 0) != 0)
         rc = floe__err_set(err, FLOE_EIO, "cannot empty the key index log: %s", strerror(errno));
     if (rc == FLOE_OK) {
         s->log_bytes = 0;
-        s->checkpoint_bytes = bytes;
-    } else if (tmp) {
-        unlink(tmp);
+        s->checkpoint_bytes = o->bytes + 4;
     }
-    floe__free(tmp);
-    floe__free(final);
     return rc;
+}
+
+int floe__kx_ckpt_finish(floe__kx_ckpt *c, const floe__kx *kx, floe__kx_mark at,
+                         floe_error *err)
+{
+    int rc = finish(c, kx, at, err);
+    floe__kx_ckpt_abort(c);
+    return rc;
+}
+
+typedef struct counted {
+    floe__kx_ckpt *c;
+    const floe__kx *kx;
+} counted;
+
+/* Rows of committed files only: what the table holds. */
+static int count_entry(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                       floe_error *err)
+{
+    counted *x = ctx;
+    if (!floe__kx_file_committed(x->kx, loc.file))
+        return FLOE_OK;
+    return floe__kx_ckpt_add(x->c, key, len, loc, err);
+}
+
+int floe__kx_store_checkpoint(floe__kx_store *s, floe__kx *kx, floe__kx_mark at,
+                              floe__kx_extra_fn extra, void *extra_ctx, floe_error *err)
+{
+    floe__kx_ckpt *c = NULL;
+    FLOE_FORWARD(floe__kx_ckpt_begin(s, &c, err));
+    counted x = {c, kx};
+    int rc = floe__kx_each(kx, count_entry, &x, err);
+    if (rc == FLOE_OK && extra)
+        rc = extra(extra_ctx, count_entry, &x, err);
+    if (rc != FLOE_OK) {
+        floe__kx_ckpt_abort(c);
+        return rc;
+    }
+    return floe__kx_ckpt_finish(c, kx, at, err);
 }
 
 /* ---- loading ------------------------------------------------------------------------------------ */
 
-/* A buffered, CRC-summing reader over an fd. */
+/* A buffered, CRC-summing reader over an fd: every byte taken is summed
+ * (lazily, a buffer's worth at a time) except those taken by in_skip_sum. */
 typedef struct in {
     int fd;
     uint8_t *buf;
-    size_t len, at;
+    size_t len, at, summed;         /* buf[summed, at) is taken, not summed yet */
+    uint64_t pos;                   /* bytes taken */
     uLong crc;
     bool eof;
 } in;
 
 #define IN_BUF ((size_t)1 << 20)
 
+static void in_sum(in *r)
+{
+    r->crc = crc32(r->crc, r->buf + r->summed, (uInt)(r->at - r->summed));
+    r->summed = r->at;
+}
+
 static bool in_fill(in *r)
 {
     if (r->at < r->len || r->eof)
         return r->at < r->len;
+    in_sum(r);
     ssize_t got;
     do
         got = read(r->fd, r->buf, IN_BUF);
     while (got < 0 && errno == EINTR);
     r->len = got > 0 ? (size_t)got : 0;
-    r->at = 0;
+    r->at = r->summed = 0;
     r->eof = got <= 0;
     return r->len > 0;
 }
 
 /* n bytes into dst (dst NULL: skip them); false when the file ends first. */
-static bool in_take(in *r, void *dst, size_t n, bool sum)
+static bool in_take(in *r, void *dst, size_t n)
 {
     uint8_t *d = dst;
     while (n) {
         if (!in_fill(r))
             return false;
         size_t k = r->len - r->at < n ? r->len - r->at : n;
-        if (sum)
-            r->crc = crc32(r->crc, r->buf + r->at, (uInt)k);
         if (d) {
             memcpy(d, r->buf + r->at, k);
             d += k;
         }
         r->at += k;
+        r->pos += k;
         n -= k;
     }
     return true;
 }
 
-static bool in_u32(in *r, uint32_t *v)
+/* n bytes left out of the sum (the CRC itself), a byte at a time so that
+ * no refill sums them. */
+static bool in_take_unsummed(in *r, uint8_t *dst, size_t n)
 {
-    uint8_t b[4];
-    if (!in_take(r, b, 4, true))
-        return false;
-    *v = floe__get_le32(b);
+    for (size_t i = 0; i < n; i++) {
+        in_sum(r);
+        if (!in_take(r, dst + i, 1))
+            return false;
+        r->summed = r->at;
+    }
     return true;
 }
 
 static bool in_u64(in *r, uint64_t *v)
 {
     uint8_t b[8];
-    if (!in_take(r, b, 8, true))
+    if (!in_take(r, b, 8))
         return false;
     *v = floe__get_le64(b);
     return true;
+}
+
+static bool in_uvarint(in *r, uint64_t *v)
+{
+    if (r->len - r->at >= 10) {                      /* the common case: in the buffer */
+        size_t n = floe__get_uvarint(r->buf + r->at, r->buf + r->len, v);
+        r->at += n;
+        r->pos += n;
+        return n > 0;
+    }
+    *v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        uint8_t b;
+        if (!in_take(r, &b, 1))
+            return false;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* The trailer, read into memory: a cursor over it. */
+typedef struct cur {
+    const uint8_t *p, *end;
+} cur;
+
+static bool cur_take(cur *c, void *dst, size_t n)
+{
+    if ((size_t)(c->end - c->p) < n)
+        return false;
+    memcpy(dst, c->p, n);
+    c->p += n;
+    return true;
+}
+
+static bool cur_u32(cur *c, uint32_t *v)
+{
+    uint8_t b[4];
+    return cur_take(c, b, 4) && (*v = floe__get_le32(b), true);
+}
+
+static bool cur_u64(cur *c, uint64_t *v)
+{
+    uint8_t b[8];
+    return cur_take(c, b, 8) && (*v = floe__get_le64(b), true);
+}
+
+/* A checkpoint's footer and trailer, read (not verified) from its end. */
+typedef struct trailer {
+    uint64_t offset;                /* where the trailer starts */
+    uint8_t *bytes;                 /* the trailer */
+    size_t len;
+    floe__kx_mark at;
+    uint64_t fingerprint;
+    cur files;                      /* the file table, still to read */
+    uint64_t entries;
+} trailer;
+
+/* *ok false when the file has no trailer of this version's form. */
+static int read_trailer(int fd, trailer *t, bool *ok, floe_error *err)
+{
+    *ok = false;
+    memset(t, 0, sizeof *t);
+    struct stat st;
+    uint8_t head[12], foot[FOOTER];
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)(sizeof head + 1 + FOOTER) ||
+        pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
+        memcmp(head, CHECKPOINT_MAGIC, 8) != 0 || floe__get_le32(head + 8) != VERSION ||
+        pread(fd, foot, FOOTER, st.st_size - FOOTER) != FOOTER)
+        return FLOE_OK;
+    uint64_t size = (uint64_t)st.st_size;
+    t->offset = floe__get_le64(foot);
+    if (t->offset < sizeof head + 1 || t->offset > size - FOOTER ||
+        size - FOOTER - t->offset > ((uint64_t)1 << 30))
+        return FLOE_OK;
+    t->len = (size_t)(size - FOOTER - t->offset);
+    if (!(t->bytes = floe__malloc(t->len)))
+        return FLOE_OOM(err);
+    if (pread(fd, t->bytes, t->len, (off_t)t->offset) != (ssize_t)t->len)
+        return FLOE_OK;
+    cur c = {t->bytes, t->bytes + t->len};
+    uint8_t empty;
+    uint64_t snap;
+    if (!(cur_take(&c, &empty, 1) && cur_u64(&c, &t->at.frontier) && cur_u64(&c, &snap) &&
+          cur_u64(&c, &t->fingerprint) && c.end - c.p >= 8))
+        return FLOE_OK;
+    t->at.empty_frontier = empty != 0;
+    t->at.snapshot_id = (int64_t)snap;
+    t->files = (cur){c.p, c.end - 8};
+    t->entries = floe__get_le64(c.end - 8);
+    *ok = true;
+    return FLOE_OK;
 }
 
 typedef struct loading {
@@ -530,10 +708,10 @@ static bool bad(loading *l, const char *what)
     return false;
 }
 
-static int read_files(loading *l, bool *ok, floe_error *err)
+static int read_files(loading *l, cur *c, bool *ok, floe_error *err)
 {
     uint32_t n;
-    if (!(*ok = in_u32(&l->r, &n) && n < FLOE_KX_MAX_FILES))
+    if (!(*ok = cur_u32(c, &n) && n < FLOE_KX_MAX_FILES))
         return bad(l, "file table"), FLOE_OK;
     l->ids = floe__calloc(n ? n : 1, sizeof *l->ids);
     if (!l->ids)
@@ -543,10 +721,9 @@ static int read_files(loading *l, bool *ok, floe_error *err)
         uint8_t live;
         uint32_t len, schema;
         floe__buf_reset(&l->key);
-        if (!(*ok = in_take(&l->r, &live, 1, true) && in_u32(&l->r, &schema) &&
-                    in_u32(&l->r, &len) && len < 65536 &&
-                    floe__buf_reserve(&l->key, len + 1, NULL) == FLOE_OK &&
-                    in_take(&l->r, l->key.data, len, true)))
+        if (!(*ok = cur_take(c, &live, 1) && cur_u32(c, &schema) && cur_u32(c, &len) &&
+                    len < 65536 && floe__buf_reserve(&l->key, len + 1, NULL) == FLOE_OK &&
+                    cur_take(c, l->key.data, len)))
             return bad(l, "file path"), FLOE_OK;
         l->key.data[len] = '\0';
         l->ids[i] = UINT32_MAX;
@@ -555,69 +732,63 @@ static int read_files(loading *l, bool *ok, floe_error *err)
             floe__kx_file_set_schema(l->kx, l->ids[i], (int32_t)schema);
         }
     }
+    if (!(*ok = c->p == c->end))
+        bad(l, "file table");
     return FLOE_OK;
 }
 
-static int read_entries(loading *l, bool *ok, floe_error *err)
+/* The entries, from just after the version to the trailer, then the
+ * trailer and footer for the CRC. */
+static int read_entries(loading *l, const trailer *t, bool *ok, floe_error *err)
 {
+    if (!(*ok = in_take(&l->r, NULL, 12)))
+        return bad(l, "truncated"), FLOE_OK;
     uint64_t n = 0;
     for (;;) {
-        uint32_t len, file;
-        uint64_t pos, rowhash;
-        if (!(*ok = in_u32(&l->r, &len)))
+        uint64_t len1, file, pos, rowhash;
+        if (!(*ok = in_uvarint(&l->r, &len1)))
             return bad(l, "truncated"), FLOE_OK;
-        if (len == END_OF_ENTRIES)
+        if (len1 == 0)
             break;
+        size_t len = (size_t)(len1 - 1);
         floe__buf_reset(&l->key);
-        if (!(*ok = len <= FLOE_KX_MAX_KEY && floe__buf_reserve(&l->key, len, NULL) == FLOE_OK &&
-                    in_take(&l->r, l->key.data, len, true) && in_u32(&l->r, &file) &&
-                    in_u64(&l->r, &pos) && in_u64(&l->r, &rowhash) && file < l->n_ids &&
+        if (!(*ok = len1 - 1 <= FLOE_KX_MAX_KEY &&
+                    floe__buf_reserve(&l->key, len, NULL) == FLOE_OK &&
+                    in_take(&l->r, l->key.data, len) && in_uvarint(&l->r, &file) &&
+                    in_uvarint(&l->r, &pos) && in_u64(&l->r, &rowhash) && file < l->n_ids &&
                     pos <= FLOE_KX_MAX_POS))
             return bad(l, "entry"), FLOE_OK;
+        n++;
         if (l->ids[file] == UINT32_MAX)
             continue;
         floe__kx_loc loc = {l->ids[file], pos, rowhash};
         FLOE_FORWARD(floe__kx_insert(l->kx, l->key.data, len, loc, err));
-        n++;
     }
-    uint64_t count;
     uint8_t crc[4];
-    uLong want = l->r.crc;
-    *ok = in_u64(&l->r, &count) && (want = l->r.crc, in_take(&l->r, crc, 4, false)) &&
-          count == n && floe__get_le32(crc) == (uint32_t)want;
+    *ok = l->r.pos == t->offset && n == t->entries && in_take(&l->r, NULL, t->len + 8) &&
+          in_take_unsummed(&l->r, crc, 4) && floe__get_le32(crc) == (uint32_t)l->r.crc;
     if (!*ok)
         bad(l, "count or CRC");
     return FLOE_OK;
 }
 
-/* The header: magic, version, the mark and the key fingerprint. */
-static bool read_head(in *r, floe__kx_mark *at, uint64_t *fingerprint)
-{
-    char magic[8];
-    uint32_t version;
-    uint8_t empty;
-    uint64_t snap;
-    if (!(in_take(r, magic, 8, true) && memcmp(magic, CHECKPOINT_MAGIC, 8) == 0 &&
-          in_u32(r, &version) && version == VERSION && in_take(r, &empty, 1, true) &&
-          in_u64(r, &at->frontier) && in_u64(r, &snap) && in_u64(r, fingerprint)))
-        return false;
-    at->empty_frontier = empty != 0;
-    at->snapshot_id = (int64_t)snap;
-    return true;
-}
-
 static int load_from(loading *l, floe__kx_mark *at, uint64_t fingerprint, bool *ok,
                      floe_error *err)
 {
-    uint64_t fp = 0;
-    if (!(*ok = read_head(&l->r, at, &fp)))
-        return bad(l, "header, or written by an older floe"), FLOE_OK;
-    if (!(*ok = fp == fingerprint)) {
+    trailer t;
+    int rc = read_trailer(l->r.fd, &t, ok, err);
+    if (rc == FLOE_OK && !*ok)
+        bad(l, "its end, or written by an older floe");
+    else if (rc == FLOE_OK && !(*ok = t.fingerprint == fingerprint))
         snprintf(l->why, l->why_len, "the stored index has other key columns or types");
-        return FLOE_OK;
-    }
-    FLOE_FORWARD(read_files(l, ok, err));
-    return *ok ? read_entries(l, ok, err) : FLOE_OK;
+    if (rc == FLOE_OK && *ok)
+        rc = read_files(l, &t.files, ok, err);
+    if (rc == FLOE_OK && *ok)
+        rc = read_entries(l, &t, ok, err);
+    if (rc == FLOE_OK && *ok)
+        *at = t.at;
+    floe__free(t.bytes);
+    return rc;
 }
 
 /* The checkpoint, opened for reading: -1 when there is none. */
@@ -640,20 +811,17 @@ int floe__kx_store_peek(floe__kx_store *s, bool *have, floe__kx_mark *at, uint64
     FLOE_FORWARD(open_checkpoint(s, &fd, err));
     if (fd < 0)
         return FLOE_OK;
-    uint8_t head[64], tail[12];
-    in r = {.fd = fd, .buf = head};
-    ssize_t got = read(fd, head, sizeof head);
-    struct stat st;
-    if (got > 0 && fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof tail &&
-        pread(fd, tail, sizeof tail, st.st_size - (off_t)sizeof tail) == (ssize_t)sizeof tail) {
-        r.len = (size_t)got;
-        r.eof = true;                   /* in_fill must not read past the head */
-        uint64_t fp = 0;
-        *have = read_head(&r, at, &fp) && fp == s->fingerprint;
-        *entries = floe__get_le64(tail);
+    trailer t;
+    bool ok = false;
+    int rc = read_trailer(fd, &t, &ok, err);
+    if (rc == FLOE_OK && ok && t.fingerprint == s->fingerprint) {
+        *have = true;
+        *at = t.at;
+        *entries = t.entries;
     }
+    floe__free(t.bytes);
     close(fd);
-    return FLOE_OK;
+    return rc;
 }
 
 int floe__kx_store_load(floe__kx_store *s, floe__kx *kx, bool *have, floe__kx_mark *at,

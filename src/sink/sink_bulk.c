@@ -106,7 +106,10 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
         rc = floe__kx_builder_new(kx, &b->build, err);
     else if (kx)
         rc = floe__kx_reserve(kx, expect_rows, err);
+    if (rc == FLOE_OK && kx)            /* each row indexed is added to it */
+        rc = floe__keeper_stream_checkpoint(s->keeper, err);
     if (rc != FLOE_OK) {
+        floe__kx_builder_free(b->build);
         floe__free(b);
         return rc;
     }
@@ -168,6 +171,7 @@ uint64_t floe__bulk_rows(const floe__bulk *b)
 static int index_block(floe__bulk *b, const block *k, floe_error *err)
 {
     floe__kx *kx = floe__keeper_kx(b->s->keeper);
+    floe__kx_ckpt *ckpt = floe__keeper_streamed(b->s->keeper);
     uint32_t id;
     FLOE_FORWARD(floe__kx_file(kx, k->path, &id, err));
     floe__kx_file_set_committed(kx, id, false);
@@ -183,6 +187,8 @@ static int index_block(floe__bulk *b, const block *k, floe_error *err)
             FLOE_FORWARD(floe__kx_builder_add(b->build, p + REC_HEAD, klen, loc, err));
         else
             FLOE_FORWARD(floe__kx_insert(kx, p + REC_HEAD, klen, loc, err));
+        if (ckpt)
+            FLOE_FORWARD(floe__kx_ckpt_add(ckpt, p + REC_HEAD, klen, loc, err));
         p = next;
     }
     return FLOE_OK;

@@ -411,7 +411,7 @@ TEST(a_damaged_checkpoint_is_not_used)
     floe__kx_store_free(st);
 }
 
-/* The head and tail tell the mark and entry count before a load; an entry
+/* The trailer tells the mark and entry count before a load; an entry
  * whose position is out of range makes the checkpoint unusable (a rebuild),
  * not an error that fails the start. */
 TEST(a_checkpoint_is_peeked_and_a_wild_position_is_unusable)
@@ -423,22 +423,76 @@ TEST(a_checkpoint_is_peeked_and_a_wild_position_is_unusable)
     uint64_t entries = 0;
     CHECK_EQ_INT(floe__kx_store_peek(st, &have, &at, &entries, NULL), FLOE_OK);
     CHECK(!have);                                        /* none yet */
-    FILE *f = checkpoint_of_batch0(st, (floe__kx_mark){false, 7, 99});
-    if (!f)
-        return;
-    /* the last entry's position: before its row hash, the end mark, the
-     * count and the CRC */
-    fseek(f, -(8 + 8 + 4 + 8 + 4), SEEK_END);
-    for (int i = 0; i < 8; i++)
-        fputc(0xFF, f);
-    fclose(f);
+    floe__kx *kx = open_kx(0);
+    uint32_t f = file(kx, "f0");
+    floe__kx_ckpt *c = NULL;
+    CHECK_EQ_INT(floe__kx_ckpt_begin(st, &c, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_ckpt_add(c, (const uint8_t *)"k1", 2, (floe__kx_loc){f, 1, 1}, NULL),
+                 FLOE_OK);
+    CHECK_EQ_INT(floe__kx_ckpt_add(c, (const uint8_t *)"k2", 2,
+                                   (floe__kx_loc){f, (uint64_t)1 << 50, 1}, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_ckpt_finish(c, kx, (floe__kx_mark){false, 7, 99}, NULL), FLOE_OK);
+    floe__kx_free(kx);
     CHECK_EQ_INT(floe__kx_store_peek(st, &have, &at, &entries, NULL), FLOE_OK);
     CHECK(have && at.snapshot_id == 99 && at.frontier == 7 && !at.empty_frontier);
-    CHECK_EQ_INT(entries, 10);
-    floe__kx *kx = open_kx(0);
+    CHECK_EQ_INT(entries, 2);
+    kx = open_kx(0);
     char why[128];
     CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
-    CHECK(!have && strstr(why, "unusable") != NULL);
+    CHECK(!have && strstr(why, "unusable (entry)") != NULL);
+    floe__kx_free(kx);
+    floe__kx_store_free(st);
+}
+
+static int stream_entry(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                        floe_error *err)
+{
+    return floe__kx_ckpt_add(ctx, key, len, loc, err);
+}
+
+/* A checkpoint streamed entry by entry (a bulk copy's) loads as the index
+ * it was streamed from; one abandoned leaves the checkpoint before it, and
+ * only one is written at a time. */
+TEST(a_streamed_checkpoint_loads_as_the_index)
+{
+    floe__kx_store *st = NULL;
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u5", "s", 7, &st, NULL), FLOE_OK);
+    floe__kx *kx = open_kx(0);
+    floe__kx_log l;
+    floe__kx_log_init(&l);
+    for (int b = 0; b < 3; b++)
+        fill_batch(kx, &l, b);                   /* 28 rows live in f0..f2 */
+    floe__kx_log_free(&l);
+    char big[300];                               /* a key past a one-byte length */
+    memset(big, 'x', sizeof big);
+    CHECK_EQ_INT(floe__kx_insert(kx, (const uint8_t *)big, sizeof big,
+                                 (floe__kx_loc){file(kx, "f1"), 123456789, 77}, NULL), FLOE_OK);
+    floe__kx_ckpt *c = NULL, *second = NULL;
+    CHECK_EQ_INT(floe__kx_ckpt_begin(st, &c, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_ckpt_begin(st, &second, NULL), FLOE_EINTERNAL);
+    CHECK_EQ_INT(floe__kx_each(kx, stream_entry, c, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_ckpt_entries(c), 29);
+    CHECK_EQ_INT(floe__kx_ckpt_finish(c, kx, (floe__kx_mark){false, 30, 5}, NULL), FLOE_OK);
+    CHECK_EQ_INT(floe__kx_ckpt_begin(st, &c, NULL), FLOE_OK);     /* abandoned */
+    CHECK_EQ_INT(floe__kx_ckpt_add(c, (const uint8_t *)"k0", 2, (floe__kx_loc){0, 0, 0}, NULL),
+                 FLOE_OK);
+    floe__kx_ckpt_abort(c);
+    floe__kx_free(kx);
+    kx = open_kx(0);
+    bool have = false;
+    floe__kx_mark at;
+    char why[128];
+    CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
+    CHECK(have && at.frontier == 30 && at.snapshot_id == 5);
+    CHECK_EQ_INT(keys_of(kx), 29);
+    floe__kx_loc loc;
+    CHECK(take(kx, "k29", 2, &loc) && loc.pos == 9 && loc.rowhash == 2 &&
+          strcmp(floe__kx_file_path(kx, loc.file), "f2") == 0);
+    bool found = false;
+    CHECK_EQ_INT(floe__kx_take(kx, (const uint8_t *)big, sizeof big, 77, &found, &loc, NULL),
+                 FLOE_OK);
+    CHECK(found && loc.pos == 123456789 && strcmp(floe__kx_file_path(kx, loc.file), "f1") == 0);
+    CHECK(!take(kx, "k0", 0, &loc));             /* the second batch removed it */
     floe__kx_free(kx);
     floe__kx_store_free(st);
 }
@@ -618,6 +672,7 @@ int main(void)
     RUN(a_checkpoint_holds_what_the_table_holds);
     RUN(a_damaged_checkpoint_is_not_used);
     RUN(a_checkpoint_is_peeked_and_a_wild_position_is_unusable);
+    RUN(a_streamed_checkpoint_loads_as_the_index);
     RUN(a_compactions_moves_say_where_each_row_went);
     RUN(rows_follow_a_compaction_without_reading_it);
     RUN(a_batch_log_past_its_bound_is_dropped);
