@@ -411,7 +411,9 @@ int floe__live_rows_each(floe__live *l, floe__row_fn fn, void *ctx, floe_error *
  * delete Parquet file per data file (referenced_data_file set); on a v3
  * table one Puffin file with a deletion vector per data file, each merged
  * with that file's current DV, whose entry the commit removes (at most one
- * DV per data file).  Every data file named must be live in the current
+ * DV per data file).  Each delete file and DV carries its data file's
+ * partition tuple and goes in a delete manifest of that file's spec (one
+ * manifest per spec).  Every data file named must be live in the current
  * snapshot: else FLOE_ECONFLICT naming it (a compaction rewrote it).  v3
  * tables take position deletes only this way (Parquet position delete
  * files in `files` are FLOE_EINVAL there).
@@ -444,8 +446,9 @@ int floe__live_rows_each(floe__live *l, floe__row_fn fn, void *ctx, floe_error *
  * table is reloaded to tell whether the snapshot landed anyway: if so the
  * result is FLOE_OK, if that cannot be told FLOE_EUNKNOWN_OUTCOME.)  The
  * files in `files` are never removed here: they are the caller's; the
- * delete files the commit writes for `deletes` are its own.  Partitioned
- * tables, or tables not v2/v3: FLOE_EUNSUPPORTED.  Summary keys floe
+ * delete files the commit writes for `deletes` are its own.  The files in
+ * `files` are of the table's spec (t->spec_id) and carry its tuples.
+ * Tables not v2/v3: FLOE_EUNSUPPORTED.  Summary keys floe
  * computes (floe__summary_key_reserved) may not appear in req->summary:
  * FLOE_EINVAL. */
 typedef struct floe__commit_request {
