@@ -546,7 +546,7 @@ void floe__compaction_clear(floe__compaction *c)
 
 int floe__compaction_start(floe__compaction *c, floe_error *err)
 {
-    FLOE_FORWARD(floe__table_check_writable(c->t, err));
+    FLOE_FORWARD(floe__table_check_maintainable(c->t, err));
     const floe__metadata *md = c->t->loaded->metadata;
     FLOE_FORWARD(floe__table_file_options(c->t, FLOE_CONTENT_DATA, &c->wopts, err));
     if (c->o->target_file_size)

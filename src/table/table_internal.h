@@ -76,10 +76,16 @@ int floe__table_update(floe__table *t, const json_t *requirements, const json_t 
 int floe__table_check_format(const floe__table *t, floe_error *err);
 /* Whether the table's spec (t->spec_id) has partition fields. */
 bool floe__table_partitioned(const floe__table *t);
-/* floe__table_check_format and an unpartitioned default spec: what the
- * sink and maintenance, which do not partition yet, need
- * (FLOE_EUNSUPPORTED naming what is not). */
-int floe__table_check_writable(const floe__table *t, floe_error *err);
+/* Whether `text` (Spark DDL-style, floe__partition_spec_parse) asks for
+ * the spec the table has (t->spec_id): the same source columns and
+ * transforms in the same order.  FLOE_EINVAL showing both when not (a
+ * table's spec is not changed here); the parser's errors when the text is
+ * wrong. */
+int floe__table_check_spec_text(const floe__table *t, const char *text, floe_error *err);
+/* floe__table_check_format and an unpartitioned default spec: what
+ * compaction and floe_table_maintain, which do not handle partitions yet,
+ * need (FLOE_EUNSUPPORTED naming the table and its spec). */
+int floe__table_check_maintainable(const floe__table *t, floe_error *err);
 
 /* ---- file writers (file_writer.c) ---------------------------------------------------
  * Rows of one schema into Parquet files under the table's data location,
