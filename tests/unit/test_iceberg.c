@@ -927,19 +927,31 @@ TEST(partitioned_manifest_round_trip)
  * limit each closes its hungriest open file before a row, down to one; the
  * budget counts what is open and ends at zero; a generous budget closes
  * nothing early. */
+/* Create db.NAME in e's catalog: one column "id" (long, required)
+ * partitioned by bucket[n] of it (the namespace is created too). */
+static int create_bucketed(env *e, const char *name, int n)
+{
+    char text[160];
+    snprintf(text, sizeof text, "{\"spec-id\": 0, \"fields\": [{\"source-id\": 1, "
+             "\"field-id\": 1000, \"name\": \"id_bucket\", \"transform\": \"bucket[%d]\"}]}",
+             n);
+    json_t *owned[2] = {json_loads(TBL(F(1, "id", true, "\"long\"")), 0, NULL),
+                        json_loads(text, 0, NULL)};
+    floe__table_def def = {.schema = owned[0], .partition_spec = owned[1]};
+    floe__loaded_table *lt = NULL;
+    int rc = floe__catalog_create_namespace(e->cat, "db", NULL, NULL);
+    rc = rc == FLOE_OK ? floe__catalog_create_table(e->cat, "db", name, &def, &lt, e->err) : rc;
+    floe__loaded_table_free(lt);
+    for (int i = 0; i < 2; i++)
+        json_decref(owned[i]);
+    return rc;
+}
+
 TEST(partitioned_writer_memory_budget)
 {
     env e;
     CHECK_EQ_INT(env_open(&e, "pbudget"), FLOE_OK);
-    CHECK_EQ_INT(floe__catalog_create_namespace(e.cat, "db", NULL, NULL), FLOE_OK);
-    json_t *schema = json_loads(TBL(F(1, "id", true, "\"long\"")), 0, NULL);
-    json_t *spec = json_loads("{\"spec-id\": 0, \"fields\": [{\"source-id\": 1, \"field-id\": "
-                              "1000, \"name\": \"id_bucket\", \"transform\": \"bucket[8]\"}]}",
-                              0, NULL);
-    floe__table_def def = {.schema = schema, .partition_spec = spec};
-    floe__loaded_table *lt = NULL;
-    CHECK_EQ_INT(floe__catalog_create_table(e.cat, "db", "pb", &def, &lt, e.err), FLOE_OK);
-    floe__loaded_table_free(lt);
+    CHECK_EQ_INT(create_bucketed(&e, "pb", 8), FLOE_OK);
     floe__table *t = open_t(&e, "pb", NULL, NULL);
     for (int round = 0; t && round < 2; round++) {
         floe__part_budget budget = {.limit = round == 0 ? 1 : (uint64_t)1 << 30};
@@ -978,8 +990,6 @@ TEST(partitioned_writer_memory_budget)
         floe__content_list_clear(&files);
     }
     floe__table_free(t);
-    json_decref(schema);
-    json_decref(spec);
     env_close(&e);
 }
 
@@ -1062,14 +1072,7 @@ TEST(refuses_partitioned_and_v1_tables)
 {
     env e;
     CHECK_EQ_INT(env_open(&e, "refuse"), FLOE_OK);
-    CHECK_EQ_INT(floe__catalog_create_namespace(e.cat, "db", NULL, NULL), FLOE_OK);
-    json_t *schema = json_loads(TBL(F(1, "id", true, "\"long\"")), 0, NULL);
-    json_t *spec = json_loads("{\"spec-id\": 0, \"fields\": [{\"source-id\": 1, \"field-id\": "
-                              "1000, \"name\": \"id_b\", \"transform\": \"bucket[4]\"}]}", 0, NULL);
-    floe__table_def def = {.schema = schema, .partition_spec = spec};
-    floe__loaded_table *lt = NULL;
-    CHECK_EQ_INT(floe__catalog_create_table(e.cat, "db", "p", &def, &lt, e.err), FLOE_OK);
-    floe__loaded_table_free(lt);
+    CHECK_EQ_INT(create_bucketed(&e, "p", 4), FLOE_OK);
     floe__table *t = open_t(&e, "p", "id bigint not null", NULL);
     CHECK(t != NULL);                      /* opening (and inspecting) is fine */
     floe__file_writer *w = NULL;
@@ -1093,8 +1096,6 @@ TEST(refuses_partitioned_and_v1_tables)
         floe__content_list_clear(&files);
     }
     floe__table_free(t);
-    json_decref(schema);
-    json_decref(spec);
     env_close(&e);
 }
 
