@@ -153,7 +153,7 @@ static int writer_for(floe__part_writer *w, floe__file_writer **out, floe_error 
     for (size_t i = 0; i < w->n_open; i++) {
         slot *s = &w->open[i];
         if (s->hash == h && s->tuple.len == w->scratch.len &&
-            memcmp(s->tuple.data, w->scratch.data, s->tuple.len) == 0) {
+            (s->tuple.len == 0 || memcmp(s->tuple.data, w->scratch.data, s->tuple.len) == 0)) {
             *out = s->w;
             return FLOE_OK;
         }
