@@ -8,7 +8,8 @@ checked through pyiceberg: every data file holds one partition (its tuple
 is pyiceberg's own transform of each of its rows), and every delete file
 and deletion vector carries its data file's partition tuple and spec id.
 A table pyiceberg creates with its own spec is written as it is, and
-pyiceberg prunes by what floe wrote.  A run killed with SIGKILL again and
+pyiceberg prunes by what floe wrote.  floe maintain compacts within
+partitions.  A run killed with SIGKILL again and
 again ends equal to the model.
 """
 import json
@@ -119,10 +120,6 @@ def test_partition_by_on_an_existing_table(floe, tmp_path):
     assert "exists with partition spec 0" in r.stderr and "bucket(8, name)" in r.stderr, r.stderr
     r = floe(*args, "--delete-mode", "equality", "--input", src, check=False)
     assert r.returncode != 0 and "partitioned" in r.stderr, r.stderr
-    # compaction does not handle partitions yet: floe maintain says so, naming the table
-    r = floe("maintain", "--table", TABLE, "--catalog", f"sqlite:{tmp_path}/catalog.db",
-             "--warehouse", f"{tmp_path}/wh", check=False)
-    assert r.returncode != 0 and f"{TABLE} is partitioned" in r.stderr, r.stderr
 
 
 def test_pyiceberg_created_table(floe, tmp_path):
@@ -183,6 +180,30 @@ def test_pyiceberg_created_table(floe, tmp_path):
     got = sorted((r["id"], r["name"], r["qty"])
                  for r in tbl.scan(row_filter=E.EqualTo("qty", some)).to_arrow().to_pylist())
     assert got == [r for r in want if r[2] == some]
+
+
+@pytest.mark.parametrize("variant", ["upsert", "upsert-v3"])
+def test_compaction_per_partition(floe, tmp_path, variant):
+    """floe maintain --compact-all on a partitioned table the sink wrote in
+    many small batches: each group stays within one partition, so the table
+    ends with one data file per partition, every file's tuple its rows',
+    and the rows are still the model's (Java and DuckDB)."""
+    stream = Stream(21, steps=80, keys=40, burst=0.3)
+    db, wh = f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh"
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    floe(*sink_args(tmp_path, variant, stream, 5), "--partition-by", SPEC, "--maintain", "off",
+         "--input", src)
+    n_before = len(list(pyiceberg_catalog(db, wh).load_table(TABLE).scan().plan_files()))
+    r = floe("maintain", "--table", TABLE, "--catalog", f"sqlite:{db}", "--warehouse", wh,
+             "--compact-all", "--json")
+    assert json.loads(r.stdout)["report"]["compact_groups"] > 0, r.stdout
+    files = list(pyiceberg_catalog(db, wh).load_table(TABLE).scan().plan_files())
+    parts = {tuple(t.file.partition[i] for i in range(len(t.file.partition))) for t in files}
+    assert len(files) == len(parts) < n_before, (len(files), len(parts), n_before)
+    assert all(not t.delete_files for t in files)
+    check_final(tmp_path, stream, mode_of(variant))
+    check_partitions(db, wh, TABLE)
 
 
 @pytest.mark.parametrize("variant,seed", [("upsert", 11), ("upsert-v3", 12)])

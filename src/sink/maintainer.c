@@ -8,8 +8,7 @@
  * (default 20%: the thread's busy time stays below budget x the time since
  * it started; a round that would go over waits):
  *   - compaction of the groups most in need, bounded in bytes by what the
- *     budget allows at the rate compaction ran so far (not of a
- *     partitioned table yet: skipped, with one warning);
+ *     budget allows at the rate compaction ran so far;
  *   - snapshot expiry once the oldest snapshot is a tenth past the table's
  *     age limit (history.expire.max-snapshot-age-ms), keeping the sink's
  *     last commit and what follows it (the key index walks forward from it);
@@ -47,7 +46,6 @@ struct floe__maintainer {
     floe__table *table;
     uint64_t t0, busy_ns, last_orphans_ns;
     double rate;                           /* compaction bytes/s seen */
-    bool said_partitioned;                 /* warned that compaction is skipped */
     /* shared, under mu */
     floe__maintainer_stats stats;
 };
@@ -175,23 +173,6 @@ static double allowance(const floe__maintainer *m, uint64_t now)
     return m->cfg.budget * elapsed - busy;
 }
 
-/* Whether compaction handles the table: not yet a partitioned one (said
- * once; expiry and orphan removal go on). */
-static bool compactable(floe__maintainer *m)
-{
-    floe_error *why = floe_error_new();
-    bool ok = floe__table_check_maintainable(m->table, why) == FLOE_OK;
-    if (!ok && !m->said_partitioned && m->cfg.on_warning) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "table maintenance skips compaction: %s (snapshot expiry and "
-                 "orphan removal go on)", why ? floe_error_message(why) : "not compactable");
-        m->cfg.on_warning(m->cfg.warning_ctx, msg);
-    }
-    m->said_partitioned = m->said_partitioned || !ok;
-    floe_error_free(why);
-    return ok;
-}
-
 static int round_once(floe__maintainer *m, floe_error *err)
 {
     floe_table_debt d;
@@ -199,7 +180,7 @@ static int round_once(floe__maintainer *m, floe_error *err)
     bool acted = false;
     double left = allowance(m, floe__monotonic_ns());
     double ratio = delete_ratio(m);
-    if (left > 0 && compaction_due(&d, ratio) && compactable(m)) {
+    if (left > 0 && compaction_due(&d, ratio)) {
         FLOE_FORWARD(compact(m, left, ratio, err));
         acted = true;
     }

@@ -276,20 +276,6 @@ int floe__table_check_spec_text(const floe__table *t, const char *text, floe_err
     return rc;
 }
 
-int floe__table_check_maintainable(const floe__table *t, floe_error *err)
-{
-    const floe__metadata *md = t->loaded->metadata;
-    FLOE_FORWARD(floe__table_check_format(t, err));
-    const json_t *fields = json_object_get(floe__metadata_default_spec(md), "fields");
-    if (json_array_size(fields) != 0)
-        return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "table %s.%s is partitioned (spec %d has %zu fields): floe's "
-                             "compaction and maintenance handle only unpartitioned tables for "
-                             "now", t->ns, t->name, (int)floe__metadata_default_spec_id(md),
-                             json_array_size(fields));
-    return FLOE_OK;
-}
-
 int floe__table_update(floe__table *t, const json_t *requirements, const json_t *updates,
                        floe_error *err)
 {

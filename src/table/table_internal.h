@@ -82,10 +82,6 @@ bool floe__table_partitioned(const floe__table *t);
  * table's spec is not changed here); the parser's errors when the text is
  * wrong. */
 int floe__table_check_spec_text(const floe__table *t, const char *text, floe_error *err);
-/* floe__table_check_format and an unpartitioned default spec: what
- * compaction and floe_table_maintain, which do not handle partitions yet,
- * need (FLOE_EUNSUPPORTED naming the table and its spec). */
-int floe__table_check_maintainable(const floe__table *t, floe_error *err);
 
 /* ---- file writers (file_writer.c) ---------------------------------------------------
  * Rows of one schema into Parquet files under the table's data location,
