@@ -695,6 +695,12 @@ typedef struct floe_sink_options {
      * given here: write.metadata.delete-after-commit.enabled=true and
      * history.expire.max-snapshot-age-ms=3600000 (an hour of snapshots). */
     const char *const *properties;
+    /* The partition spec of a table the sink creates, in Spark's DDL
+     * transform syntax ("day(ts), bucket(16, id)", SPEC 4); NULL:
+     * unpartitioned.  An existing table is written with its own spec,
+     * whichever writer made it; given and different from that spec, it is
+     * FLOE_EINVAL (changing a table's spec is not supported yet). */
+    const char *partition_by;
     /* 1: the caller decides when snapshots are made.  Every
      * floe_sink_advance that moves the frontier past what is committed
      * closes one batch [last upper, new frontier) and commits it;

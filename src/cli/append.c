@@ -187,8 +187,7 @@ int cmd_append(int argc, char **argv)
     cli_opt opts[] = {
         CLI_TABLE_OPTS,
         {"schema", true, "column list, or @FILE holding it (needed to create the table)", NULL},
-        {"partition-by", true, "partition a table created here: \"day(ts), bucket(16, id), "
-                               "truncate(4, name), id\" (Spark's DDL transforms)", NULL},
+        CLI_PARTITION_BY_OPT,
         {"input", true, "NDJSON rows, one JSON object per line; - for stdin (required)", NULL},
         {"compression", true, "zstd, snappy, gzip or none (default: the table's "
                               "write.parquet.compression-codec, else zstd)", NULL},

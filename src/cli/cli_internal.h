@@ -145,6 +145,11 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
  * The options every table command shares (CLI_TABLE_OPTS expands to their
  * cli_opt entries): --table and where the table lives.  Secrets are best
  * passed in the environment (see floe.h), which every option falls back to. */
+/* The spec of a table a command creates (append, sink): the library
+ * parses it at creation (the "floe.partition-by" creation property). */
+#define CLI_PARTITION_BY_OPT                                                               \
+    {"partition-by", true, "partition a table created here: \"day(ts), bucket(16, id), "   \
+                           "truncate(4, name), id\" (Spark's DDL transforms)", NULL}
 #define CLI_TABLE_OPTS                                                                     \
     {"table", true, "the table, NS.NAME (required)", NULL},                               \
     CLI_CATALOG_OPTS

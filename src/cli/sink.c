@@ -25,7 +25,7 @@
 #include "cli/cli_internal.h"
 
 static const char USAGE[] =
-    "floe sink --table NS.NAME --schema \"COLUMNS\"|@FILE [--key COL,...] "
+    "floe sink --table NS.NAME --schema \"COLUMNS\"|@FILE [--key COL,...] [--partition-by SPEC] "
     "[--mode upsert|append] [--input PATH|-] [--catalog URI] [--warehouse URI] "
     "[--catalog-name NAME] [--commit-interval DURATION] [--as-of T] [--sink-id ID] "
     "[--sink-version N] [--compression zstd|snappy|gzip|none] [--target-file-size BYTES] "
@@ -221,6 +221,7 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_sink_options
     o->spill_dir = cli_get(opts, "spill-dir");
     o->index_dir = cli_get(opts, "index-dir");
     o->resume_from = cli_get(opts, "resume-from");
+    o->partition_by = cli_get(opts, "partition-by");
     o->new_sink = cli_has(opts, "new-sink");
     o->on_warning = on_warning;
     o->warning_ctx = r;
@@ -455,6 +456,7 @@ int cmd_sink(int argc, char **argv)
         CLI_TABLE_OPTS,
         {"schema", true, "column list or @FILE (may be omitted when the table exists)", NULL},
         {"key", true, "key columns, comma-separated (upsert mode)", NULL},
+        CLI_PARTITION_BY_OPT,
         {"mode", true, "upsert (default with --key) or append (default without)", NULL},
         {"input", true, "NDJSON change stream; - for stdin (default -)", NULL},
         {"commit-interval", true, "batch width in input time: 500ms, 10s, 2m (default 10s)", NULL},

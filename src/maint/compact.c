@@ -9,7 +9,9 @@
  * deletes, or when equality deletes apply to it (the costliest deletes to
  * read; rewriting every file older than an equality delete lets the delete
  * go).  Candidates are packed, oldest first, into groups of about the
- * target size; a group is rewritten when it has min_input_files files,
+ * target size, a group within one partition of the table's spec (files
+ * of other specs are left as they are: rewriting them into the current
+ * spec is not done yet); a group is rewritten when it has min_input_files files,
  * fills a file, holds a file with deletes to apply, or holds a file too
  * large.  Groups go in order of need.  Tiered (the sink's own maintenance,
  * which runs every few commits): candidates are packed only with files of
@@ -95,6 +97,7 @@ typedef struct candidate {
     bool urgent;                     /* deletes to apply, or too large */
     unsigned tier;                   /* tiered: size class (x4 each, from 64 KiB); else 0 */
     int64_t seq;
+    const floe__buf *part;           /* its partition tuple (empty: unpartitioned) */
 } candidate;
 
 /* Size classes of 4x each: files merge with files of their size only, so
@@ -112,6 +115,8 @@ static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t
 {
     const floe__plan *p = c->plan;
     const floe__content_file *f = &p->data[i].f.file;
+    if (p->data[i].f.spec_id != c->t->spec_id)
+        return false;                /* rewriting into another spec: not yet */
     uint64_t rows = f->metrics.record_count, size = f->metrics.file_size;
     double ratio = rows ? (double)deleted_rows(p, i) / (double)rows : 0;
     bool eq = p->n_eq > p->data[i].eq_from;
@@ -123,13 +128,25 @@ static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t
         return false;
     *out = (candidate){i, (uint64_t)((double)size * (1 - (ratio > 1 ? 1 : ratio))),
                        1 + 10 * ratio + (eq ? 10 : 0), large || deletes,
-                       c->o->tiered ? tier_of(size) : 0, p->data[i].f.data_seq};
+                       c->o->tiered ? tier_of(size) : 0, p->data[i].f.data_seq,
+                       &f->partition};
     return true;
 }
 
+static int cmp_part(const floe__buf *a, const floe__buf *b)
+{
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return a->len ? memcmp(a->data, b->data, a->len) : 0;
+}
+
+/* Partition (a group never mixes two), then size class, then age. */
 static int by_tier_seq(const void *x, const void *y)
 {
     const candidate *a = x, *b = y;
+    int part = cmp_part(a->part, b->part);
+    if (part)
+        return part;
     if (a->tier != b->tier)
         return a->tier < b->tier ? -1 : 1;
     return (a->seq > b->seq) - (a->seq < b->seq);
@@ -184,7 +201,7 @@ static int choose(floe__compaction *c, floe__compact_group **gs, size_t *n_gs, f
     int rc = FLOE_OK;
     for (size_t k = 0; rc == FLOE_OK && k < n; k++) {
         if (g.n && (g.bytes + cs[k].bytes > c->wopts.target_file_size ||
-                    cs[k].tier != cs[k - 1].tier)) {
+                    cs[k].tier != cs[k - 1].tier || cmp_part(cs[k].part, cs[k - 1].part))) {
             rc = close_group(c, &th, &g, urgent, gs, n_gs, err);
             urgent = false;
         }
@@ -546,7 +563,7 @@ void floe__compaction_clear(floe__compaction *c)
 
 int floe__compaction_start(floe__compaction *c, floe_error *err)
 {
-    FLOE_FORWARD(floe__table_check_writable(c->t, err));
+    FLOE_FORWARD(floe__table_check_format(c->t, err));
     const floe__metadata *md = c->t->loaded->metadata;
     FLOE_FORWARD(floe__table_file_options(c->t, FLOE_CONTENT_DATA, &c->wopts, err));
     if (c->o->target_file_size)

@@ -189,5 +189,11 @@ int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
         floe__file_writer_abort(w);
         return FLOE_OK;
     }
-    return floe__file_writer_close(w, out, err);
+    size_t from = out->n;
+    FLOE_FORWARD(floe__file_writer_close(w, out, err));
+    /* a group holds one partition (compact.c): its files carry the tuple */
+    const floe__buf *part = &c->plan->data[g->files[0]].f.file.partition;
+    for (size_t i = from; rc == FLOE_OK && i < out->n; i++)
+        rc = floe__buf_append(&out->files[i].partition, part->data, part->len, err);
+    return rc;
 }

@@ -74,6 +74,9 @@ int floe__cow_rewrite(floe__table *t, const floe__posdel_set *deletes, floe__cow
                       floe_error *err)
 {
     *out = NULL;
+    FLOE_RETURN_IF(floe__table_partitioned(t), err, FLOE_EUNSUPPORTED, "table %s.%s is "
+                   "partitioned: copy-on-write does not rewrite partitioned tables yet",
+                   t->ns, t->name);
     floe__cow *w = floe__calloc(1, sizeof *w);
     struct floe__cow_state *st = floe__calloc(1, sizeof *st);
     if (!w || !st) {

@@ -108,7 +108,7 @@ int floe_table_maintain(floe_table *table, const floe_maintain_options *o,
     memset(r, 0, sizeof *r);
     floe__table *t = floe__table_of(table);
     FLOE_FORWARD(floe__table_refresh(t, err));
-    FLOE_FORWARD(floe__table_check_writable(t, err));
+    FLOE_FORWARD(floe__table_check_format(t, err));
     if (o->compact)
         FLOE_FORWARD(compact_step(t, o, r, err));
     if (o->expire)

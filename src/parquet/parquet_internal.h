@@ -78,6 +78,9 @@ uint64_t floe__pq_writer_rows(const floe__pq_writer *w);
 /* An estimate of the file's size if it were closed now (bytes written plus
  * buffered data plus footer), for rolling files over at a target size. */
 uint64_t floe__pq_writer_bytes(const floe__pq_writer *w);
+/* The bytes of the row group held in memory (encoded pages and the values
+ * not yet encoded), not yet written out. */
+uint64_t floe__pq_writer_buffered(const floe__pq_writer *w);
 
 /* Flush the last row group, write the footer and close the output.  Frees w
  * whether or not it succeeds; on failure the output is aborted.  When `m` is

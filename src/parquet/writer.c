@@ -121,6 +121,8 @@ static uint64_t buffered(const floe__pq_writer *w)
     return n;
 }
 
+uint64_t floe__pq_writer_buffered(const floe__pq_writer *w) { return buffered(w); }
+
 uint64_t floe__pq_writer_bytes(const floe__pq_writer *w)
 {
     uint64_t footer = 1024 + (uint64_t)(w->n_rgs + 1) * w->n_cols * 96;

@@ -498,6 +498,11 @@ static int setup_parts(floe_sink *s, floe_error *err)
     if (s->upsert && !s->keeper && um && strcmp(um, "copy-on-write") == 0)
         on_warning(s, "the table's write.update.mode is copy-on-write, which needs the key index "
                       "of position mode: this sink writes equality deletes (merge-on-read)");
+    else if (s->keeper && um && strcmp(um, "copy-on-write") == 0 &&
+             floe__table_partitioned(s->table))
+        on_warning(s, "the table's write.update.mode is copy-on-write, which floe does not do "
+                      "for partitioned tables yet: this sink writes position deletes "
+                      "(merge-on-read)");
     if (s->keeper) {
         s->wcfg.kx = floe__keeper_kx(s->keeper);
         /* a batch's index log past a sixteenth of the memory is dropped, the
@@ -510,8 +515,16 @@ static int setup_parts(floe_sink *s, floe_error *err)
         stash_memory -= s->kcfg.kx.memory_limit;
     }
     size_t group = s->wcfg.file_opts.parquet.row_group_size;  /* buffered by the writer */
-    if (o->memory_limit && stash_memory > 2 * group)
-        stash_memory -= group;
+    size_t data_memory = group;
+    if (floe__table_partitioned(s->table)) {
+        /* one open file per partition: a quarter of the memory for their
+         * row groups, the largest closed early past it (part_writer.c) */
+        size_t total = o->memory_limit ? o->memory_limit : (size_t)512 << 20;
+        data_memory = total / 4 > group ? total / 4 : group;
+        s->wcfg.data_memory = data_memory;
+    }
+    if (o->memory_limit && stash_memory > 2 * data_memory)
+        stash_memory -= data_memory;
     FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_on_advance ? 1 : o->commit_interval,
                                   s->resume.has, s->resume.frontier, &s->minter, err));
     if (o->commit_on_advance)
@@ -641,6 +654,12 @@ static int create_properties(const floe_sink *s, json_t **out, floe_error *err)
             p = NULL;
         }
     }
+    /* the creation property table.c reads the spec from (never kept) */
+    if (p && s->opts.partition_by &&
+        json_object_set_new(p, "floe.partition-by", json_string(s->opts.partition_by)) != 0) {
+        json_decref(p);
+        p = NULL;
+    }
     *out = p;
     return p ? FLOE_OK : FLOE_OOM(err);
 }
@@ -662,7 +681,14 @@ static int open_table(floe_sink *s, const floe__schema *declared, floe_error *er
         return floe__err_set(err, FLOE_EINVAL, "%s.%s exists at format version %d; "
                              "--format-version %d applies only to a table floe creates",
                              s->ns, s->name, has, v);
-    return floe__table_check_writable(s->table, err);
+    FLOE_FORWARD(floe__table_check_format(s->table, err));
+    if (s->opts.partition_by && !s->table->created)
+        FLOE_FORWARD(floe__table_check_spec_text(s->table, s->opts.partition_by, err));
+    FLOE_RETURN_IF(floe__table_partitioned(s->table) && s->upsert &&
+                   s->opts.delete_mode == FLOE_DELETE_EQUALITY, err, FLOE_EUNSUPPORTED,
+                   "table %s.%s is partitioned: --delete-mode equality does not write "
+                   "partitioned tables yet (position deletes do)", s->ns, s->name);
+    return FLOE_OK;
 }
 
 static int sink_setup(floe_sink *s, floe_error *err)
@@ -712,7 +738,7 @@ int floe__sink_options_own(floe_sink_options *o, floe__arena *a, floe_error *err
     floe_connect_options *c = &o->connect;
     const char **fields[] = {
         &o->table, &o->schema, &o->key, &o->sink_id, &o->spill_dir, &o->index_dir,
-        &o->resume_from, &c->catalog, &c->catalog_name, &c->warehouse, &c->token,
+        &o->resume_from, &o->partition_by, &c->catalog, &c->catalog_name, &c->warehouse, &c->token,
         &c->credential, &c->oauth2_uri, &c->scope, &c->sigv4_region, &c->sigv4_service,
         &c->s3_endpoint, &c->s3_region, &c->s3_access_key_id, &c->s3_secret_access_key,
         &c->s3_session_token, &c->ca_file,

@@ -97,6 +97,9 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
     FLOE_RETURN_IF(s->resume.has || s->touched || s->ended || s->bulk || time != s->as_of,
                    err, FLOE_ESTATE, "a bulk snapshot batch needs a fresh sink whose as-of "
                    "time is the batch's");
+    FLOE_RETURN_IF(floe__table_partitioned(s->table), err, FLOE_EUNSUPPORTED, "table %s.%s is "
+                   "partitioned: the bulk initial copy writes only unpartitioned tables for now",
+                   s->ns, s->name);
     floe__bulk *b = floe__calloc(1, sizeof *b);
     if (!b)
         return FLOE_OOM(err);

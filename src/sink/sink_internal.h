@@ -206,6 +206,11 @@ typedef struct floe__writer_config {
     size_t n_eq_ids;
     floe__file_writer_options file_opts;    /* data files */
     floe__file_writer_options eqdel_opts;   /* equality delete files */
+    /* A partitioned table: the row groups the open data files of every
+     * open batch may buffer together (0: unbounded) before the largest
+     * closes early, and how many files one batch keeps open (0: 64). */
+    uint64_t data_memory;
+    size_t max_open_partitions;
     floe__warn_fn warn;                 /* primary-key violations etc.; may be NULL */
     void *warn_ctx;
     size_t kx_log_max;                  /* bytes of a batch's key index log (floe__kx_log) */

@@ -25,7 +25,7 @@ static void batch_free(const floe__writer *w, open_batch *b, bool abort_files)
     if (!b)
         return;
     if (abort_files) {
-        floe__file_writer_abort(b->data);
+        floe__part_writer_abort(b->data);
         floe__file_writer_abort(b->eqdel);
         for (size_t i = 0; i < b->adopted.n; i++)
             floe__fileio_remove(w->cfg->table->io, b->adopted.files[i].path, NULL);
@@ -47,6 +47,7 @@ int floe__writer_new(const floe__writer_config *cfg, floe__writer **out, floe_er
     if (!w)
         return FLOE_OOM(err);
     w->cfg = cfg;
+    w->budget.limit = cfg->data_memory;
     floe__buf_init(&w->g_key, 0);
     floe__buf_init(&w->g_rows, 0);
     floe__buf_init(&w->scratch, 0);
@@ -136,10 +137,10 @@ int floe__writer_data_row(floe__writer *w, open_batch *b, const uint8_t *row, si
                           const char **path, uint64_t *pos, floe_error *err)
 {
     if (!b->data)
-        FLOE_FORWARD(floe__file_writer_new(w->cfg->table, FLOE_CONTENT_DATA,
-                                           w->cfg->data_schema, NULL, 0, &w->cfg->file_opts,
-                                           &b->data, err));
-    FLOE_FORWARD(floe__file_writer_write(b->data, row, len, path, pos, err));
+        FLOE_FORWARD(floe__part_writer_new(w->cfg->table, w->cfg->data_schema,
+                                           &w->cfg->file_opts, w->cfg->max_open_partitions,
+                                           &w->budget, &b->data, err));
+    FLOE_FORWARD(floe__part_writer_write(b->data, row, len, path, pos, err));
     b->rows++;
     w->stats.rows_written++;
     return FLOE_OK;
@@ -377,9 +378,11 @@ void floe__sealed_free(floe__sealed *s)
 
 static int close_files(open_batch *b, floe__content_list *out, floe_error *err)
 {
-    floe__file_writer *data = b->data, *eq = b->eqdel;
-    b->data = b->eqdel = NULL;
-    int rc = data ? floe__file_writer_close(data, out, err) : FLOE_OK;
+    floe__part_writer *data = b->data;
+    floe__file_writer *eq = b->eqdel;
+    b->data = NULL;
+    b->eqdel = NULL;
+    int rc = data ? floe__part_writer_close(data, out, err) : FLOE_OK;
     if (rc == FLOE_OK)
         rc = floe__content_list_take(out, &b->adopted, err);
     if (eq && rc == FLOE_OK)

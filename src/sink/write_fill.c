@@ -116,11 +116,9 @@ static int cmp_rec(const void *x, const void *y)
 /* A file some batch is still writing is closed, so it can be read. */
 static int readable(floe__writer *w, const char *path, floe_error *err)
 {
-    for (floe__open_batch *b = w->head; b; b = b->next) {
-        const char *open = floe__file_writer_open_path(b->data);
-        if (open && strcmp(open, path) == 0)
-            FLOE_FORWARD(floe__file_writer_roll(b->data, err));
-    }
+    for (floe__open_batch *b = w->head; b; b = b->next)
+        if (b->data)
+            FLOE_FORWARD(floe__part_writer_roll_path(b->data, path, err));
     return FLOE_OK;
 }
 

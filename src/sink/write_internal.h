@@ -10,7 +10,8 @@
 
 typedef struct floe__open_batch {
     floe__batch desc;
-    floe__file_writer *data, *eqdel;
+    floe__part_writer *data;           /* its data files, one open per partition */
+    floe__file_writer *eqdel;
     uint64_t rows, posdels, eqdels;
     floe__delrecs dels;                /* its position deletes */
     floe__kx_log *log;                 /* position mode: the rows it indexed */
@@ -49,10 +50,12 @@ struct floe__writer {
     size_t pending_cap, pending_n;
     floe__writer_stats stats;
     bool warned_snapshot_retraction;
+    floe__part_budget budget;          /* the open batches' data files share it */
 };
 
-/* A data row into batch b; *path / *pos: where it went (path owned by the
- * file writer, valid until the file rolls over or closes). */
+/* A data row into batch b, into the file of its partition; *path / *pos:
+ * where it went (path owned by the file writer, valid until the next row
+ * is written to the batch: a file may roll over or close early then). */
 int floe__writer_data_row(floe__writer *w, floe__open_batch *b, const uint8_t *row, size_t len,
                           const char **path, uint64_t *pos, floe_error *err);
 /* An equality delete of key in batch b. */

@@ -20,6 +20,9 @@
  *     entry is removed in this commit (at most one DV per data file); its
  *     file-scoped Parquet position deletes (a table upgraded from v2) are
  *     folded in too; unscoped ones are FLOE_EUNSUPPORTED.
+ * Every delete file and DV carries its data file's partition tuple and
+ * spec id (a->written_specs), so it is scoped to that partition as the
+ * spec requires.
  * Removed entries are recorded as (manifest, entry) of the plan; the
  * manifests holding them are rewritten with those entries DELETED and the
  * other live ones EXISTING (sequence numbers and first_row_id kept), as
@@ -178,14 +181,53 @@ static int target(floe__attempt *a, const floe__pathmap *gone, const char *path,
     return FLOE_OK;
 }
 
-static int push_written(floe__attempt *a, floe__content_file *f, floe_error *err)
+/* The partition tuple and spec id of data file `path`: a live file of the
+ * parent's plan, else one this commit adds (the table's spec).  NULL when
+ * neither (target() has refused such a path already). */
+static const floe__buf *data_partition(const floe__attempt *a, const char *path,
+                                       int32_t *spec_id)
 {
-    int rc = floe__content_list_push(&a->written, f, err);
+    size_t i;
+    if (floe__pathmap_get(&a->plan->data_index, path, &i)) {
+        *spec_id = a->plan->data[i].f.spec_id;
+        return &a->plan->data[i].f.file.partition;
+    }
+    for (i = 0; i < a->req->n_files; i++)
+        if (a->req->files[i].content == FLOE_CONTENT_DATA &&
+            strcmp(a->req->files[i].path, path) == 0) {
+            *spec_id = a->t->spec_id;
+            return &a->req->files[i].partition;
+        }
+    return NULL;
+}
+
+/* Move f (a delete of data file `data_path`) into a->written with that
+ * file's partition tuple and spec id; on failure f is removed and cleared. */
+static int push_written(floe__attempt *a, floe__content_file *f, const char *data_path,
+                        floe_error *err)
+{
+    int32_t spec = a->t->spec_id;
+    const floe__buf *tuple = data_partition(a, data_path, &spec);
+    int rc = FLOE_OK;
+    floe__buf_reset(&f->partition);
+    if (tuple && tuple->len)
+        rc = floe__buf_append(&f->partition, tuple->data, tuple->len, err);
+    if (rc == FLOE_OK)
+        rc = floe__content_list_push(&a->written, f, err);
     if (rc != FLOE_OK) {
         floe__fileio_remove(a->t->io, f->path, NULL);
         floe__content_file_clear(f);
+        return rc;
     }
-    return rc;
+    if (a->written.cap > a->n_written_specs) {       /* the list grew: so do the ids */
+        int32_t *specs = floe__realloc(a->written_specs, a->written.cap * sizeof *specs);
+        if (!specs)                                  /* f is the attempt's: cleanup removes it */
+            return FLOE_OOM(err);
+        a->written_specs = specs;
+        a->n_written_specs = a->written.cap;
+    }
+    a->written_specs[a->written.n - 1] = spec;
+    return FLOE_OK;
 }
 
 /* The positions data file d's own position delete files (file-scoped to
@@ -249,7 +291,7 @@ static int write_v2_one(floe__attempt *a, const char *path, const floe__posbitma
     }
     for (size_t i = 0; i < files.n; i++) {
         if (rc == FLOE_OK)
-            rc = push_written(a, &files.files[i], err);
+            rc = push_written(a, &files.files[i], path, err);
         else
             floe__fileio_remove(a->t->io, files.files[i].path, NULL);
     }
@@ -294,9 +336,9 @@ static int write_one_dv(floe__attempt *a, floe__posdel_set *merged, size_t i, si
     floe__content_file f;
     if (rc == FLOE_OK)
         rc = dv_file(uri, size, &dv, &f, err);
-    if (rc == FLOE_OK && (rc = floe__content_list_push(&a->written, &f, err)) != FLOE_OK)
-        floe__content_file_clear(&f);
-    if (rc != FLOE_OK && wrote)
+    if (rc == FLOE_OK)
+        rc = push_written(a, &f, dv.referenced_data_file, err);   /* removes it on failure */
+    else if (wrote)
         floe__fileio_remove(a->t->io, uri, NULL);
     floe__free(uri);
     return rc;

@@ -34,7 +34,10 @@ typedef struct floe__attempt {
     bool list_written;
     json_t *summary;
     floe__plan *plan;                /* the parent's plan, when deletes or removals ask */
-    floe__content_list written;      /* delete files and DVs this attempt wrote (owned) */
+    floe__content_list written;      /* delete files and DVs this attempt wrote (owned),
+                                        each with its data file's partition tuple */
+    int32_t *written_specs;          /* per written file: its data file's spec id */
+    size_t n_written_specs;          /* room in written_specs */
     uint64_t *removed;               /* (manifest << 32 | entry) of the parent's plan,
                                         sorted: entries this commit marks DELETED */
     size_t n_removed;

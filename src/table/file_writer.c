@@ -237,6 +237,11 @@ uint64_t floe__file_writer_open_bytes(const floe__file_writer *w)
     return w && w->cur ? floe__pq_writer_bytes(w->cur) : 0;
 }
 
+uint64_t floe__file_writer_buffered(const floe__file_writer *w)
+{
+    return w && w->cur ? floe__pq_writer_buffered(w->cur) : 0;
+}
+
 const char *floe__file_writer_open_path(const floe__file_writer *w)
 {
     return w && w->cur && w->cur_rows ? w->cur_path : NULL;

@@ -2,9 +2,12 @@
  * part_writer.c - data files of a partitioned table: each row's partition
  * tuple (iceberg/partition_spec.c) picks one of a bounded set of open file
  * writers (file_writer.c), one per tuple; closing a writer stamps its
- * tuple on every file it finished.  The number of open writers is bounded:
- * a new tuple past the bound first closes the open file with the largest
- * estimated size, so memory stays bounded by max_open open files.
+ * tuple on every file it finished.  The open writers are bounded in number
+ * (a new tuple past the bound first closes the open file with the largest
+ * estimated size) and, when given a budget, in memory: before a row is
+ * written, while the row groups the writers sharing the budget hold exceed
+ * its limit, this writer closes its open file holding the most (never its
+ * last one: a single file's row group is bounded by the row group size).
  *
  * It does not commit (table_commit.c writes the manifests, which carry
  * the tuples) and never decides the spec: it is the table's (t->spec_id).
@@ -18,6 +21,7 @@ typedef struct slot {
     floe__buf tuple;
     uint64_t hash;
     floe__file_writer *w;
+    uint64_t held;                   /* its buffered bytes, as last counted in the budget */
 } slot;
 
 struct floe__part_writer {
@@ -27,15 +31,26 @@ struct floe__part_writer {
     floe__file_writer_options o;
     bool has_o;
     size_t max_open;
+    floe__part_budget *budget;       /* borrowed, or NULL */
     slot *open;
     size_t n_open;
     floe__content_list done;         /* finished files, tuples set */
     floe__buf scratch;               /* the tuple of the row being written */
+    uint64_t early_closes;           /* files closed to keep within the budget */
     int broken;
 };
 
-static void free_slot(slot *s, bool abort_files)
+/* Count slot s's buffered bytes anew in the budget. */
+static void recount(floe__part_writer *w, slot *s, uint64_t now)
 {
+    if (w->budget)
+        w->budget->used = w->budget->used - s->held + now;
+    s->held = now;
+}
+
+static void free_slot(floe__part_writer *w, slot *s, bool abort_files)
+{
+    recount(w, s, 0);
     if (abort_files)
         floe__file_writer_abort(s->w);
     floe__buf_free(&s->tuple);
@@ -45,7 +60,7 @@ static void free_slot(slot *s, bool abort_files)
 static void free_writer(floe__part_writer *w, bool remove_files)
 {
     for (size_t i = 0; i < w->n_open; i++)
-        free_slot(&w->open[i], true);
+        free_slot(w, &w->open[i], true);
     if (remove_files)
         for (size_t i = 0; i < w->done.n; i++)
             floe__fileio_remove(w->t->io, w->done.files[i].path, NULL);
@@ -58,7 +73,7 @@ static void free_writer(floe__part_writer *w, bool remove_files)
 
 int floe__part_writer_new(floe__table *t, const floe__schema *schema,
                           const floe__file_writer_options *o, size_t max_open,
-                          floe__part_writer **out, floe_error *err)
+                          floe__part_budget *budget, floe__part_writer **out, floe_error *err)
 {
     FLOE_RETURN_IF(!t || !schema || !out, err, FLOE_EINVAL, "partition writer: NULL argument");
     FLOE_FORWARD(floe__table_check_format(t, err));
@@ -71,6 +86,7 @@ int floe__part_writer_new(floe__table *t, const floe__schema *schema,
     w->t = t;
     w->schema = schema;
     w->max_open = max_open ? max_open : DEFAULT_MAX_OPEN;
+    w->budget = budget;
     w->has_o = o != NULL;
     if (o)
         w->o = *o;
@@ -102,9 +118,19 @@ static int close_slot(floe__part_writer *w, size_t i, floe_error *err)
         for (size_t k = 0; k < files.n; k++)
             floe__fileio_remove(w->t->io, files.files[k].path, NULL);
     floe__content_list_clear(&files);
-    free_slot(s, false);
+    free_slot(w, s, false);
     w->open[i] = w->open[--w->n_open];
     return rc;
+}
+
+/* The open file holding the most memory. */
+static size_t hungriest(const floe__part_writer *w)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < w->n_open; i++)
+        if (w->open[i].held > w->open[best].held)
+            best = i;
+    return best;
 }
 
 static size_t largest(const floe__part_writer *w)
@@ -127,7 +153,7 @@ static int writer_for(floe__part_writer *w, floe__file_writer **out, floe_error 
     for (size_t i = 0; i < w->n_open; i++) {
         slot *s = &w->open[i];
         if (s->hash == h && s->tuple.len == w->scratch.len &&
-            memcmp(s->tuple.data, w->scratch.data, s->tuple.len) == 0) {
+            (s->tuple.len == 0 || memcmp(s->tuple.data, w->scratch.data, s->tuple.len) == 0)) {
             *out = s->w;
             return FLOE_OK;
         }
@@ -144,6 +170,7 @@ static int writer_for(floe__part_writer *w, floe__file_writer **out, floe_error 
         return rc;
     }
     s->hash = h;
+    s->held = 0;
     w->n_open++;
     *out = s->w;
     return FLOE_OK;
@@ -155,10 +182,22 @@ int floe__part_writer_write(floe__part_writer *w, const uint8_t *row, size_t len
     FLOE_RETURN_IF(w->broken, err, w->broken, "partition writer: an earlier failure broke it");
     floe__buf_reset(&w->scratch);
     FLOE_FORWARD(floe__partition_tuple(w->spec, w->schema, row, len, &w->scratch, err));
-    floe__file_writer *fw;
-    int rc = writer_for(w, &fw, err);
+    int rc = FLOE_OK;
+    while (rc == FLOE_OK && w->budget && w->budget->limit && w->n_open > 1 &&
+           w->budget->used > w->budget->limit) {
+        rc = close_slot(w, hungriest(w), err);
+        w->early_closes++;
+    }
+    floe__file_writer *fw = NULL;
+    if (rc == FLOE_OK)
+        rc = writer_for(w, &fw, err);
     if (rc == FLOE_OK)
         rc = floe__file_writer_write(fw, row, len, path, pos, err);
+    if (fw) {
+        for (size_t i = 0; i < w->n_open; i++)
+            if (w->open[i].w == fw)
+                recount(w, &w->open[i], floe__file_writer_buffered(fw));
+    }
     if (rc != FLOE_OK && rc != FLOE_EINPUT && rc != FLOE_EINVAL)
         w->broken = rc;
     return rc;
@@ -170,6 +209,23 @@ const floe__partition_spec *floe__part_writer_spec(const floe__part_writer *w)
 }
 
 size_t floe__part_writer_open_count(const floe__part_writer *w) { return w->n_open; }
+
+uint64_t floe__part_writer_early_closes(const floe__part_writer *w) { return w->early_closes; }
+
+int floe__part_writer_roll_path(floe__part_writer *w, const char *path, floe_error *err)
+{
+    for (size_t i = 0; i < w->n_open; i++) {
+        const char *open = floe__file_writer_open_path(w->open[i].w);
+        if (open && strcmp(open, path) == 0) {
+            int rc = floe__file_writer_roll(w->open[i].w, err);
+            recount(w, &w->open[i], 0);
+            if (rc != FLOE_OK)
+                w->broken = rc;
+            return rc;
+        }
+    }
+    return FLOE_OK;
+}
 
 int floe__part_writer_close(floe__part_writer *w, floe__content_list *out, floe_error *err)
 {

@@ -221,17 +221,59 @@ bool floe__table_partitioned(const floe__table *t)
     return json_array_size(json_object_get(spec, "fields")) > 0;
 }
 
-int floe__table_check_writable(const floe__table *t, floe_error *err)
+/* The fields of spec a as metadata JSON text (for messages); caller
+ * floe__free()s; NULL when out of memory. */
+static char *spec_text(const floe__partition_spec *a)
 {
-    const floe__metadata *md = t->loaded->metadata;
-    FLOE_FORWARD(floe__table_check_format(t, err));
-    const json_t *fields = json_object_get(floe__metadata_default_spec(md), "fields");
-    if (json_array_size(fields) != 0)
-        return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "table %s.%s is partitioned (spec %d has %zu fields): floe writes "
-                             "only unpartitioned tables for now", t->ns, t->name,
-                             (int)floe__metadata_default_spec_id(md), json_array_size(fields));
-    return FLOE_OK;
+    json_t *j = NULL;
+    if (floe__partition_spec_to_json(a, &j, NULL) != FLOE_OK)
+        return NULL;
+    const json_t *fields = json_object_get(j, "fields");
+    size_t n = json_dumpb(fields, NULL, 0, JSON_COMPACT);
+    char *s = n ? floe__malloc(n + 1) : NULL;
+    if (s && json_dumpb(fields, s, n, JSON_COMPACT) == n)
+        s[n] = '\0';
+    else if (s) {
+        floe__free(s);
+        s = NULL;
+    }
+    json_decref(j);
+    return s;
+}
+
+static bool same_fields(const floe__partition_spec *a, const floe__partition_spec *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->fields[i].source_id != b->fields[i].source_id ||
+            a->fields[i].transform.kind != b->fields[i].transform.kind ||
+            a->fields[i].transform.param != b->fields[i].transform.param)
+            return false;
+    return true;
+}
+
+int floe__table_check_spec_text(const floe__table *t, const char *text, floe_error *err)
+{
+    const json_t *j = floe__metadata_spec_by_id(t->loaded->metadata, t->spec_id);
+    FLOE_RETURN_IF(!j, err, FLOE_EFORMAT, "table %s.%s has no partition spec %d", t->ns,
+                   t->name, (int)t->spec_id);
+    floe__partition_spec *has = NULL, *asked = NULL;
+    int rc = floe__partition_spec_from_json(j, t->schema, &has, err);
+    if (rc == FLOE_OK)
+        rc = floe__partition_spec_parse(text, t->schema, 1000, &asked, err);
+    if (rc == FLOE_OK && !same_fields(has, asked)) {
+        char *a = spec_text(has), *b = spec_text(asked);
+        rc = floe__err_set(err, FLOE_EINVAL, "table %s.%s exists with partition spec %d %s; "
+                           "--partition-by '%s' asks for %s (floe does not change a table's "
+                           "spec yet: leave --partition-by out to write the table's own)",
+                           t->ns, t->name, (int)t->spec_id, a ? a : "?", text, b ? b : "?");
+        floe__free(a);
+        floe__free(b);
+    }
+    floe__partition_spec_free(has);
+    floe__partition_spec_free(asked);
+    return rc;
 }
 
 int floe__table_update(floe__table *t, const json_t *requirements, const json_t *updates,

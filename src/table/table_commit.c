@@ -72,6 +72,7 @@ static void attempt_cleanup(attempt *a, bool remove_files)
     }
     floe__manifest_list_clear(&a->list);
     floe__content_list_clear(&a->written);
+    floe__free(a->written_specs);
     floe__plan_free(a->plan);
     json_decref(a->new_schema);
     floe__free(a->removed);
@@ -150,10 +151,18 @@ static int new_snapshot_id(const floe__metadata *md, int64_t *out, floe_error *e
 
 /* ---- manifests ----------------------------------------------------------------------------- */
 
-/* The ADDED entries of a new manifest: the caller's files of that kind,
- * and (deletes) the ones this attempt wrote.  Shallow copies. */
-static int new_entries(attempt *a, bool deletes, floe__manifest_entry **out, size_t *n,
-                       floe_error *err)
+/* The spec id of the i-th file new_entries considers: the caller's are of
+ * the table's spec, the deletes this attempt wrote of their data file's. */
+static int32_t new_spec(const attempt *a, size_t i)
+{
+    return i < a->req->n_files ? a->t->spec_id : a->written_specs[i - a->req->n_files];
+}
+
+/* The ADDED entries of a new manifest of spec `spec_id`: the caller's
+ * files of that kind, and (deletes) the ones this attempt wrote.  Shallow
+ * copies. */
+static int new_entries(attempt *a, bool deletes, int32_t spec_id, floe__manifest_entry **out,
+                       size_t *n, floe_error *err)
 {
     size_t cap = a->req->n_files + (deletes ? a->written.n : 0);
     *n = 0;
@@ -164,7 +173,7 @@ static int new_entries(attempt *a, bool deletes, floe__manifest_entry **out, siz
     for (size_t i = 0; i < r->n_files + (deletes ? a->written.n : 0); i++) {
         const floe__content_file *f = i < r->n_files ? &r->files[i]
                                                      : &a->written.files[i - r->n_files];
-        if ((f->content != FLOE_CONTENT_DATA) != deletes)
+        if ((f->content != FLOE_CONTENT_DATA) != deletes || new_spec(a, i) != spec_id)
             continue;
         floe__manifest_entry *e = &(*out)[(*n)++];
         *e = (floe__manifest_entry){.status = 1, .has_snapshot_id = true,
@@ -179,24 +188,34 @@ static int new_entries(attempt *a, bool deletes, floe__manifest_entry **out, siz
     return FLOE_OK;
 }
 
-static int write_manifest(attempt *a, bool deletes, floe_error *err)
+/* The new manifest of `deletes` files of spec `spec_id` (the k-th of its kind). */
+static int write_manifest_of(attempt *a, bool deletes, int32_t spec_id, size_t k,
+                             floe_error *err)
 {
     floe__manifest_entry *es;
     size_t n;
-    FLOE_FORWARD(new_entries(a, deletes, &es, &n, err));
+    FLOE_FORWARD(new_entries(a, deletes, spec_id, &es, &n, err));
     if (n == 0) {
         floe__free(es);
         return FLOE_OK;
     }
     floe__manifest_meta m = {
         .schema = a->schema_json,
-        .spec = floe__metadata_spec_by_id(a->md, a->t->spec_id),   /* the files' spec */
+        .spec = floe__metadata_spec_by_id(a->md, spec_id),          /* the files' spec */
         .deletes = deletes,
         .snapshot_id = a->snapshot_id,
         .sequence_number = a->seq,
     };
-    char name[64];
-    snprintf(name, sizeof name, "%s-m%d.avro", a->uuid, deletes ? 1 : 0);
+    if (!m.spec) {
+        floe__free(es);
+        return floe__err_set(err, FLOE_EFORMAT, "the table has no partition spec %d",
+                             (int)spec_id);
+    }
+    char name[96];
+    if (k == 0)
+        snprintf(name, sizeof name, "%s-m%d.avro", a->uuid, deletes ? 1 : 0);
+    else
+        snprintf(name, sizeof name, "%s-m%d-%zu.avro", a->uuid, deletes ? 1 : 0, k);
     char *path = floe__path_join(a->dir, name);
     floe__manifest_file *e = path ? floe__manifest_list_push(&a->list) : NULL;
     int rc = e ? floe__manifest_write_entries(a->t->io, path, &m, a->version, es, n, e, err)
@@ -209,6 +228,23 @@ static int write_manifest(attempt *a, bool deletes, floe_error *err)
         return rc;
     }
     a->n_new++;
+    return FLOE_OK;
+}
+
+/* The new manifests of one kind, one per spec their files are of (the
+ * table's first): a manifest describes files of one spec. */
+static int write_manifest(attempt *a, bool deletes, floe_error *err)
+{
+    FLOE_FORWARD(write_manifest_of(a, deletes, a->t->spec_id, 0, err));
+    size_t k = 1;
+    for (size_t i = a->req->n_files; deletes && i < a->req->n_files + a->written.n; i++) {
+        int32_t spec = new_spec(a, i);
+        bool seen = spec == a->t->spec_id;
+        for (size_t j = a->req->n_files; !seen && j < i; j++)
+            seen = new_spec(a, j) == spec;
+        if (!seen)
+            FLOE_FORWARD(write_manifest_of(a, deletes, spec, k++, err));
+    }
     return FLOE_OK;
 }
 

@@ -76,10 +76,12 @@ int floe__table_update(floe__table *t, const json_t *requirements, const json_t 
 int floe__table_check_format(const floe__table *t, floe_error *err);
 /* Whether the table's spec (t->spec_id) has partition fields. */
 bool floe__table_partitioned(const floe__table *t);
-/* floe__table_check_format and an unpartitioned default spec: what the
- * sink and maintenance, which do not partition yet, need
- * (FLOE_EUNSUPPORTED naming what is not). */
-int floe__table_check_writable(const floe__table *t, floe_error *err);
+/* Whether `text` (Spark DDL-style, floe__partition_spec_parse) asks for
+ * the spec the table has (t->spec_id): the same source columns and
+ * transforms in the same order.  FLOE_EINVAL showing both when not (a
+ * table's spec is not changed here); the parser's errors when the text is
+ * wrong. */
+int floe__table_check_spec_text(const floe__table *t, const char *text, floe_error *err);
 
 /* ---- file writers (file_writer.c) ---------------------------------------------------
  * Rows of one schema into Parquet files under the table's data location,
@@ -118,6 +120,8 @@ int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len
 uint64_t floe__file_writer_rows(const floe__file_writer *w);
 /* The estimated size of the file being written (0: none open). */
 uint64_t floe__file_writer_open_bytes(const floe__file_writer *w);
+/* The bytes of its open row group held in memory (0: none open). */
+uint64_t floe__file_writer_buffered(const floe__file_writer *w);
 /* The path of the file being written, once it holds a row (NULL: none);
  * valid until the next write. */
 const char *floe__file_writer_open_path(const floe__file_writer *w);
@@ -136,19 +140,37 @@ void floe__file_writer_abort(floe__file_writer *w);
  * tuple (content_file.partition) to the commit.  At most `max_open` writers
  * are open: a row of a new tuple beyond that first closes the open file
  * with the largest estimated size (later rows of its tuple open another).
- * An unpartitioned spec gives one writer, like floe__file_writer. */
+ * An unpartitioned spec gives one writer, like floe__file_writer.
+ *
+ * Memory: the writers sharing a budget (e.g. every open batch of a sink)
+ * count the row groups their open files buffer in budget->used; before a
+ * row is written, while used exceeds budget->limit (0: no bound), the
+ * writer closes its open file buffering the most, down to one open file.
+ * So used stays within limit plus one file's row group (bounded by the row
+ * group size) plus one row. */
+typedef struct floe__part_budget {
+    uint64_t limit;                   /* bytes; 0: unbounded */
+    uint64_t used;                    /* what the sharing writers buffer now */
+} floe__part_budget;
 typedef struct floe__part_writer floe__part_writer;
 /* `schema` (t->schema or a superset, outliving the writer) holds the
- * spec's source columns; o NULL: the table's options; max_open 0: 64. */
+ * spec's source columns; o NULL: the table's options; max_open 0: 64;
+ * budget (borrowed, outliving the writer) NULL: bounded by max_open only. */
 int floe__part_writer_new(floe__table *t, const floe__schema *schema,
                           const floe__file_writer_options *o, size_t max_open,
-                          floe__part_writer **out, floe_error *err);
+                          floe__part_budget *budget, floe__part_writer **out, floe_error *err);
 /* Append a row; *path and *pos (either may be NULL) as floe__file_writer_write's. */
 int floe__part_writer_write(floe__part_writer *w, const uint8_t *row, size_t len,
                             const char **path, uint64_t *pos, floe_error *err);
 /* The bound spec the writer partitions by (owned by the writer). */
 const struct floe__partition_spec *floe__part_writer_spec(const floe__part_writer *w);
 size_t floe__part_writer_open_count(const floe__part_writer *w);
+/* How many files it closed early to stay within its budget. */
+uint64_t floe__part_writer_early_closes(const floe__part_writer *w);
+/* Close the file `path` now if one of its open writers is writing it (so
+ * it can be read); the next row of its tuple opens another.  No such file:
+ * nothing happens. */
+int floe__part_writer_roll_path(floe__part_writer *w, const char *path, floe_error *err);
 /* Finish every file and append them (with their tuples) to out.  Frees w
  * either way; on failure every file it wrote is removed. */
 int floe__part_writer_close(floe__part_writer *w, floe__content_list *out, floe_error *err);
@@ -391,7 +413,9 @@ int floe__live_rows_each(floe__live *l, floe__row_fn fn, void *ctx, floe_error *
  * delete Parquet file per data file (referenced_data_file set); on a v3
  * table one Puffin file with a deletion vector per data file, each merged
  * with that file's current DV, whose entry the commit removes (at most one
- * DV per data file).  Every data file named must be live in the current
+ * DV per data file).  Each delete file and DV carries its data file's
+ * partition tuple and goes in a delete manifest of that file's spec (one
+ * manifest per spec).  Every data file named must be live in the current
  * snapshot: else FLOE_ECONFLICT naming it (a compaction rewrote it).  v3
  * tables take position deletes only this way (Parquet position delete
  * files in `files` are FLOE_EINVAL there).
@@ -424,8 +448,9 @@ int floe__live_rows_each(floe__live *l, floe__row_fn fn, void *ctx, floe_error *
  * table is reloaded to tell whether the snapshot landed anyway: if so the
  * result is FLOE_OK, if that cannot be told FLOE_EUNKNOWN_OUTCOME.)  The
  * files in `files` are never removed here: they are the caller's; the
- * delete files the commit writes for `deletes` are its own.  Partitioned
- * tables, or tables not v2/v3: FLOE_EUNSUPPORTED.  Summary keys floe
+ * delete files the commit writes for `deletes` are its own.  The files in
+ * `files` are of the table's spec (t->spec_id) and carry its tuples.
+ * Tables not v2/v3: FLOE_EUNSUPPORTED.  Summary keys floe
  * computes (floe__summary_key_reserved) may not appear in req->summary:
  * FLOE_EINVAL. */
 typedef struct floe__commit_request {

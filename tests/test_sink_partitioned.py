@@ -1,0 +1,222 @@
+"""`floe sink` into partitioned tables (SPEC.md sections 4 and 6).
+
+The model streams of test_sink_model.py (every update draws a new row, so
+keys move between partitions across batches and within one) are sunk into
+tables partitioned on the columns updates change; every snapshot is read
+by Java, DuckDB and pyiceberg and equals the model.  The manifests are
+checked through pyiceberg: every data file holds one partition (its tuple
+is pyiceberg's own transform of each of its rows), and every delete file
+and deletion vector carries its data file's partition tuple and spec id.
+A table pyiceberg creates with its own spec is written as it is, and
+pyiceberg prunes by what floe wrote.  floe maintain compacts within
+partitions.  A run killed with SIGKILL again and
+again ends equal to the model.
+"""
+import json
+import random
+
+import fastavro
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import floe_bin, maintain_auto
+from iceberg_readers import duck, pyiceberg_catalog
+from sinkmodel import Stream, kill_until_done, metadata_location
+from test_sink_model import TABLE, check_snapshots, mode_of, sink_args
+from test_sink_restart import check_final
+
+pytest.importorskip("pyiceberg")
+from pyiceberg import expressions as E  # noqa: E402
+
+SPEC = "bucket(4, name), truncate(10, qty)"
+
+
+def data_rows(path):
+    return pq.read_table(path.removeprefix("file://")).to_pylist()
+
+
+def row_tuple(table, spec_id, row):
+    """The partition tuple pyiceberg's own transforms give a row (by name)."""
+    spec = table.specs()[spec_id]
+    schema = table.schema()
+    out = []
+    for f in spec.fields:
+        src = schema.find_field(f.source_id)
+        v = f.transform.transform(src.field_type)(row[src.name])
+        if isinstance(v, int) and str(src.field_type) == "int":
+            # truncate near -2^31: Java's int arithmetic (and floe) wraps,
+            # pyiceberg's unbounded ints do not
+            v = (v + 2 ** 31) % 2 ** 32 - 2 ** 31
+        out.append(v)
+    return tuple(out)
+
+
+def check_partitions(db, wh, table):
+    """Over every file any snapshot lists (manifests read as written, with
+    fastavro): a data file's rows all have its tuple, and each delete file /
+    DV has referenced_data_file set, its data file's tuple and spec id.
+    Returns ({data path: (spec id, tuple)}, {delete path: (spec id, tuple)})."""
+    t = pyiceberg_catalog(db, wh).load_table(table)
+    data, deletes, refs = {}, {}, {}
+    for snap in t.snapshots():
+        for m in snap.manifests(t.io):
+            names = [f.name for f in t.specs()[m.partition_spec_id].fields]
+            with open(m.manifest_path.removeprefix("file://"), "rb") as fh:
+                for e in fastavro.reader(fh):
+                    f = e["data_file"]
+                    part = tuple(f["partition"][n] for n in names)
+                    kind = data if f["content"] == 0 else deletes
+                    kind[f["file_path"]] = (m.partition_spec_id, part)
+                    if f["content"] != 0:
+                        assert f["content"] == 1, f"{f['file_path']}: content {f['content']}"
+                        refs[f["file_path"]] = f.get("referenced_data_file")
+    for path, (spec_id, part) in data.items():
+        rows = data_rows(path)
+        assert rows, path
+        tuples = {row_tuple(t, spec_id, r) for r in rows}
+        assert tuples == {part}, f"{path}: manifest tuple {part}, rows {tuples}"
+    for path, (spec_id, part) in deletes.items():
+        ref = refs[path]
+        assert ref in data, f"delete {path} references {ref}"
+        assert (spec_id, part) == data[ref], f"delete {path} is not in {ref}'s partition"
+    return data, deletes
+
+
+@pytest.mark.parametrize("variant", ["upsert", "upsert-v3", "append"])
+@pytest.mark.parametrize("seed", range(2))
+def test_partitioned_model(floe, tmp_path, variant, seed):
+    stream = Stream(seed + 300, steps=40, keys=30, as_of=[0, 10][seed], initial=[10, 25][seed],
+                    burst=0.3)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    floe(*sink_args(tmp_path, variant, stream, [15, 25][seed], maintain="keep"),
+         "--partition-by", SPEC, "--input", src)
+    db, wh = f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh"
+    check_snapshots(tmp_path, stream, variant)
+    data, deletes = check_partitions(db, wh, TABLE)
+    assert len({d[1] for d in data.values()}) > 4, "the rows span few partitions"
+    if variant != "append":
+        assert deletes, "no update deleted a row"
+        # a key's old row is deleted in its old partition while its new row
+        # is written elsewhere: some delete's partition differs from that of
+        # a data file the same snapshot added
+        assert len({d[1] for d in deletes.values()}) > 1
+
+
+def test_partition_by_on_an_existing_table(floe, tmp_path):
+    """--partition-by applies to a table the sink creates; the same spec
+    again is fine, another is refused naming both; equality deletes are
+    refused on a partitioned table."""
+    stream = Stream(7, steps=10, keys=10)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    args = sink_args(tmp_path, "upsert", stream, 20, close=False)
+    floe(*args, "--partition-by", SPEC, "--input", src)
+    md = metadata_location(f"{tmp_path}/catalog.db", TABLE)
+    assert md
+    floe(*args, "--partition-by", SPEC, "--input", src)              # the same: fine
+    r = floe(*args, "--partition-by", "bucket(8, name)", "--input", src, check=False)
+    assert r.returncode != 0
+    assert "exists with partition spec 0" in r.stderr and "bucket(8, name)" in r.stderr, r.stderr
+    r = floe(*args, "--delete-mode", "equality", "--input", src, check=False)
+    assert r.returncode != 0 and "partitioned" in r.stderr, r.stderr
+
+
+def test_pyiceberg_created_table(floe, tmp_path):
+    """A table pyiceberg creates with identity and bucket fields (ids and
+    names its own) is written by floe sink with that spec; readers see the
+    model's rows, and a filter on a partition source column makes pyiceberg
+    plan fewer files."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import BucketTransform, IdentityTransform
+    from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+    db, wh = f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh"
+    cat = pyiceberg_catalog(db, wh)
+    cat.create_namespace("demo")
+    schema = Schema(NestedField(1, "id", LongType(), required=True),
+                    NestedField(2, "name", StringType(), required=False),
+                    NestedField(3, "qty", IntegerType(), required=False))
+    spec = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "qty"),
+                         PartitionField(1, 1001, BucketTransform(8), "id_b8"), spec_id=0)
+    cat.create_table("demo.py", schema=schema, partition_spec=spec,
+                     properties={"format-version": "2"})
+    rng = random.Random(5)
+    live, lines, t = {}, [], 1
+    for step in range(30):
+        for _ in range(rng.randrange(1, 12)):
+            k = rng.randrange(40)
+            if k in live:
+                lines.append({"time": t, "diff": -1, "row": live.pop(k)})
+            if rng.random() < 0.8:
+                live[k] = {"id": k, "name": rng.choice(["a", "b", None]), "qty": rng.randrange(6)}
+                lines.append({"time": t, "diff": 1, "row": live[k]})
+            t += rng.randrange(0, 3)
+        lines.append({"progress": t + 1})
+        t += 1
+    src = tmp_path / "py.ndjson"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    floe("sink", "--table", "demo.py", "--key", "id", "--catalog", f"sqlite:{db}",
+         "--warehouse", wh, "--commit-interval", "4", "--quiet", "--close", "--input", src,
+         *maintain_auto(expire=False))
+    want = sorted((r["id"], r["name"], r["qty"]) for r in live.values())
+    tbl = pyiceberg_catalog(db, wh).load_table("demo.py")
+    assert tbl.spec().spec_id == 0 and len(tbl.spec().fields) == 2
+    got = sorted((r["id"], r["name"], r["qty"]) for r in tbl.scan().to_arrow().to_pylist())
+    assert got == want
+    con = duck()
+    try:
+        rows = con.execute("SELECT id, name, qty FROM iceberg_scan(?)",
+                           [metadata_location(db, "demo.py")]).fetchall()
+    finally:
+        con.close()
+    assert sorted(rows) == want, "DuckDB"
+    data, deletes = check_partitions(db, wh, "demo.py")
+    assert deletes
+    files = list(tbl.scan().plan_files())
+    some = want[0][2]
+    planned = list(tbl.scan(row_filter=E.EqualTo("qty", some)).plan_files())
+    assert 0 < len(planned) < len(files)
+    got = sorted((r["id"], r["name"], r["qty"])
+                 for r in tbl.scan(row_filter=E.EqualTo("qty", some)).to_arrow().to_pylist())
+    assert got == [r for r in want if r[2] == some]
+
+
+@pytest.mark.parametrize("variant", ["upsert", "upsert-v3"])
+def test_compaction_per_partition(floe, tmp_path, variant):
+    """floe maintain --compact-all on a partitioned table the sink wrote in
+    many small batches: each group stays within one partition, so the table
+    ends with one data file per partition, every file's tuple its rows',
+    and the rows are still the model's (Java and DuckDB)."""
+    stream = Stream(21, steps=80, keys=40, burst=0.3)
+    db, wh = f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh"
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    floe(*sink_args(tmp_path, variant, stream, 5), "--partition-by", SPEC, "--maintain", "off",
+         "--input", src)
+    n_before = len(list(pyiceberg_catalog(db, wh).load_table(TABLE).scan().plan_files()))
+    r = floe("maintain", "--table", TABLE, "--catalog", f"sqlite:{db}", "--warehouse", wh,
+             "--compact-all", "--json")
+    assert json.loads(r.stdout)["report"]["compact_groups"] > 0, r.stdout
+    files = list(pyiceberg_catalog(db, wh).load_table(TABLE).scan().plan_files())
+    parts = {tuple(t.file.partition[i] for i in range(len(t.file.partition))) for t in files}
+    assert len(files) == len(parts) < n_before, (len(files), len(parts), n_before)
+    assert all(not t.delete_files for t in files)
+    check_final(tmp_path, stream, mode_of(variant))
+    check_partitions(db, wh, TABLE)
+
+
+@pytest.mark.parametrize("variant,seed", [("upsert", 11), ("upsert-v3", 12)])
+def test_sigkill_and_rerun_partitioned(tmp_path, variant, seed):
+    """Killed with SIGKILL at random points and run again until done: the
+    final table equals the model and every file keeps its partition."""
+    r = random.Random(seed)
+    stream = Stream(seed, steps=300, keys=60, burst=0.3)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    args = [floe_bin(), *sink_args(tmp_path, variant, stream, 8, maintain="all"),
+            "--partition-by", SPEC, "--input", str(src)]
+    kills = kill_until_done(args, r, 0.05, 0.6)
+    print(f"seed {seed}: killed {kills} times")
+    check_final(tmp_path, stream, mode_of(variant))
+    check_partitions(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh", TABLE)
