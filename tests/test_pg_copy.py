@@ -18,14 +18,19 @@ them.
   - kills during ranged copies (--copy-workers 2) while a writer changes
     the tables (rows widened onto other pages, keys changed, deleted and
     inserted again), for a keyed table and a keyless one: each rerun copies
-    the tables without a commit again, whole, inside a temporary slot's
-    snapshot, and each table's first snapshot equals the source at its
-    frontier;
+    the tables without a commit inside a temporary slot's snapshot, the
+    keyed one resumed from the ranges staged on the branch floe-copy (only
+    the other ranges and the keys changed since are read from Postgres;
+    a kill during the resume leaves the staged ranges as they were), the
+    keyless one whole; each table's first snapshot equals the source at its
+    frontier, no key twice, and the branch is gone once main holds the copy;
   - a value a worker cannot convert stops every worker and commits nothing;
   - --copy-workers 1 (one connection, one range per table).
 """
+import json
 import random
 import re
+import sqlite3
 import signal
 import subprocess
 import threading
@@ -223,33 +228,37 @@ def test_a_value_a_worker_cannot_convert_stops_the_copy_and_commits_nothing(pgdb
 RK = [Col("id", "integer", True), Col("v", "integer"), Col("pad", "text")]
 RF = [Col("x", "integer"), Col("y", "text")]
 RK_ROWS, RF_ROWS = 300000, 200000
+RESUME_ROWS = 800000
 
 
 class CopyWriter(threading.Thread):
     """Small transactions on rk (a primary key) and rf (no key: REPLICA
     IDENTITY FULL, keyed by the whole row; x is unique by construction so the
-    test can follow it) as fast as they go, some rolled back.  Rows widened
+    test can follow it) as fast as they go, some rolled back (most on keys
+    below `hot`, when given: the first pages, the ranges copied first).  Rows widened
     by an UPDATE do not fit their full page: the new tuple lands on another
     page, often in another range.  Keys change, are deleted, and deleted keys
     come back.  `log` holds (before, after, effects) per committed
     transaction, effects [(table, key, row | None)], as in test_pg_kill."""
 
-    def __init__(self, dsn, seed):
+    def __init__(self, dsn, seed, hot=None):
         super().__init__(daemon=True)
-        self.dsn, self.r = dsn, random.Random(seed)
+        self.dsn, self.r, self.hot = dsn, random.Random(seed), hot
         self.stop = threading.Event()
         self.state, self.log, self.gone = {}, [], []
-        self.fresh = {"rk": RK_ROWS + 1, "rf": RF_ROWS + 1}
+        self.fresh = {"rk": 1, "rf": 1}
         self.error = None
 
     def load(self, conn):
         for t in ("rk", "rf"):
             for row in conn.execute(f"SELECT * FROM {t}").fetchall():
                 self.state[(t, row[0])] = tuple(row)
+                self.fresh[t] = max(self.fresh[t], row[0] + 1)
 
     def pick(self, mine, t):
         for _ in range(20):
-            k = (t, self.r.randrange(1, self.fresh[t]))
+            top = self.hot if self.hot and self.r.random() < 0.6 else self.fresh[t]
+            k = (t, self.r.randrange(1, top))
             if mine.get(k, self.state.get(k)) is not None:
                 return k[1]
         return None
@@ -368,8 +377,9 @@ class CopyRun:
                 self.p.kill()
                 self.p.wait()
                 self.reader.join()
+                lines = [x for x in self.lines if "changes (" not in x]
                 pytest.fail(f"waiting for {what}: exit {self.p.returncode}:\n" +
-                            "".join(self.lines)[-20000:])
+                            "".join(lines)[-20000:])
             time.sleep(0.005)
 
     def kill(self):
@@ -384,10 +394,9 @@ class CopyRun:
 
 def test_kills_during_ranged_copies_under_writes_then_the_first_snapshots_are_exact(
         pgdb, tmp_path):
-    """Today's recovery of a copy cut short, under a writer: the rerun copies
-    every table without a commit again, whole, inside a temporary slot's
-    snapshot at C2, for a keyed table and a keyless one alike (a copy is not
-    resumed range by range: docs/postgres.md, "The initial copy").  Three
+    """A copy cut short, under a writer: each rerun copies every table
+    without a commit inside a temporary slot's snapshot at C2 (rk from the
+    ranges staged before when there are some, rf, keyless, whole).  Three
     kills: during the first run's copy of rk, during a rerun's copy of rk,
     and (once rk committed) during rf's.  The first snapshot of each table
     equals the source at its frontier, the end state equals Postgres."""
@@ -450,5 +459,99 @@ def test_kills_during_ranged_copies_under_writes_then_the_first_snapshots_are_ex
         assert got == sorted((row for (t, _), row in exact.items() if t == table), key=repr) \
             or (maybe and got == sorted((row for (t, _), row in maybe.items() if t == table),
                                         key=repr)), (table, f)
-        assert int(s["added-records"]) == len(got)         # copied whole, not resumed
+        assert int(s["added-records"]) == len(got)         # one snapshot holds the copy
+        assert lsn_int(s["floe.pg.lsn"]) == f
+
+
+def staged(m, ident):
+    """The ranges floe-copy records as staged for `ident` (None: no branch),
+    read straight from the catalog and the metadata file (quick enough to
+    poll while a copy runs)."""
+    ns, name = ident.split(".")
+    try:
+        with sqlite3.connect(m.catalog) as db:
+            row = db.execute("SELECT metadata_location FROM iceberg_tables WHERE "
+                             "table_namespace = ? AND table_name = ?", (ns, name)).fetchone()
+    except sqlite3.OperationalError:                       # no catalog yet
+        return None
+    if not row:
+        return None
+    with open(row[0].removeprefix("file://")) as f:
+        md = json.load(f)
+    ref = md.get("refs", {}).get("floe-copy")
+    if ref is None:
+        return None
+    snap = next(s for s in md["snapshots"] if s["snapshot-id"] == ref["snapshot-id"])
+    return [int(x) for x in snap["summary"]["floe.copy.done"].split(",") if x]
+
+
+def test_a_killed_ranged_copy_resumes_from_its_staged_ranges_under_writes(pgdb, tmp_path):
+    """Ranges finished at C are staged on the branch floe-copy; after a kill
+    the rerun reads the other ranges and the keys changed since at C2 (in a
+    temporary slot's snapshot) and stages nothing more, so a kill during the
+    resume leaves the staged ranges as they were; the next run resumes from
+    them again.  The keyed table's first snapshot equals the source at its
+    frontier C2 though a writer moved, changed, deleted and inserted rows
+    all along; the keyless table is copied whole; the branches go."""
+    pgdb.sql(f"""
+        CREATE TABLE rk (id int PRIMARY KEY, v int, pad text);
+        INSERT INTO rk SELECT g, g % 1000, md5(g::text) FROM generate_series(1, {RESUME_ROWS}) g;
+        CREATE TABLE rf (x int, y text);
+        ALTER TABLE rf REPLICA IDENTITY FULL;
+        INSERT INTO rf SELECT g, 'y' || g FROM generate_series(1, {RF_ROWS}) g;
+    """)
+    pgdb.sql("VACUUM ANALYZE rk, rf")
+    m = Mirror(pgdb, tmp_path, ["public.rk", "public.rf"], "--create-publication",
+               "--copy-workers", "2", "--copy-range-pages", "50", "--progress-interval", "50ms",
+               "--commit-interval", "200ms")
+    w = CopyWriter(pgdb.dsn, seed=21, hot=40000)
+    with psycopg.connect(pgdb.dsn) as c:
+        w.load(c)
+    base = dict(w.state)
+    w.start()
+    try:
+        run = CopyRun(m)                                   # 1: stages ranges of rk at C
+        run.wait(lambda: len(staged(m, "public.rk") or []) >= 6, "six ranges of rk staged")
+        err = run.kill()
+        assert "copied public" not in err, err
+        assert snapshots(m, "public.rk") == []
+        done = staged(m, "public.rk")
+        assert len(done) >= 6, done
+        time.sleep(0.5)                                    # changes to the staged rows
+        run = CopyRun(m)                                   # 2: resumes at C2, killed in it
+        run.wait(lambda: run.said("public.rk: resuming its copy") and run.rows > 30000,
+                 "a resume")
+        err = run.kill()
+        assert snapshots(m, "public.rk") == []
+        assert staged(m, "public.rk") == done               # a resume stages nothing
+        time.sleep(0.3)
+        r = m.catch_up()                                   # 3: resumes again, commits at C3
+    finally:
+        w.stop.set()
+        w.join()
+    assert w.error is None, w.error
+    assert "public.rk: resuming its copy" in r.stderr, r.stderr
+    got = re.search(r"copied public\.rk: (\d+) rows .*resumed: (\d+) rows from (\d+) ranges "
+                    r"staged before", r.stderr)
+    assert got, r.stderr
+    rows, restaged, ranges = map(int, got.groups())
+    assert ranges == len(done) and 0 < restaged < rows, (rows, restaged, ranges)
+    assert "public.rf: resuming" not in r.stderr and "public.rf: the ranges" not in r.stderr
+
+    m.catch_up()
+    for table, cols in (("rk", RK), ("rf", RF)):
+        want = pg_rows(pgdb, table, cols)
+        for reader, rows_ in iceberg_rows(m, f"public.{table}", cols).items():
+            assert rows_ == want, (table, reader)
+        assert staged(m, f"public.{table}") is None      # the branch went with the copy
+        sid, s = snapshots(m, f"public.{table}")[0]
+        f = frontier_of(s)
+        exact, maybe = state_at(base, w.log, f)
+        got = sorted(duckdb_snapshot_rows(m.metadata(f"public.{table}"), cols, [sid])[0],
+                     key=repr)
+        assert got == sorted((x for (t, _), x in exact.items() if t == table), key=repr) \
+            or (maybe and got == sorted((x for (t, _), x in maybe.items() if t == table),
+                                        key=repr)), (table, f, r.stderr)
+        ids = [x[0] for x in got]
+        assert len(ids) == len(set(ids)), table         # no key twice
         assert lsn_int(s["floe.pg.lsn"]) == f
