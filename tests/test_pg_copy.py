@@ -41,8 +41,8 @@ import pytest
 
 from iceberg_readers import duckdb_snapshot_rows
 
-from pgserver import (SCALE, Mirror, iceberg_rows, lsn_int, pg_rows, pgdb,  # noqa: F401
-                      snapshots, frontier_of)
+from pgserver import (SCALE, Mirror, Run, commit_bracketed, iceberg_rows, lsn_int,  # noqa
+                      pg_rows, pgdb, snapshots, frontier_of)
 from rowgen import Col
 
 BIG = [Col("id", "bigint", True), Col("a", "integer"), Col("b", "text"),
@@ -309,15 +309,13 @@ class CopyWriter(threading.Thread):
         if self.r.random() < 0.1:
             c.execute("ROLLBACK")                             # never visible
             return
-        before = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-        c.execute("COMMIT")
-        after = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        before, after = commit_bracketed(c)
         for k, row in mine.items():
             if row is None:
                 self.state.pop(k, None)
             else:
                 self.state[k] = row
-        self.log.append((lsn_int(before), lsn_int(after), effects))
+        self.log.append((before, after, effects))
 
     def run(self):
         try:
@@ -346,15 +344,13 @@ def state_at(base, log, frontier):
     return state, maybe
 
 
-class CopyRun:
-    """A `floe pg` process whose stderr is read as it comes, status lines
-    (ended by CR) included."""
+class CopyRun(Run):
+    """A Run whose status lines (ended by CR) are read too: `rows` is the
+    copy's rows so far as the last one said."""
 
     def __init__(self, m):
-        self.p = m.popen(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines, self.rows = [], 0
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.rows = 0
+        super().__init__(m)
 
     def _read(self):
         buf = ""
@@ -367,29 +363,21 @@ class CopyRun:
                     self.rows = int(got.group(1))
                 buf = ""
 
-    def said(self, text):
-        return any(text in x for x in list(self.lines))
 
-    def wait(self, until, what):
-        deadline = time.monotonic() + 120 * SCALE
-        while not until():
-            if self.p.poll() is not None or time.monotonic() > deadline:
-                self.p.kill()
-                self.p.wait()
-                self.reader.join()
-                lines = [x for x in self.lines if "changes (" not in x]
-                pytest.fail(f"waiting for {what}: exit {self.p.returncode}:\n" +
-                            "".join(lines)[-20000:])
-            time.sleep(0.005)
-
-    def kill(self):
-        self.p.send_signal(signal.SIGKILL)
-        self.p.wait()
-        self.reader.join()
-        err = "".join(self.lines)
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
-        assert self.p.returncode == -signal.SIGKILL, err[-20000:]
-        return err
+def copy_source(db, tmp_path, rk_rows, range_pages):
+    """rk (a key, rk_rows rows) and rf (keyless) and a mirror of both copied
+    by two workers in ranges of range_pages pages."""
+    db.sql(f"""
+        CREATE TABLE rk (id int PRIMARY KEY, v int, pad text);
+        INSERT INTO rk SELECT g, g % 1000, md5(g::text) FROM generate_series(1, {rk_rows}) g;
+        CREATE TABLE rf (x int, y text);
+        ALTER TABLE rf REPLICA IDENTITY FULL;
+        INSERT INTO rf SELECT g, 'y' || g FROM generate_series(1, {RF_ROWS}) g;
+    """)
+    db.sql("VACUUM ANALYZE rk, rf")
+    return Mirror(db, tmp_path, ["public.rk", "public.rf"], "--create-publication",
+                  "--copy-workers", "2", "--copy-range-pages", str(range_pages),
+                  "--progress-interval", "50ms", "--commit-interval", "200ms")
 
 
 def test_kills_during_ranged_copies_under_writes_then_the_first_snapshots_are_exact(
@@ -400,17 +388,7 @@ def test_kills_during_ranged_copies_under_writes_then_the_first_snapshots_are_ex
     kills: during the first run's copy of rk, during a rerun's copy of rk,
     and (once rk committed) during rf's.  The first snapshot of each table
     equals the source at its frontier, the end state equals Postgres."""
-    pgdb.sql(f"""
-        CREATE TABLE rk (id int PRIMARY KEY, v int, pad text);
-        INSERT INTO rk SELECT g, g % 1000, md5(g::text) FROM generate_series(1, {RK_ROWS}) g;
-        CREATE TABLE rf (x int, y text);
-        ALTER TABLE rf REPLICA IDENTITY FULL;
-        INSERT INTO rf SELECT g, 'y' || g FROM generate_series(1, {RF_ROWS}) g;
-    """)
-    pgdb.sql("VACUUM ANALYZE rk, rf")
-    m = Mirror(pgdb, tmp_path, ["public.rk", "public.rf"], "--create-publication",
-               "--copy-workers", "2", "--copy-range-pages", "100", "--progress-interval", "50ms",
-               "--commit-interval", "200ms")
+    m = copy_source(pgdb, tmp_path, RK_ROWS, 100)
     w = CopyWriter(pgdb.dsn, seed=20)
     with psycopg.connect(pgdb.dsn) as c:
         w.load(c)
@@ -418,20 +396,20 @@ def test_kills_during_ranged_copies_under_writes_then_the_first_snapshots_are_ex
     w.start()
     try:
         run = CopyRun(m)                                   # 1: in rk's copy, at C
-        run.wait(lambda: run.rows >= 65536, "65536 rows copied")
+        run.wait_until(lambda: run.rows >= 65536, "65536 rows copied")
         err = run.kill()
         assert "copied public" not in err, err
         assert snapshots(m, "public.rk") == [] and snapshots(m, "public.rf") == []
         run = CopyRun(m)                                   # 2: in rk's copy again, at C2
-        run.wait(lambda: run.said("temporary slot") and run.rows >= 65536,
+        run.wait_until(lambda: run.said("temporary slot") and run.rows >= 65536,
                  "a copy in a temporary slot's snapshot")
         err = run.kill()
         assert "copied public" not in err, err
         assert snapshots(m, "public.rk") == [] and snapshots(m, "public.rf") == []
         run = CopyRun(m)                                   # 3: rk committed, in rf's copy
-        run.wait(lambda: run.said("copied public.rk"), "rk's commit")
+        run.wait_until(lambda: run.said("copied public.rk"), "rk's commit")
         rk_rows = int(re.search(r"copied public\.rk: (\d+) rows", "".join(run.lines)).group(1))
-        run.wait(lambda: run.rows > rk_rows or run.said("copied public.rf"), "rf's copy")
+        run.wait_until(lambda: run.rows > rk_rows or run.said("copied public.rf"), "rf's copy")
         run.kill()
         assert len(snapshots(m, "public.rk")) == 1
         rf_done = len(snapshots(m, "public.rf")) == 1       # it may commit before the kill
@@ -493,17 +471,7 @@ def test_a_killed_ranged_copy_resumes_from_its_staged_ranges_under_writes(pgdb, 
     them again.  The keyed table's first snapshot equals the source at its
     frontier C2 though a writer moved, changed, deleted and inserted rows
     all along; the keyless table is copied whole; the branches go."""
-    pgdb.sql(f"""
-        CREATE TABLE rk (id int PRIMARY KEY, v int, pad text);
-        INSERT INTO rk SELECT g, g % 1000, md5(g::text) FROM generate_series(1, {RESUME_ROWS}) g;
-        CREATE TABLE rf (x int, y text);
-        ALTER TABLE rf REPLICA IDENTITY FULL;
-        INSERT INTO rf SELECT g, 'y' || g FROM generate_series(1, {RF_ROWS}) g;
-    """)
-    pgdb.sql("VACUUM ANALYZE rk, rf")
-    m = Mirror(pgdb, tmp_path, ["public.rk", "public.rf"], "--create-publication",
-               "--copy-workers", "2", "--copy-range-pages", "50", "--progress-interval", "50ms",
-               "--commit-interval", "200ms")
+    m = copy_source(pgdb, tmp_path, RESUME_ROWS, 50)
     w = CopyWriter(pgdb.dsn, seed=21, hot=40000)
     with psycopg.connect(pgdb.dsn) as c:
         w.load(c)
@@ -511,7 +479,7 @@ def test_a_killed_ranged_copy_resumes_from_its_staged_ranges_under_writes(pgdb, 
     w.start()
     try:
         run = CopyRun(m)                                   # 1: stages ranges of rk at C
-        run.wait(lambda: len(staged(m, "public.rk") or []) >= 6, "six ranges of rk staged")
+        run.wait_until(lambda: len(staged(m, "public.rk") or []) >= 6, "six ranges of rk staged")
         err = run.kill()
         assert "copied public" not in err, err
         assert snapshots(m, "public.rk") == []
@@ -519,7 +487,7 @@ def test_a_killed_ranged_copy_resumes_from_its_staged_ranges_under_writes(pgdb, 
         assert len(done) >= 6, done
         time.sleep(0.5)                                    # changes to the staged rows
         run = CopyRun(m)                                   # 2: resumes at C2, killed in it
-        run.wait(lambda: run.said("public.rk: resuming its copy") and run.rows > 30000,
+        run.wait_until(lambda: run.said("public.rk: resuming its copy") and run.rows > 30000,
                  "a resume")
         err = run.kill()
         assert snapshots(m, "public.rk") == []

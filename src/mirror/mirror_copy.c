@@ -411,6 +411,18 @@ static int plan(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
 
 /* ---- the workers -------------------------------------------------------------------------- */
 
+int floe__mirror_select_sql(const floe__mtable *t, floe__buf *b, floe_error *err)
+{
+    FLOE_FORWARD(floe__buf_printf(b, err, "COPY (SELECT "));
+    for (size_t c = 0; c < t->ncols; c++) {
+        if (c)
+            FLOE_FORWARD(floe__buf_append(b, ", ", 2, err));
+        FLOE_FORWARD(floe__pg_quote_ident(t->cols[c].name, b, err));
+    }
+    FLOE_FORWARD(floe__buf_printf(b, err, " FROM "));
+    return table_name(t, b, err);
+}
+
 /* COPY (SELECT cols FROM t WHERE ctid >= '(lo,0)' AND ctid < '(hi,0)') TO
  * STDOUT: a TID range scan of those pages (Postgres 14). */
 static int range_sql(const copy_task *k, floe__buf *b, floe_error *err)
@@ -426,14 +438,7 @@ static int range_sql(const copy_task *k, floe__buf *b, floe_error *err)
         FLOE_FORWARD(copy_sql(t, b, err));
         return FLOE_OK;
     }
-    FLOE_FORWARD(floe__buf_printf(b, err, "COPY (SELECT "));
-    for (size_t c = 0; c < t->ncols; c++) {
-        if (c)
-            FLOE_FORWARD(floe__buf_append(b, ", ", 2, err));
-        FLOE_FORWARD(floe__pg_quote_ident(t->cols[c].name, b, err));
-    }
-    FLOE_FORWARD(floe__buf_printf(b, err, " FROM "));
-    FLOE_FORWARD(table_name(t, b, err));
+    FLOE_FORWARD(floe__mirror_select_sql(t, b, err));
     if (k->lo)
         FLOE_FORWARD(floe__buf_printf(b, err, " WHERE ctid >= '(%" PRIu64 ",0)'::tid", k->lo));
     if (k->hi)

@@ -399,6 +399,8 @@ int floe__mirror_shape(floe__pg_conn *c, const floe__mtable *t, char **out, floe
  * given `described`, differ from it. */
 int floe__mirror_hold_table(floe_pg *pg, floe__pg_conn *c, const floe__mtable *t,
                             const char *described, bool *changed, floe_error *err);
+/* "COPY (SELECT <t's columns> FROM <t>" into b (the caller ends it). */
+int floe__mirror_select_sql(const floe__mtable *t, floe__buf *b, floe_error *err);
 /* COPY t's columns TO STDOUT on c. */
 int floe__mirror_copy_begin(floe__pg_conn *c, const floe__mtable *t, floe_error *err);
 /* Up to `max` lines of the COPY running on c into t's sink at `time`;

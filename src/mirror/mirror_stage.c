@@ -376,16 +376,7 @@ int floe__mirror_stage_keys_sql(const floe__mstage *s, const floe__mtable *t, si
                                 size_t hi, floe__buf *b, floe_error *err)
 {
     floe__buf_reset(b);
-    FLOE_FORWARD(floe__buf_printf(b, err, "COPY (SELECT "));
-    for (size_t c = 0; c < t->ncols; c++) {
-        if (c)
-            FLOE_FORWARD(floe__buf_append(b, ", ", 2, err));
-        FLOE_FORWARD(floe__pg_quote_ident(t->cols[c].name, b, err));
-    }
-    FLOE_FORWARD(floe__buf_printf(b, err, " FROM "));
-    FLOE_FORWARD(floe__pg_quote_ident(t->nsp, b, err));
-    FLOE_FORWARD(floe__buf_putc(b, '.', err));
-    FLOE_FORWARD(floe__pg_quote_ident(t->rel, b, err));
+    FLOE_FORWARD(floe__mirror_select_sql(t, b, err));
     FLOE_FORWARD(floe__buf_printf(b, err, " WHERE ("));
     for (size_t k = 0; k < t->nkeys; k++) {
         if (k)

@@ -330,7 +330,8 @@ int floe__bulk_stage_take(floe__bulk *b, const uint64_t **tags, size_t *n, floe_
     uint64_t *t = rc == FLOE_OK ? floe__realloc(b->taken, (b->ntags ? b->ntags : 1) * sizeof *t)
                                 : NULL;
     if (t) {
-        memcpy(t, b->tags, b->ntags * sizeof *t);
+        if (b->ntags)
+            memcpy(t, b->tags, b->ntags * sizeof *t);
         b->taken = t;
         b->ntaken = b->ntags;
         b->ntags = 0;
