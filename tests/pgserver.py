@@ -296,6 +296,15 @@ class Mirror:
         return self.pyiceberg_table(ident).metadata_location
 
 
+def commit_bracketed(c):
+    """COMMIT on psycopg connection c, bracketed: (WAL insert position
+    before, after), between which its commit record lies."""
+    before = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+    c.execute("COMMIT")
+    after = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+    return lsn_int(before), lsn_int(after)
+
+
 # ---- values as psycopg returns them, in rowgen's canonical form -------------------------------
 
 class Run:
@@ -314,20 +323,23 @@ class Run:
     def said(self, text):
         return any(text in line for line in list(self.lines))
 
-    def wait_for(self, *texts):
-        """The first of `texts` it says (it must not exit first)."""
+    def wait_until(self, done, what):
+        """Until done() (it must not exit first)."""
         deadline = time.monotonic() + 120 * SCALE
-        while True:
-            for t in texts:
-                if self.said(t):
-                    return t
+        while not done():
             if self.p.poll() is not None or time.monotonic() > deadline:
                 self.p.kill()
                 self.p.wait()
                 self.reader.join()
-                pytest.fail(f"waiting for {texts}: exit {self.p.returncode}:\n" +
-                            "".join(self.lines)[-20000:])
+                lines = [x for x in self.lines if "changes (" not in x and "copying:" not in x]
+                pytest.fail(f"waiting for {what}: exit {self.p.returncode}:\n" +
+                            "".join(lines)[-20000:])
             time.sleep(0.005)
+
+    def wait_for(self, *texts):
+        """The first of `texts` it says (it must not exit first)."""
+        self.wait_until(lambda: any(self.said(t) for t in texts), texts)
+        return next(t for t in texts if self.said(t))
 
     def stop(self):
         """SIGINT; its exit status."""
@@ -337,7 +349,8 @@ class Run:
         return self.p.returncode
 
     def kill(self):
-        """SIGKILL; it must die of the signal, without a sanitizer report."""
+        """SIGKILL; it must die of the signal, without a sanitizer report.
+        Returns what it said."""
         self.p.send_signal(signal.SIGKILL)
         self.p.wait()
         self.reader.join()
@@ -345,6 +358,7 @@ class Run:
         assert "AddressSanitizer" not in err and "runtime error" not in err, err
         if self.p.returncode != -signal.SIGKILL:
             pytest.fail(f"exit {self.p.returncode}:\n" + err[-20000:])
+        return err
 
 
 class _Range:

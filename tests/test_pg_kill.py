@@ -34,8 +34,8 @@ import psycopg
 import pytest
 
 from iceberg_readers import duckdb_snapshot_rows
-from pgserver import (Mirror, Proxy, Run, iceberg_rows, lsn_int, pg_rows, pgdb,  # noqa
-                      snapshots, frontier_of)
+from pgserver import (Mirror, Proxy, Run, commit_bracketed, iceberg_rows, lsn_int,  # noqa
+                      pg_rows, pgdb, snapshots, frontier_of)
 from rowgen import Col
 
 KILLS = int(os.environ.get("FLOE_PG_KILLS", "200"))
@@ -162,11 +162,9 @@ class Writer(threading.Thread):
         if self.r.random() < 0.1:
             c.execute("ROLLBACK")                         # never visible
             return
-        before = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
-        c.execute("COMMIT")
-        after = c.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        before, after = commit_bracketed(c)
         self.state = mine
-        self.log.append((lsn_int(before), lsn_int(after), effects))
+        self.log.append((before, after, effects))
 
     def run(self):
         try:

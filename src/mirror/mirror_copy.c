@@ -20,10 +20,11 @@
  * each table once its tasks are done, while the workers go on.  Memory is
  * bounded: row groups and the index queue are capped, the index spills.
  * A copy cut short (a crash, a stop, an error) commits nothing of the
- * table, and the next run copies it again (docs/postgres.md says why not
- * range by range).  This file owns the plan, the workers and their
- * failures; also the shape check and the COPY statement a resync and a
- * verify share.
+ * table to main; the ranges it finished are staged on a branch, and the
+ * next run copies a keyed table's other ranges only (mirror_stage.c says
+ * how and why that is exact), a keyless one whole.  This file owns the
+ * plan, the workers and their failures; also the shape check and the COPY
+ * statement a resync and a verify share.
  */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -202,13 +203,23 @@ typedef struct copy_table {
     floe__bulk *bulk;
     size_t ntasks;
     _Atomic uint64_t rows;            /* written so far (workers add) */
+    _Atomic uint64_t restaged;        /* of them, from staged files */
     uint64_t t0;                      /* monotonic ns */
+    floe__mstage *stage;              /* resuming: what was staged, the keys changed since */
+    char *shape;                      /* staging: its catalog rows in the snapshot */
+    uint64_t per, nranges;            /* staging: the plan */
+    bool *done;                       /* staging: per range, staged */
 } copy_table;
+
+typedef enum { TASK_RANGE, TASK_FILE, TASK_KEYS } task_kind;
 
 typedef struct copy_task {
     copy_table *table;
+    task_kind kind;
     uint64_t lo, hi;                  /* heap pages [lo, hi); hi 0: to the end */
     bool ranged;                      /* false: the whole table */
+    uint64_t tag;                     /* its part's: the range's number */
+    size_t item;                      /* TASK_FILE: a staged file; TASK_KEYS: a query */
 } copy_task;
 
 typedef struct copy_job {
@@ -231,7 +242,7 @@ typedef struct copy_worker {
     pthread_t thread;
     bool started;
     floe__pg_conn *c;
-    floe__buf fields_buf, scratch, row, sql;
+    floe__buf fields_buf, scratch, row, sql, key;
     floe__pg_field *fields;
     size_t cap_fields;
     floe_error *err;
@@ -313,6 +324,60 @@ static int prepare_table(floe_pg *pg, copy_table *ct, uint64_t at, uint64_t *pag
     return rc;
 }
 
+static int add_task(copy_job *job, size_t *cap, copy_task k, floe_error *err)
+{
+    if (job->ntasks == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        copy_task *tk = floe__realloc(job->tasks, *cap * sizeof *tk);
+        FLOE_RETURN_IF(!tk, err, FLOE_ENOMEM, "out of memory");
+        job->tasks = tk;
+    }
+    job->tasks[job->ntasks++] = k;
+    k.table->ntasks++;
+    return FLOE_OK;
+}
+
+/* A resumed table's tasks: its staged files, the ranges not staged, the
+ * rows of the keys changed since. */
+static int plan_resume(copy_job *job, copy_table *ct, size_t *cap, floe_error *err)
+{
+    const floe__mstage *st = ct->stage;
+    for (size_t i = 0; i < st->nfiles; i++)
+        FLOE_FORWARD(add_task(job, cap, (copy_task){ct, TASK_FILE, 0, 0, false, 0, i}, err));
+    for (uint64_t r = 0; r < st->nranges; r++)
+        if (!st->done[r])
+            FLOE_FORWARD(add_task(job, cap, (copy_task){ct, TASK_RANGE, r * st->per,
+                                                        r + 1 < st->nranges ? (r + 1) * st->per
+                                                                            : 0,
+                                                        true, r, 0}, err));
+    for (size_t q = 0; q < floe__mirror_stage_key_queries(st); q++)
+        FLOE_FORWARD(add_task(job, cap, (copy_task){ct, TASK_KEYS, 0, 0, false, 0, q}, err));
+    return FLOE_OK;
+}
+
+/* A ranged table with a key has its finished ranges staged as they come
+ * (on a branch of its own: one an earlier copy left goes first).  A table
+ * keyed by the whole row is never resumed, so nothing of it is staged. */
+static int stage_ranges(floe_pg *pg, copy_table *ct, uint64_t per, uint64_t n, floe_error *err)
+{
+    if (!ct->t->nkeys)
+        return FLOE_OK;
+    if (floe__sink_drop_branch(ct->t->sink, FLOE__MIRROR_COPY_BRANCH, err) != FLOE_OK) {
+        floe__mirror_warn(pg, "%s: its copy is not staged (a kill starts it over): %s",
+                          ct->t->source, floe_error_message(err));
+        floe_error_clear(err);
+        return FLOE_OK;
+    }
+    ct->per = per;
+    ct->nranges = n;
+    ct->done = floe__calloc(n, sizeof *ct->done);
+    if (!ct->done)
+        return FLOE_OOM(err);
+    FLOE_FORWARD(floe__mirror_shape(pg->rconn, ct->t, &ct->shape, err));
+    floe__bulk_stage_to(ct->bulk, FLOE__MIRROR_COPY_BRANCH);
+    return FLOE_OK;
+}
+
 static int plan(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
 {
     size_t n = 0;
@@ -328,33 +393,26 @@ static int plan(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
         ct->t = &pg->tables[i];
         uint64_t pages = 0, ranges = 1, per = 0;
         FLOE_FORWARD(prepare_table(pg, ct, at, &pages, err));
-        plan_ranges(pg, ct->t, pages, &ranges, &per);
-        if (job->ntasks + ranges > cap) {
-            cap = (job->ntasks + ranges) * 2;
-            copy_task *tk = floe__realloc(job->tasks, cap * sizeof *tk);
-            FLOE_RETURN_IF(!tk, err, FLOE_ENOMEM, "out of memory");
-            job->tasks = tk;
+        FLOE_FORWARD(floe__mirror_stage_resume(pg, ct->t, at, &ct->stage, err));
+        if (ct->stage) {
+            FLOE_FORWARD(plan_resume(job, ct, &cap, err));
+            continue;
         }
+        plan_ranges(pg, ct->t, pages, &ranges, &per);
+        if (ranges > 1)
+            FLOE_FORWARD(stage_ranges(pg, ct, per, ranges, err));
         for (uint64_t r = 0; r < ranges; r++)
-            job->tasks[job->ntasks++] = (copy_task){ct, r * per, r + 1 < ranges ? (r + 1) * per : 0,
-                                                    ranges > 1};
-        ct->ntasks = (size_t)ranges;
+            FLOE_FORWARD(add_task(job, &cap, (copy_task){ct, TASK_RANGE, r * per,
+                                                         r + 1 < ranges ? (r + 1) * per : 0,
+                                                         ranges > 1, r, 0}, err));
     }
     return FLOE_OK;
 }
 
 /* ---- the workers -------------------------------------------------------------------------- */
 
-/* COPY (SELECT cols FROM t WHERE ctid >= '(lo,0)' AND ctid < '(hi,0)') TO
- * STDOUT: a TID range scan of those pages (Postgres 14). */
-static int range_sql(const copy_task *k, floe__buf *b, floe_error *err)
+int floe__mirror_select_sql(const floe__mtable *t, floe__buf *b, floe_error *err)
 {
-    const floe__mtable *t = k->table->t;
-    floe__buf_reset(b);
-    if (!k->ranged) {
-        FLOE_FORWARD(copy_sql(t, b, err));
-        return FLOE_OK;
-    }
     FLOE_FORWARD(floe__buf_printf(b, err, "COPY (SELECT "));
     for (size_t c = 0; c < t->ncols; c++) {
         if (c)
@@ -362,7 +420,25 @@ static int range_sql(const copy_task *k, floe__buf *b, floe_error *err)
         FLOE_FORWARD(floe__pg_quote_ident(t->cols[c].name, b, err));
     }
     FLOE_FORWARD(floe__buf_printf(b, err, " FROM "));
-    FLOE_FORWARD(table_name(t, b, err));
+    return table_name(t, b, err);
+}
+
+/* COPY (SELECT cols FROM t WHERE ctid >= '(lo,0)' AND ctid < '(hi,0)') TO
+ * STDOUT: a TID range scan of those pages (Postgres 14). */
+static int range_sql(const copy_task *k, floe__buf *b, floe_error *err)
+{
+    const floe__mtable *t = k->table->t;
+    floe__buf_reset(b);
+    if (k->kind == TASK_KEYS) {
+        size_t lo, hi;
+        floe__mirror_stage_key_range(k->table->stage, k->item, &lo, &hi);
+        return floe__mirror_stage_keys_sql(k->table->stage, t, lo, hi, b, err);
+    }
+    if (!k->ranged) {
+        FLOE_FORWARD(copy_sql(t, b, err));
+        return FLOE_OK;
+    }
+    FLOE_FORWARD(floe__mirror_select_sql(t, b, err));
     if (k->lo)
         FLOE_FORWARD(floe__buf_printf(b, err, " WHERE ctid >= '(%" PRIu64 ",0)'::tid", k->lo));
     if (k->hi)
@@ -392,8 +468,23 @@ static int fit_fields(copy_worker *w, size_t n, floe_error *err)
     return FLOE_OK;
 }
 
-/* The lines of the running COPY into part p. */
-static int copy_lines(copy_worker *w, copy_table *ct, floe__bulk_part *p, floe_error *err)
+/* Whether a row goes into the copy: resuming, a row of a key changed
+ * since the staged ranges were read is taken only as the query of such
+ * keys (changed) reads it. */
+static int wanted(copy_worker *w, const copy_table *ct, const uint8_t *row, size_t len,
+                  bool changed, bool *keep, floe_error *err)
+{
+    *keep = true;
+    if (!ct->stage)
+        return FLOE_OK;
+    FLOE_FORWARD(floe__mirror_bytes_key(ct->t, row, len, &w->key, err));
+    *keep = floe__mirror_stage_changed(ct->stage, w->key.data, w->key.len) == changed;
+    return FLOE_OK;
+}
+
+/* The lines of the running COPY into part p (changed: of TASK_KEYS). */
+static int copy_lines(copy_worker *w, copy_table *ct, floe__bulk_part *p, bool changed,
+                      floe_error *err)
 {
     const floe__mtable *t = ct->t;
     FLOE_FORWARD(fit_fields(w, t->ncols, err));
@@ -407,8 +498,11 @@ static int copy_lines(copy_worker *w, copy_table *ct, floe__bulk_part *p, floe_e
             FLOE_FORWARD(floe__pg_copy_split(line, len, t->ncols, &w->fields_buf, w->fields,
                                              err));
             FLOE_FORWARD(floe__mirror_copy_fields(t, w->fields, &w->scratch, &w->row, err));
-            FLOE_FORWARD(floe__bulk_part_write(p, w->row.data, w->row.len, err));
-            n++;
+            bool keep;
+            FLOE_FORWARD(wanted(w, ct, w->row.data, w->row.len, changed, &keep, err));
+            if (keep)
+                FLOE_FORWARD(floe__bulk_part_write(p, w->row.data, w->row.len, err));
+            n += keep;
         }
         if (!got || n == CHECK_EVERY) {
             atomic_fetch_add_explicit(&ct->rows, n, memory_order_relaxed);
@@ -421,22 +515,70 @@ static int copy_lines(copy_worker *w, copy_table *ct, floe__bulk_part *p, floe_e
     }
 }
 
+/* A staged file's rows, read back, into a part: those of keys not
+ * changed since. */
+typedef struct restage {
+    copy_worker *w;
+    copy_table *ct;
+    floe__bulk_part *p;
+    uint64_t n;
+} restage;
+
+static int restage_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos,
+                       floe_error *err)
+{
+    (void)pos;
+    restage *r = ctx;
+    bool keep;
+    FLOE_FORWARD(wanted(r->w, r->ct, row, len, false, &keep, err));
+    if (keep)
+        FLOE_FORWARD(floe__bulk_part_write(r->p, row, len, err));
+    r->n += keep;
+    if (r->n == CHECK_EVERY) {
+        atomic_fetch_add_explicit(&r->ct->rows, r->n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->ct->restaged, r->n, memory_order_relaxed);
+        r->n = 0;
+        FLOE_RETURN_IF(job_failed(r->w->job), err, FLOE_EINTERRUPTED, "the copy stopped");
+    }
+    return FLOE_OK;
+}
+
+static int copy_file(copy_worker *w, const copy_task *k, floe__bulk_part *p, floe_error *err)
+{
+    restage r = {w, k->table, p, 0};
+    const char *path = k->table->stage->files[k->item];
+    FLOE_FORWARD(floe__file_rows_each(w->job->pg->io, path, k->table->t->schema, restage_row, &r,
+                                      err));
+    atomic_fetch_add_explicit(&k->table->rows, r.n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->table->restaged, r.n, memory_order_relaxed);
+    return FLOE_OK;
+}
+
 static int copy_task_run(copy_worker *w, const copy_task *k, floe_error *err)
 {
     floe__bulk_part *p = NULL;
-    FLOE_FORWARD(floe__bulk_part_new(k->table->bulk, &p, err));
-    int rc = range_sql(k, &w->sql, err);
-    if (rc == FLOE_OK)
-        rc = floe__pg_copy_begin(w->c, (const char *)w->sql.data, err);
-    if (rc == FLOE_OK)
-        rc = copy_lines(w, k->table, p, err);
+    FLOE_FORWARD(floe__bulk_part_new(k->table->bulk, k->tag, &p, err));
+    int rc = FLOE_OK;
+    if (k->kind == TASK_FILE) {
+        rc = copy_file(w, k, p, err);
+    } else {
+        rc = range_sql(k, &w->sql, err);
+        if (rc == FLOE_OK)
+            rc = floe__pg_copy_begin(w->c, (const char *)w->sql.data, err);
+        if (rc == FLOE_OK)
+            rc = copy_lines(w, k->table, p, k->kind == TASK_KEYS, err);
+    }
     if (rc == FLOE_OK)
         rc = floe__bulk_part_finish(p, err);
     floe__bulk_part_free(p);
     if (rc == FLOE_OK || rc == FLOE_EINTERRUPTED)
         return rc;
     char pages[64] = "";
-    if (k->ranged && k->hi)
+    if (k->kind == TASK_FILE)
+        snprintf(pages, sizeof pages, ", a file staged on branch %s", FLOE__MIRROR_COPY_BRANCH);
+    else if (k->kind == TASK_KEYS)
+        snprintf(pages, sizeof pages, ", the rows of keys changed since its ranges were staged");
+    else if (k->ranged && k->hi)
         snprintf(pages, sizeof pages, ", pages %" PRIu64 " to %" PRIu64, k->lo, k->hi - 1);
     else if (k->ranged)
         snprintf(pages, sizeof pages, ", pages %" PRIu64 " to the end", k->lo);
@@ -494,6 +636,7 @@ static void worker_free(copy_worker *w)
     floe__buf_free(&w->scratch);
     floe__buf_free(&w->row);
     floe__buf_free(&w->sql);
+    floe__buf_free(&w->key);
     floe__free(w->fields);
     floe_error_free(w->err);
 }
@@ -525,11 +668,15 @@ static uint64_t rows_so_far(copy_job *job)
 }
 
 /* Index ct's rows as its workers write them, until every range is done. */
-static int index_table(copy_job *job, copy_table *ct, uint64_t base, floe_error *err)
+static int index_table(copy_job *job, copy_table *ct, uint64_t at, uint64_t base,
+                       floe_error *err)
 {
     for (;;) {
         size_t finished = 0;
         FLOE_FORWARD(floe__bulk_index(ct->bulk, WAIT_MS, &finished, err));
+        if (ct->done)
+            FLOE_FORWARD(floe__mirror_stage_record(job->pg, ct->t, ct->bulk, at, ct->shape,
+                                                   ct->per, ct->nranges, ct->done, err));
         job->pg->copy_rows = base + rows_so_far(job);
         floe__mirror_publish(job->pg);
         if (job_failed(job))
@@ -545,7 +692,7 @@ static int copy_one(floe_pg *pg, copy_job *job, copy_table *ct, uint64_t at, uin
                       floe_error *err)
 {
     floe__mtable *t = ct->t;
-    int rc = index_table(job, ct, base, err);
+    int rc = index_table(job, ct, at, base, err);
     if (rc == FLOE_OK && job_failed(job))
         return FLOE_OK;
     if (rc == FLOE_OK)
@@ -564,12 +711,23 @@ static int copy_one(floe_pg *pg, copy_job *job, copy_table *ct, uint64_t at, uin
     t->copied = true;
     t->last_commit_ns = floe__monotonic_ns();
     pg->tables_copied++;
-    char lsn[24];
+    char lsn[24], resumed[96] = "";
     floe__lsn_format(at, lsn, sizeof lsn);
-    floe__mirror_notice(pg, "copied %s: %llu rows into %s in %.1fs (%zu range%s), committed at "
-                        "%s", t->source, (unsigned long long)t->copied_rows, t->ident,
-                        (double)(floe__monotonic_ns() - ct->t0) / 1e9, ct->ntasks,
-                        ct->ntasks == 1 ? "" : "s", lsn);
+    size_t ranges = ct->ntasks;
+    if (ct->stage) {
+        ranges = (size_t)(ct->stage->nranges - ct->stage->ndone);
+        snprintf(resumed, sizeof resumed, "; resumed: %llu rows from %zu ranges staged before",
+                 (unsigned long long)atomic_load(&ct->restaged), ct->stage->ndone);
+    }
+    floe__mirror_notice(pg, "copied %s: %llu rows into %s in %.1fs (%zu range%s%s), committed "
+                        "at %s", t->source, (unsigned long long)t->copied_rows, t->ident,
+                        (double)(floe__monotonic_ns() - ct->t0) / 1e9, ranges,
+                        ranges == 1 ? "" : "s", resumed, lsn);
+    if (floe__sink_drop_branch(t->sink, FLOE__MIRROR_COPY_BRANCH, err) != FLOE_OK) {
+        floe__mirror_warn(pg, "%s: %s (the branch holds nothing main needs: drop it by hand)",
+                          t->ident, floe_error_message(err));
+        floe_error_clear(err);
+    }
     floe__mirror_publish(pg);
     return FLOE_OK;
 }
@@ -603,7 +761,8 @@ static int start_workers(copy_job *job, copy_worker *ws, size_t want, size_t *n,
         floe__buf_init(&w->fields_buf, (size_t)1 << 30);
         floe__buf_init(&w->scratch, (size_t)1 << 30);
         floe__buf_init(&w->row, (size_t)1 << 31);
-        floe__buf_init(&w->sql, (size_t)1 << 20);
+        floe__buf_init(&w->sql, (size_t)1 << 30);
+        floe__buf_init(&w->key, (size_t)1 << 30);
         w->err = floe_error_new();
         FLOE_RETURN_IF(!w->err, err, FLOE_ENOMEM, "out of memory");
         *n = i + 1;
@@ -616,8 +775,12 @@ static int start_workers(copy_job *job, copy_worker *ws, size_t want, size_t *n,
 
 static void job_free(copy_job *job)
 {
-    for (size_t i = 0; i < job->ntables; i++)
+    for (size_t i = 0; i < job->ntables; i++) {
         floe__bulk_free(job->tables[i].bulk);
+        floe__mirror_stage_free(job->tables[i].stage);
+        floe__free(job->tables[i].shape);
+        floe__free(job->tables[i].done);
+    }
     floe__free(job->tables);
     floe__free(job->tasks);
     floe_error_free(job->err);

@@ -9,6 +9,8 @@
  *                    snapshot, or a temporary one for copies after a restart
  *   mirror_copy.c    the initial copy inside an exported snapshot: tables and
  *                    page ranges on worker threads, written in bulk
+ *   mirror_stage.c   a ranged copy resumable after a kill: finished ranges
+ *                    staged on a branch, the keys changed since they were read
  *   mirror_stream.c  the change stream: transactions, frontiers, commits on a
  *                    wall clock, the slot's confirmed flush LSN
  *   mirror_row.c     tuples and COPY lines into rows of a table's sink
@@ -397,12 +399,53 @@ int floe__mirror_shape(floe__pg_conn *c, const floe__mtable *t, char **out, floe
  * given `described`, differ from it. */
 int floe__mirror_hold_table(floe_pg *pg, floe__pg_conn *c, const floe__mtable *t,
                             const char *described, bool *changed, floe_error *err);
+/* "COPY (SELECT <t's columns> FROM <t>" into b (the caller ends it). */
+int floe__mirror_select_sql(const floe__mtable *t, floe__buf *b, floe_error *err);
 /* COPY t's columns TO STDOUT on c. */
 int floe__mirror_copy_begin(floe__pg_conn *c, const floe__mtable *t, floe_error *err);
 /* Up to `max` lines of the COPY running on c into t's sink at `time`;
  * *done once it has ended. */
 int floe__mirror_copy_some(floe_pg *pg, floe__pg_conn *c, floe__mtable *t, uint64_t time,
                            uint64_t max, bool *done, floe_error *err);
+
+/* mirror_stage.c (see there): the ranges of a copy staged on the branch
+ * floe-copy, and what a later copy in a new snapshot takes from them. */
+#define FLOE__MIRROR_COPY_BRANCH "floe-copy"
+typedef struct floe__mstage {
+    uint64_t at;             /* C: the staged ranges were read in a snapshot at C */
+    uint64_t per, nranges;   /* the plan: pages per range, ranges (the last one open) */
+    bool *done;              /* per range: staged */
+    size_t ndone;
+    char **files;            /* the staged data files */
+    size_t nfiles;
+    /* K: keys the changes from the slot's confirmed LSN up to the new
+     * snapshot name (see mirror_stage.c) */
+    floe__buf keys;
+    uint64_t *offs;
+    size_t nkeys, cap;
+    uint64_t *slots;         /* open addressing: entry index + 1, 0 empty */
+    size_t nslots;
+} floe__mstage;
+/* At a copy of t in a new snapshot consistent at `at` (on pg->rconn): the
+ * staged ranges it may build on, or *out NULL (copied whole; a notice says
+ * why when something was staged). */
+int floe__mirror_stage_resume(floe_pg *pg, floe__mtable *t, uint64_t at, floe__mstage **out,
+                              floe_error *err);
+void floe__mirror_stage_free(floe__mstage *s);     /* accepts NULL */
+/* Whether a key (floe__mirror_row_key's bytes) is in K (s may be NULL). */
+bool floe__mirror_stage_changed(const floe__mstage *s, const uint8_t *key, size_t len);
+/* The COPY of the rows of K's keys [lo, hi) (at most one query's). */
+int floe__mirror_stage_keys_sql(const floe__mstage *s, const floe__mtable *t, size_t lo,
+                                size_t hi, floe__buf *b, floe_error *err);
+size_t floe__mirror_stage_key_queries(const floe__mstage *s);
+void floe__mirror_stage_key_range(const floe__mstage *s, size_t q, size_t *lo, size_t *hi);
+/* Stage the parts b finished since (tags: range numbers) on the branch,
+ * recording the copy at `at` of t (shape: its catalog rows in the
+ * snapshot; per, n: the plan; done: per range, updated).  A failure only
+ * warns: the copy goes on without staging. */
+int floe__mirror_stage_record(floe_pg *pg, floe__mtable *t, floe__bulk *b, uint64_t at,
+                              const char *shape, uint64_t per, uint64_t n, bool *done,
+                              floe_error *err);
 
 /* mirror_ddl.c (see there): a Relation message remembered; t followed
  * into the shape it tells at the table's next change (time `at`); the
@@ -490,5 +533,8 @@ int floe__mirror_copy_fields(const floe__mtable *t, const floe__pg_field *fields
  * whole row when keyed by it) into out. */
 int floe__mirror_row_key(const floe__mtable *t, const floe_row *row, floe__buf *out,
                          floe_error *err);
+/* The same from a row's bytes (any thread). */
+int floe__mirror_bytes_key(const floe__mtable *t, const uint8_t *row, size_t len,
+                           floe__buf *out, floe_error *err);
 
 #endif /* FLOE_MIRROR_INTERNAL_H */

@@ -153,14 +153,20 @@ int floe__mirror_copy_row(floe_pg *pg, floe__mtable *t, const floe__pg_field *fi
 int floe__mirror_row_key(const floe__mtable *t, const floe_row *row, floe__buf *out,
                          floe_error *err)
 {
+    return floe__mirror_bytes_key(t, row->data.data, row->data.len, out, err);
+}
+
+int floe__mirror_bytes_key(const floe__mtable *t, const uint8_t *row, size_t len,
+                           floe__buf *out, floe_error *err)
+{
     floe__buf_reset(out);
     if (!t->nkeys)
-        return floe__buf_append(out, row->data.data, row->data.len, err);
+        return floe__buf_append(out, row, len, err);
     const floe__field *f = t->schema->root.children;
-    const uint8_t *p = row->data.data, *end = p + row->data.len;
-    if (floe__partial_is(p, row->data.len)) {      /* its key columns are all there */
+    const uint8_t *p = row, *end = p + len;
+    if (floe__partial_is(p, len)) {                /* its key columns are all there */
         floe__partial v;
-        FLOE_FORWARD(floe__partial_view(p, row->data.len, &v, err));
+        FLOE_FORWARD(floe__partial_view(p, len, &v, err));
         p = v.row;
         end = v.row + v.len;
     }

@@ -24,11 +24,18 @@
  * size), and the key index itself spills to disk within its budget.  Each
  * part's row groups get a share of the sink's memory beside the index.
  *
+ * Staging (a copy resumable range by range): when asked, each finished
+ * part's files are also committed, on the sink's thread, to a branch of the
+ * table (not main), with the caller's summary saying what they hold; main
+ * sees them only when the batch commits.  Files once staged are never
+ * removed here: the branch references them.
+ *
  * Threads: the parts' writes touch only the part, its file writer (the
  * table's FileIO is thread-safe, the table handle is only read) and the
  * queue under `mu`.  The key index is touched on the sink's thread only.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -66,10 +73,21 @@ struct floe__bulk {
     bool cancelled;
     floe__content_list files;             /* finished parts' data files */
     uint64_t rows;
+    floe__content_list unstaged;          /* staging: copies of finished parts' files */
+    uint64_t *tags;                       /* staging: the finished parts' tags */
+    size_t ntags, cap_tags;
+    /* staging, the sink's thread only */
+    const char *branch;                   /* NULL: no staging */
+    int64_t staged_head;                  /* the branch's head this bulk committed, or -1 */
+    bool keep;                            /* something was staged: files stay */
+    floe__content_list staging;           /* taken, to commit */
+    uint64_t *taken;
+    size_t ntaken;
 };
 
 struct floe__bulk_part {
     floe__bulk *b;
+    uint64_t tag;
     floe__file_writer *fw;
     const uint8_t **spans;
     floe__buf key;
@@ -139,9 +157,13 @@ void floe__bulk_free(floe__bulk *b)
     assert(b->parts_open == 0);
     if (b->s->bulk == b)
         b->s->bulk = NULL;
-    for (size_t i = 0; i < b->files.n; i++)
+    for (size_t i = 0; i < b->files.n && !b->keep; i++)
         floe__fileio_remove(b->s->table->io, b->files.files[i].path, NULL);
     floe__content_list_clear(&b->files);
+    floe__content_list_clear(&b->unstaged);
+    floe__content_list_clear(&b->staging);
+    floe__free(b->tags);
+    floe__free(b->taken);
     floe__kx_builder_free(b->build);
     for (block *k = b->head, *next; k; k = next) {
         next = k->next;
@@ -246,7 +268,7 @@ int floe__bulk_adopt(floe__bulk *b, floe_error *err)
     pthread_mutex_unlock(&b->mu);
     atomic_fetch_add_explicit(&b->s->updates_in, rows, memory_order_relaxed);
     int rc = floe__writer_adopt(b->s->writer, b->time, &files, rows, err);
-    for (size_t i = 0; i < files.n; i++)          /* not adopted: removed */
+    for (size_t i = 0; i < files.n && !b->keep; i++)     /* not adopted: removed */
         floe__fileio_remove(b->s->table->io, files.files[i].path, NULL);
     floe__content_list_clear(&files);
     b->s->bulk = NULL;                            /* the batch holds them now */
@@ -270,15 +292,124 @@ int floe__bulk_seal(floe__bulk *b, floe_error *err)
     return FLOE_OK;
 }
 
+/* ---- staging ------------------------------------------------------------------------------ */
+
+/* Under mu: a finished part's files (copies) and tag wait for staging. */
+static int stage_later(floe__bulk *b, uint64_t tag, const floe__content_list *files,
+                       floe_error *err)
+{
+    if (b->ntags == b->cap_tags) {
+        size_t cap = b->cap_tags ? b->cap_tags * 2 : 16;
+        uint64_t *t = floe__realloc(b->tags, cap * sizeof *t);
+        if (!t)
+            return FLOE_OOM(err);
+        b->tags = t;
+        b->cap_tags = cap;
+    }
+    size_t n0 = b->unstaged.n;
+    for (size_t i = 0; i < files->n; i++) {
+        floe__content_file f;
+        int rc = floe__content_file_copy(&f, &files->files[i], err);
+        if (rc == FLOE_OK && (rc = floe__content_list_push(&b->unstaged, &f, err)) != FLOE_OK)
+            floe__content_file_clear(&f);
+        if (rc != FLOE_OK) {
+            while (b->unstaged.n > n0)
+                floe__content_file_clear(&b->unstaged.files[--b->unstaged.n]);
+            return rc;
+        }
+    }
+    b->tags[b->ntags++] = tag;
+    return FLOE_OK;
+}
+
+void floe__bulk_stage_to(floe__bulk *b, const char *branch)
+{
+    b->branch = branch;
+    b->staged_head = -1;
+}
+
+int floe__bulk_stage_take(floe__bulk *b, const uint64_t **tags, size_t *n, floe_error *err)
+{
+    *tags = NULL;
+    *n = 0;
+    if (!b->branch)
+        return FLOE_OK;
+    pthread_mutex_lock(&b->mu);
+    int rc = floe__content_list_take(&b->staging, &b->unstaged, err);
+    uint64_t *t = rc == FLOE_OK ? floe__realloc(b->taken, (b->ntags ? b->ntags : 1) * sizeof *t)
+                                : NULL;
+    if (t) {
+        if (b->ntags)
+            memcpy(t, b->tags, b->ntags * sizeof *t);
+        b->taken = t;
+        b->ntaken = b->ntags;
+        b->ntags = 0;
+    } else if (rc == FLOE_OK) {
+        rc = FLOE_OOM(err);
+    }
+    pthread_mutex_unlock(&b->mu);
+    *tags = b->taken;
+    *n = rc == FLOE_OK ? b->ntaken : 0;
+    return rc;
+}
+
+int floe__bulk_stage_commit(floe__bulk *b, const char *const *kv, size_t nkv, floe_error *err)
+{
+    if (!b->branch || !b->ntaken)
+        return FLOE_OK;
+    json_t *summary = json_object();
+    int rc = summary ? FLOE_OK : FLOE_OOM(err);
+    for (size_t i = 0; rc == FLOE_OK && i + 1 < nkv; i += 2)
+        if (json_object_set_new(summary, kv[i], json_string(kv[i + 1])) != 0)
+            rc = FLOE_OOM(err);
+    floe__commit_request req = {.files = b->staging.files, .n_files = b->staging.n,
+                                .summary = summary, .base_snapshot_id = b->staged_head,
+                                .branch = b->branch, .operation = "append"};
+    int64_t id = -1;
+    if (rc == FLOE_OK)
+        rc = floe__table_commit(b->s->table, &req, &id, err);
+    json_decref(summary);
+    if (rc == FLOE_OK || rc == FLOE_EUNKNOWN_OUTCOME)
+        b->keep = true;                          /* the branch may reference them */
+    if (rc != FLOE_OK) {
+        pthread_mutex_lock(&b->mu);
+        b->branch = NULL;                        /* no more staging */
+        pthread_mutex_unlock(&b->mu);
+        return floe__err_wrap(err, rc, "staging %zu finished parts on branch %s",
+                              b->ntaken, req.branch);
+    }
+    b->staged_head = id;
+    b->ntaken = 0;
+    floe__content_list_clear(&b->staging);
+    return FLOE_OK;
+}
+
+int floe__sink_drop_branch(floe_sink *s, const char *branch, floe_error *err)
+{
+    int64_t head;
+    if (!floe__metadata_ref(s->table->loaded->metadata, branch, &head, NULL))
+        return FLOE_OK;
+    const char *uuid = floe__metadata_table_uuid(s->table->loaded->metadata);
+    json_t *reqs = json_pack("[{s:s, s:s}, {s:s, s:s, s:I}]", "type", "assert-table-uuid",
+                             "uuid", uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref",
+                             branch, "snapshot-id", (json_int_t)head);
+    json_t *ups = json_pack("[{s:s, s:s}]", "action", "remove-snapshot-ref", "ref-name", branch);
+    int rc = reqs && ups ? floe__table_update(s->table, reqs, ups, err) : FLOE_OOM(err);
+    json_decref(reqs);
+    json_decref(ups);
+    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "dropping branch %s", branch);
+}
+
 /* ---- the parts' side -------------------------------------------------------------------- */
 
-int floe__bulk_part_new(floe__bulk *b, floe__bulk_part **out, floe_error *err)
+int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe_error *err)
 {
     *out = NULL;
     floe__bulk_part *p = floe__calloc(1, sizeof *p);
     if (!p)
         return FLOE_OOM(err);
     p->b = b;
+    p->tag = tag;
     floe__buf_init(&p->key, FLOE_KX_MAX_KEY);
     p->spans = floe__calloc(b->s->input->root.n_children + 1, sizeof *p->spans);
     int rc = p->spans ? FLOE_OK : FLOE_OOM(err);
@@ -384,7 +515,9 @@ int floe__bulk_part_finish(floe__bulk_part *p, floe_error *err)
     FLOE_FORWARD(floe__file_writer_close(fw, &files, err));
     floe__bulk *b = p->b;
     pthread_mutex_lock(&b->mu);
-    int rc = floe__content_list_take(&b->files, &files, err);
+    int rc = b->branch ? stage_later(b, p->tag, &files, err) : FLOE_OK;
+    if (rc == FLOE_OK)
+        rc = floe__content_list_take(&b->files, &files, err);
     if (rc == FLOE_OK)
         b->rows += p->rows;
     b->parts_open--;

@@ -575,7 +575,8 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
 void floe__bulk_free(floe__bulk *b);
 /* Wake every part waiting for room (they fail with FLOE_EINTERRUPTED). */
 void floe__bulk_cancel(floe__bulk *b);
-int floe__bulk_part_new(floe__bulk *b, floe__bulk_part **out, floe_error *err);
+/* tag: the caller's name for what the part holds (staging reports it). */
+int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe_error *err);
 /* One row (of floe_sink_row_schema's bytes), an insertion at the time. */
 int floe__bulk_part_write(floe__bulk_part *p, const uint8_t *row, size_t len, floe_error *err);
 /* Close the part's files: they join the batch. */
@@ -591,6 +592,19 @@ int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *finished, floe_error *e
  * mints it, and commit with it.  The bulk stays the caller's to free. */
 int floe__bulk_seal(floe__bulk *b, floe_error *err);
 uint64_t floe__bulk_rows(const floe__bulk *b);
+/* Staging (sink's thread): from now on each finished part's files wait to
+ * be committed to `branch` (a static string), a new line of snapshots
+ * whose first has no parent (a branch left by an earlier copy is replaced).
+ * floe__bulk_stage_take takes the waiting files, *tags the tags of their
+ * parts (valid until the next take); floe__bulk_stage_commit commits them
+ * as one snapshot of the branch with the summary kv (nkv strings: key,
+ * value, ...).  Once a commit may have landed, the bulk never removes its
+ * files.  A failed commit stops the staging (the copy may go on). */
+void floe__bulk_stage_to(floe__bulk *b, const char *branch);
+int floe__bulk_stage_take(floe__bulk *b, const uint64_t **tags, size_t *n, floe_error *err);
+int floe__bulk_stage_commit(floe__bulk *b, const char *const *kv, size_t nkv, floe_error *err);
+/* Remove ref `branch` of s's table (nothing when absent). */
+int floe__sink_drop_branch(floe_sink *s, const char *branch, floe_error *err);
 /* The Prometheus text exposition of several sinks' metrics, appended to
  * out: each metric's HELP and TYPE once, then a sample per sink (labelled
  * with its sink id), as the format requires. */

@@ -25,8 +25,9 @@
  *      the total-* counts from the parent's summary plus what is added
  *      minus what is removed (a total the parent lacks is left out, as Java
  *      does), then the caller's properties.
- *   6. Requirements assert-table-uuid and assert-ref-snapshot-id(main =
- *      base, or absent), updates add-snapshot, set-snapshot-ref(main) and,
+ *   6. Requirements assert-table-uuid and assert-ref-snapshot-id(main, or
+ *      the request's branch, = base, or absent), updates add-snapshot,
+ *      set-snapshot-ref(main, or the branch: its head is the parent) and,
  *      when asked, set-snapshot-ref of a tag to the new snapshot (floe's
  *      progress tag: one atomic metadata update moves both).
  * Failure classes: FLOE_ECONFLICT (nothing changed: the manifests and list
@@ -487,6 +488,11 @@ static int schema_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
                                (int)floe__metadata_last_column_id(md)), err);
 }
 
+static const char *ref_of(const attempt *a)
+{
+    return a->req->branch ? a->req->branch : "main";
+}
+
 static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err)
 {
     int64_t now = floe__now_ms(), last = floe__metadata_last_updated_ms(a->md);
@@ -509,7 +515,7 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
     if (!snap)
         return FLOE_OOM(err);
     *ups = json_pack("[{s:s, s:o}, {s:s, s:s, s:s, s:I}]", "action", "add-snapshot", "snapshot",
-                     snap, "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
+                     snap, "action", "set-snapshot-ref", "ref-name", ref_of(a), "type", "branch",
                      "snapshot-id", (json_int_t)a->snapshot_id);
     if (*ups && a->req->tag &&
         json_array_append_new(*ups, json_pack("{s:s, s:s, s:s, s:I}", "action",
@@ -521,7 +527,7 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
     }
     const char *uuid = floe__metadata_table_uuid(a->md);
     *reqs = json_pack("[{s:s, s:s}, {s:s, s:s, s:o}]", "type", "assert-table-uuid", "uuid",
-                      uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref", "main",
+                      uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref", ref_of(a),
                       "snapshot-id", a->parent < 0 ? json_null() : json_integer(a->parent));
     int rc = *ups && *reqs ? FLOE_OK : FLOE_OOM(err);
     if (rc == FLOE_OK && a->req->schema)
@@ -540,12 +546,13 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
  * snapshot (*next is the loaded table), 0 when the snapshot is absent (it
  * did not land), -1 when that cannot be told (the reload failed, or the
  * snapshot exists but main moved on). */
-static int check_landed(floe__table *t, int64_t id, floe__loaded_table **next)
+static int check_landed(floe__table *t, const char *ref, int64_t id, floe__loaded_table **next)
 {
     floe__loaded_table *l = NULL;
     if (floe__catalog_load_table(t->catalog, t->ns, t->name, &l, NULL) != FLOE_OK)
         return -1;
-    if (floe__metadata_current_snapshot_id(l->metadata) == id) {
+    int64_t head = -1;
+    if (floe__metadata_ref(l->metadata, ref, &head, NULL) && head == id) {
         *next = l;
         return 1;
     }
@@ -616,11 +623,14 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
     FLOE_FORWARD(check_summary(req->summary, err));
     attempt a = {.t = t, .req = req, .md = t->loaded->metadata};
     a.version = floe__metadata_format_version(a.md);
-    a.parent = floe__metadata_current_snapshot_id(a.md);
+    a.parent = -1;
+    if (!floe__metadata_ref(a.md, ref_of(&a), &a.parent, NULL))
+        a.parent = -1;
     int64_t base = req->base_snapshot_id < 0 ? -1 : req->base_snapshot_id;
     FLOE_RETURN_IF(a.parent != base, err, FLOE_ECONFLICT,
-                   "table %s.%s: main is at snapshot %lld, the commit expects %lld (reload "
-                   "the table)", t->ns, t->name, (long long)a.parent, (long long)base);
+                   "table %s.%s: %s is at snapshot %lld, the commit expects %lld (reload "
+                   "the table)", t->ns, t->name, ref_of(&a), (long long)a.parent,
+                   (long long)base);
     int rc = prepare(&a, err);
     if (rc == FLOE_OK)                  /* data files and manifests durable before the commit */
         rc = floe__fileio_sync(t->io, err);
@@ -640,7 +650,7 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
     json_decref(ups);
     bool remove = rc == FLOE_ECONFLICT;
     if (rc != FLOE_OK && rc != FLOE_ECONFLICT && rc != FLOE_EUNKNOWN_OUTCOME) {
-        int landed = check_landed(t, a.snapshot_id, &next);
+        int landed = check_landed(t, ref_of(&a), a.snapshot_id, &next);
         if (landed == 1) {
             floe_error_clear(err);
             rc = FLOE_OK;

@@ -460,6 +460,9 @@ typedef struct floe__commit_request {
     int64_t base_snapshot_id;
     const char *tag;                  /* NULL, or a tag ref moved to the new snapshot in
                                          the same metadata update */
+    const char *branch;               /* NULL: main; else the branch the snapshot goes to
+                                         (created when absent): base_snapshot_id is its
+                                         head, asserted as main's is */
     const floe__posdel_set *deletes;  /* NULL, or position deletes to write (borrowed) */
     const char *const *remove;        /* paths of content files to remove (borrowed) */
     size_t n_remove;

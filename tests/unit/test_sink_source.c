@@ -236,7 +236,7 @@ static void *write_part(void *arg)
     floe__bulk_part *p = NULL;
     a->rc = floe_row_new(floe_sink_row_schema(a->sink), &row, NULL);
     if (a->rc == FLOE_OK)
-        a->rc = floe__bulk_part_new(a->bulk, &p, NULL);
+        a->rc = floe__bulk_part_new(a->bulk, 0, &p, NULL);
     for (int i = 0; a->rc == FLOE_OK && i < a->n; i++) {
         char json[64];
         int n = snprintf(json, sizeof json, "{\"id\": %d, \"v\": \"bulk\"}", a->from + 2 * i);
