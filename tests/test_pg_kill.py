@@ -250,12 +250,15 @@ def state_at(base, log, frontier, ambiguous_in):
 
 def kill_many(m, kills, r, longest):
     """Start the mirror and SIGKILL it after a random while (up to `longest`
-    seconds), `kills` times; it must die of the signal each time."""
-    for _ in range(kills):
+    seconds), `kills` times; it must die of the signal each time (what each
+    run said is kept in m.dir/runs.log, for a failure)."""
+    for n in range(kills):
         p = m.popen(stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(r.random() * longest)
         p.send_signal(signal.SIGKILL)
         _, err = p.communicate()
+        with open(m.dir / "runs.log", "ab") as f:
+            f.write(b"---- run %d\n" % n + err)
         assert b"AddressSanitizer" not in err and b"runtime error" not in err, err
         if p.returncode != -signal.SIGKILL:             # all of it: the cause may be early
             pytest.fail(f"exit {p.returncode}:\n" + err.decode(errors="replace")[-20000:])
@@ -343,6 +346,34 @@ def check_slot_never_ahead(m, tables, samples, created=0):
             assert confirmed <= done, (tb, confirmed, done)
 
 
+def explain(m, table, cols, snaps, i, base, log):
+    """Why snapshot i of `table` differs from the source at its frontier:
+    its summary and its parent's, the rows it has too many or too few (by
+    DuckDB and by pyiceberg), and the writer's transactions on the table
+    around its frontier."""
+    from iceberg_readers import pyiceberg_snapshot_rows
+    sid, summary = snaps[i]
+    f = frontier_of(summary)
+    prev = frontier_of(snaps[i - 1][1]) if i else 0
+    want, maybe = state_at(base, log, f, True)
+    want = set(rows_of(want, table))
+    duck = set(duckdb_snapshot_rows(m.metadata(f"public.{table}"), cols, [sid])[0])
+    py = set(pyiceberg_snapshot_rows(m.catalog, f"file://{m.wh}", f"public.{table}", cols,
+                                     [sid])[0])
+    out = [f"snapshot {i} ({sid}) of {table} at frontier {f} (parent's {prev}): {summary}",
+           f"parent: {snaps[i - 1][1] if i else None}",
+           f"duckdb: {len(duck)} rows, too many {sorted(duck - want, key=repr)[:20]}, missing "
+           f"{sorted(want - duck, key=repr)[:20]}",
+           f"pyiceberg: {len(py)} rows, same as duckdb: {py == duck}",
+           f"ambiguous transaction at the frontier: {maybe is not None}"]
+    for before, after, effects in log:
+        if after >= prev - 200000 and before <= f + 200000:
+            mine = [e for e in effects if e[0] == table]
+            if mine:
+                out.append(f"  txn [{before}, {after}]: {mine}")
+    return "\n".join(out)
+
+
 def rows_of(state, table):
     return sorted((row for (t, _), row in state.items() if t == table), key=repr)
 
@@ -398,12 +429,14 @@ def test_kill_floe_at_random_moments(pgdb, tmp_path):
         snaps = snapshots(m, f"public.{table}")
         history[table] = snaps
         got = duckdb_snapshot_rows(m.metadata(f"public.{table}"), cols, [s for s, _ in snaps])
-        for (sid, summary), rows in zip(snaps, got):
+        for i, ((sid, summary), rows) in enumerate(zip(snaps, got)):
             f = frontier_of(summary)
             want, maybe = state_at(base, writer.log, f, True)
             rows = sorted(rows, key=repr)
-            assert rows == rows_of(want, table) or (maybe and rows == rows_of(maybe, table)), \
-                (table, sid, f, m.catch_up_log[-5000:])
+            if not (rows == rows_of(want, table) or (maybe and rows == rows_of(maybe, table))):
+                pytest.fail(explain(m, table, cols, snaps, i, base, writer.log) +
+                            f"\n(what the runs said: {tmp_path}/runs.log)\n" +
+                            m.catch_up_log[-3000:])
 
     want = pg_rows(pgdb, "kbig", BIG)
     for reader, rows in iceberg_rows(m, "public.kbig", BIG).items():

@@ -471,6 +471,27 @@ static void backoff(int tries)
     nanosleep(&ts, NULL);
 }
 
+/* One commit attempt of a group: against the start plan while main is
+ * still there, else a new plan the group is revalidated on (*stale when it
+ * failed that: the group is given up).  With a gate, held throughout, after
+ * a reload: what its other holder committed is rebased onto, never raced. */
+static int attempt_group(floe__compaction *c, pending *q, const floe__plan **p, floe__plan **now,
+                         const json_t *summary, bool *stale, floe_error *err)
+{
+    pthread_mutex_t *gate = c->o->gate;
+    if (gate)
+        pthread_mutex_lock(gate);
+    int rc = gate ? floe__table_refresh(c->t, err) : FLOE_OK;
+    if (rc == FLOE_OK)
+        rc = plan_for(c, q, p, now, err);
+    *stale = rc != FLOE_OK;
+    if (rc == FLOE_OK)
+        rc = commit_once(c, q, *p, summary, err);
+    if (gate)
+        pthread_mutex_unlock(gate);
+    return rc;
+}
+
 /* Commit a rewritten group, rebasing onto concurrent commits (their
  * deletes on the group's rows carried over).  *keep_files: whether the new
  * files may be referenced (a commit landed or its outcome is unknown). */
@@ -494,10 +515,9 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
         c->o->on_moves(c->o->moves_ctx, &moved);
     }
     for (int tries = 0; rc == FLOE_OK; tries++) {
-        if ((rc = plan_for(c, q, &p, &now, err)) != FLOE_OK)
-            break;                                  /* given up: the group is stale */
-        rc = commit_once(c, q, p, summary, err);
-        if (rc == FLOE_OK || (rc != FLOE_ECONFLICT && rc != FLOE_EUNKNOWN_OUTCOME) ||
+        bool stale = false;
+        rc = attempt_group(c, q, &p, &now, summary, &stale, err);
+        if (stale || rc == FLOE_OK || (rc != FLOE_ECONFLICT && rc != FLOE_EUNKNOWN_OUTCOME) ||
             tries + 1 >= MAX_ATTEMPTS)
             break;
         *keep_files |= rc == FLOE_EUNKNOWN_OUTCOME;

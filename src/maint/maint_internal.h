@@ -20,6 +20,8 @@
 #ifndef FLOE_MAINT_INTERNAL_H
 #define FLOE_MAINT_INTERNAL_H
 
+#include <pthread.h>
+
 #include "table/table_internal.h"
 
 /* ---- reachability (reach.c) ----------------------------------------------------
@@ -188,6 +190,12 @@ typedef struct floe__compact_options {
     void (*on_moves)(void *ctx, const floe__compact_moved *moved);
     void (*on_abandoned)(void *ctx, const char *id);
     void *moves_ctx;
+    /* NULL, or a mutex held around each group's commit attempt (the table
+     * reloaded first): a writer of the same process that holds it around
+     * its own attempts (the sink's committer beside its maintenance
+     * thread) then never loses a race to this compaction, however many
+     * groups it commits, nor this compaction to it. */
+    pthread_mutex_t *gate;
 } floe__compact_options;
 
 typedef struct floe__compact_result {

@@ -23,10 +23,14 @@
  * floe-<sink id> to the new snapshot in the same metadata update.
  * Conflicts and unknown outcomes are retried after a reload (which also
  * finds a commit that did land), transient failures are retried, anything
- * else is fatal (the code's class decides); at most max_tries attempts
- * with doubling backoff.
+ * else is fatal (the code's class decides), with doubling backoff: at most
+ * max_tries failures; conflicts another writer's commit explains (main
+ * moved: the table goes on) for up to conflict_patience_ms.
+ * Each attempt holds the sink's commit gate, which its own maintenance
+ * thread's compactions commit under, so those two never race.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -62,6 +66,8 @@ int floe__committer_new(const floe__committer_config *cfg, floe__committer **out
         c->cfg.max_tries = 5;
     if (c->cfg.backoff_ms == 0)
         c->cfg.backoff_ms = 50;
+    if (c->cfg.conflict_patience_ms == 0)
+        c->cfg.conflict_patience_ms = 10 * 60 * 1000;
     *out = c;
     return FLOE_OK;
 }
@@ -470,6 +476,17 @@ static bool fatal(int rc)
     return floe_code_class(rc) == FLOE_FAIL_FINAL;
 }
 
+/* After a conflict: whether main moved past the snapshot the attempt
+ * asserted (another writer committed first).  A conflict nothing explains
+ * (a catalog refusing with the table unchanged) counts as a failure. */
+static bool main_moved(floe__committer *c)
+{
+    floe__table *t = c->cfg.table;
+    int64_t asserted = floe__metadata_current_snapshot_id(t->loaded->metadata);
+    return floe__table_refresh(t, NULL) == FLOE_OK &&
+           floe__metadata_current_snapshot_id(t->loaded->metadata) != asserted;
+}
+
 int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
 {
     json_t *summary = NULL;
@@ -478,9 +495,15 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
     unsigned delay = c->cfg.backoff_ms;
     int rc = FLOE_OK;
     int64_t id = -1;
-    for (int try = 1; try <= c->cfg.max_tries; try++) {
+    int failed = 0, conflicts = 0;
+    uint64_t patience = (uint64_t)c->cfg.conflict_patience_ms * 1000000;
+    for (;;) {
         verdict v = PROCEED;
+        if (c->cfg.gate)
+            pthread_mutex_lock(c->cfg.gate);
         rc = attempt(c, s, summary, &v, &id, err);
+        if (c->cfg.gate)
+            pthread_mutex_unlock(c->cfg.gate);
         if (rc == FLOE_OK) {
             if (v == ALREADY_LANDED)
                 c->stats.lost_responses++;
@@ -490,11 +513,15 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
                 count_committed(c, s, id, floe__monotonic_ns() - start);
             break;
         }
+        bool raced = rc == FLOE_ECONFLICT && main_moved(c);
         if (rc == FLOE_ECONFLICT)
             c->stats.conflicts++;
         else
             c->stats.failures++;
-        if (fatal(rc) || try == c->cfg.max_tries)
+        conflicts += raced;
+        failed += !raced;
+        if (fatal(rc) || failed == c->cfg.max_tries ||
+            (raced && floe__monotonic_ns() - start >= patience))
             break;
         sleep_ms(delay + (unsigned)(floe__monotonic_ns() % (delay / 2 + 1)));
         delay = delay * 2 > 2000 ? 2000 : delay * 2;
@@ -504,8 +531,12 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
         char lo[32], hi[32];
         floe__frontier_format(s->desc.lower, lo, sizeof lo);
         floe__frontier_format(s->desc.upper, hi, sizeof hi);
+        if (failed < c->cfg.max_tries)
+            return floe__err_wrap(err, rc, "committing batch [%s, %s): other writers committed "
+                                  "first %d times in %.0f s; giving up", lo, hi, conflicts,
+                                  (double)(floe__monotonic_ns() - start) / 1e9);
         return floe__err_wrap(err, rc, "committing batch [%s, %s) failed %d times; giving up", lo,
-                              hi, c->cfg.max_tries);
+                              hi, failed);
     }
     if (rc != FLOE_OK)
         return rc;

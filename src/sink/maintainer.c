@@ -13,11 +13,12 @@
  *     age limit (history.expire.max-snapshot-age-ms), keeping the sink's
  *     last commit and what follows it (the key index walks forward from it);
  *   - orphan removal every orphan interval (files older than the window).
- * Its commits race the sink's like any other writer's: the sink's
- * committer retries, and its key index learns where compaction moved rows
- * from the moves each group hands over before its first commit attempt
- * (moves.c) rather than reading the new files; compaction rebases onto the
- * sink's commits, carrying their deletes.
+ * Compactions commit under the sink's commit gate, so they never race the
+ * sink's commits (expiry's rare commits race them like any writer's: the
+ * sink's committer retries); compaction rebases onto the sink's commits,
+ * carrying their deletes, and the sink's key index learns where it moved
+ * rows from the moves each group hands over before its first commit
+ * attempt (moves.c) rather than reading the new files.
  * A failed round is counted and reported as a warning; the sink goes on.
  */
 #include <pthread.h>
@@ -108,7 +109,7 @@ static void withdraw_moves(void *ctx, const char *id)
 static int compact(floe__maintainer *m, double seconds, double ratio, floe_error *err)
 {
     floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true,
-                               .delete_ratio = ratio};
+                               .delete_ratio = ratio, .gate = m->cfg.gate};
     if (m->cfg.moves) {
         o.on_moves = hand_moves;
         o.on_abandoned = withdraw_moves;

@@ -492,6 +492,7 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->ccfg.base_snapshot = s->resume.snapshot_id;
     s->ccfg.warn = on_warning;
     s->ccfg.warn_ctx = s;
+    s->ccfg.gate = &s->commit_gate;
     s->ccfg.extra_props = s->props;
     size_t stash_memory = o->memory_limit;
     const char *um = floe__metadata_property(s->table->loaded->metadata, "write.update.mode");
@@ -548,7 +549,7 @@ static int setup_maintainer(floe_sink *s, floe_error *err)
     floe__maintainer_config mc = {.connect = o->connect, .ns = s->ns, .name = s->name,
                                   .budget = o->maintain_budget, .orphan_age_ms = o->orphan_age_ms,
                                   .on_warning = on_warning, .warning_ctx = s,
-                                  .moves = s->moves};
+                                  .moves = s->moves, .gate = &s->commit_gate};
     int64_t at = s->keeper ? floe__keeper_synced_to(s->keeper) : 0;
     mc.index_at = at > 0 ? at : 0;
     mc.connect.must_exist = 1;
@@ -775,6 +776,7 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
     s->catalog = catalog;
     s->io = io;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->commit_gate, NULL);
     s->opts = *opts;
     s->version = opts->sink_version ? opts->sink_version : 1;
     s->as_of = opts->as_of;
@@ -783,6 +785,7 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
     s->props = json_object();
     if (!s->props) {
         pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->commit_gate);
         floe__free(s);
         return FLOE_OOM(err);
     }
@@ -833,6 +836,7 @@ void floe_sink_free(floe_sink *s)
     floe__free(s->sink_id);
     floe__arena_free(s->strings);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->commit_gate);
     floe__free(s);
 }
 

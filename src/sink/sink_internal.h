@@ -396,7 +396,7 @@ typedef struct floe__committer_config {
     bool has_base;
     floe__frontier base_frontier;
     int64_t base_snapshot;
-    int max_tries;                      /* 0: 5 */
+    int max_tries;                      /* failures other than conflicts; 0: 5 */
     unsigned backoff_ms;                /* first retry delay; 0: 50 ms, doubling, max 2 s */
     floe__committed_fn on_commit;       /* after each commit (SPEC 7.5); may be NULL */
     void *on_commit_ctx;
@@ -421,6 +421,14 @@ typedef struct floe__committer_config {
     /* Further summary properties (string values) for every snapshot, read
      * at each attempt; borrowed, may be NULL. */
     const json_t *extra_props;
+    /* NULL, or a mutex held around each attempt (reload to commit), which
+     * the sink's own maintenance holds around its commits too. */
+    pthread_mutex_t *gate;
+    /* Conflicts (another writer committed first) are retried, not counted
+     * against max_tries, for this long from the batch's first attempt: a
+     * busy compactor delays a commit, it does not halt the sink.  0: 10
+     * minutes. */
+    unsigned conflict_patience_ms;
 } floe__committer_config;
 
 #define FLOE__COMMIT_WINDOW 100         /* commit duration quantiles are over these */
@@ -500,6 +508,9 @@ typedef struct floe__maintainer_config {
     /* The snapshot the sink's key index starts from (0: no index): expiry
      * keeps it and what follows it until a commit of the sink moves on. */
     int64_t index_at;
+    /* The sink's commit gate (borrowed): compactions commit under it, so
+     * the sink and its own maintenance never race each other. */
+    pthread_mutex_t *gate;
 } floe__maintainer_config;
 
 typedef struct floe__maintainer_stats {

@@ -85,6 +85,8 @@ struct floe_sink {
     _Atomic uint64_t updates_in, bytes_in, live_frontier, oldest_uncommitted_ns;
     _Atomic bool live_closed;
     pthread_mutex_t lock;            /* guards `published` */
+    pthread_mutex_t commit_gate;     /* the committer's attempts and the maintainer's
+                                        compaction commits, one at a time */
     floe_sink_stats published;
 };
 

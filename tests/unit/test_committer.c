@@ -229,6 +229,45 @@ out:
     fix_close(&f);
 }
 
+static void patience(fix *f, unsigned ms)
+{
+    f->cfg.conflict_patience_ms = ms;
+    floe__committer_free(f->c);
+    f->c = NULL;
+    CHECK_EQ_INT(floe__committer_new(&f->cfg, &f->c, NULL), FLOE_OK);
+}
+
+TEST(races_lost_to_other_writers_are_retried_past_max_tries_within_the_patience)
+{
+    fix f;
+    if (fix_open(&f, "races") != 0)
+        goto out;
+    CHECK_EQ_INT(commit(&f, 0, 1, 1), FLOE_OK);
+    for (int i = 0; i < 6; i++)                                     /* max_tries is 3 */
+        sc_script(f.sc, SC_FOREIGN_FIRST);
+    CHECK_EQ_INT(commit(&f, 1, 2, 1), FLOE_OK);
+    floe__committer_stats st;
+    floe__committer_get_stats(f.c, &st);
+    CHECK_EQ_INT(st.conflicts, 6);
+    CHECK_EQ_INT(st.failures, 0);
+    CHECK_EQ_STR(current_frontier(&f), "[2]");
+    CHECK_EQ_INT(floe__metadata_snapshot_count(md(&f)), 8);         /* ours, 6 foreign, ours */
+out:
+    fix_close(&f);
+    if (fix_open(&f, "endless-races") != 0)
+        goto out2;
+    patience(&f, 30);
+    CHECK_EQ_INT(commit(&f, 0, 1, 1), FLOE_OK);
+    f.sc->after = SC_FOREIGN_FIRST;
+    CHECK_EQ_INT(commit(&f, 1, 2, 1), FLOE_ECONFLICT);
+    CHECK(msg_has(&f, "other writers committed first"));
+    floe__committer_get_stats(f.c, &st);
+    CHECK(st.conflicts >= 2);
+    CHECK_EQ_INT(st.failures, 0);
+out2:
+    fix_close(&f);
+}
+
 TEST(a_newer_version_fences_on_main_and_by_its_tag)
 {
     fix f;
@@ -556,6 +595,7 @@ int main(void)
     RUN(unknown_and_unsent_failures_are_retried_once_landed);
     RUN(another_writers_commit_is_a_conflict_then_passed_over);
     RUN(a_refusal_is_fatal_and_a_lasting_conflict_gives_up);
+    RUN(races_lost_to_other_writers_are_retried_past_max_tries_within_the_patience);
     RUN(a_newer_version_fences_on_main_and_by_its_tag);
     RUN(batches_an_earlier_run_committed_late_are_skipped);
     RUN(a_batch_partly_in_the_table_stops_the_sink);
