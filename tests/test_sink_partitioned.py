@@ -82,7 +82,28 @@ def check_partitions(db, wh, table):
     return data, deletes
 
 
-@pytest.mark.parametrize("variant", ["upsert", "upsert-v3", "append"])
+def rewrites_across_partitions(db, wh, table, data):
+    """Sink snapshots (copy-on-write) whose rewrite removed data files of
+    more than one partition: [(snapshot id, partitions)]."""
+    t = pyiceberg_catalog(db, wh).load_table(table)
+    by_id = {s.snapshot_id: s for s in t.snapshots()}
+
+    def live(sid):
+        return {task.file.file_path for task in t.scan(snapshot_id=sid).plan_files()}
+
+    out = []
+    for s in t.snapshots():
+        props = s.summary.additional_properties
+        if "floe.frontier" not in props or int(props.get("deleted-data-files", 0)) == 0:
+            continue
+        removed = live(by_id[s.parent_snapshot_id].snapshot_id) - live(s.snapshot_id)
+        parts = {data[p][1] for p in removed}
+        if len(parts) > 1:
+            out.append((s.snapshot_id, parts))
+    return out
+
+
+@pytest.mark.parametrize("variant", ["upsert", "upsert-v3", "upsert-cow", "append"])
 @pytest.mark.parametrize("seed", range(2))
 def test_partitioned_model(floe, tmp_path, variant, seed):
     stream = Stream(seed + 300, steps=40, keys=30, as_of=[0, 10][seed], initial=[10, 25][seed],
@@ -95,7 +116,11 @@ def test_partitioned_model(floe, tmp_path, variant, seed):
     check_snapshots(tmp_path, stream, variant)
     data, deletes = check_partitions(db, wh, TABLE)
     assert len({d[1] for d in data.values()}) > 4, "the rows span few partitions"
-    if variant != "append":
+    if variant == "upsert-cow":
+        # updates rewrite the files they delete from, several partitions'
+        # in one commit, each into files of its own partition (checked above)
+        assert rewrites_across_partitions(db, wh, TABLE, data)
+    elif variant != "append":
         assert deletes, "no update deleted a row"
         # a key's old row is deleted in its old partition while its new row
         # is written elsewhere: some delete's partition differs from that of

@@ -1,7 +1,8 @@
 /*
  * compact_rewrite.c - rewriting one compaction group: every row of its
  * data files that no delete deletes, read back through the table's FileIO
- * and written to new data files of the target size.
+ * and written to new data files of the target size, each run of files of
+ * one partition into files of that partition.
  *
  * Deletes applied per data file, as a reader would apply them: the
  * table layer's live rows (floe__live: its DV or position delete files,
@@ -137,7 +138,7 @@ static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, s
     const floe__plan *p = c->plan;
     const floe__plan_data *pd = &p->data[i];
     filtering x = {.c = c, .from = &pd->f, .skipped = &map->skipped[k], .w = w};
-    map->first_out[k] = floe__file_writer_rows(w);
+    map->first_out[k] += floe__file_writer_rows(w);     /* after the closed writers' rows */
     const floe__posbitmap *deleted;
     FLOE_FORWARD(floe__live_positions(c->live, i, &deleted, err));
     if (deleted)
@@ -166,6 +167,28 @@ void floe__compact_map_clear(floe__compact_map *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Close writer w, its files appended to `out` with the partition tuple of
+ * the files it copied (empty when it wrote nothing: every row deleted). */
+static int close_writer(floe__file_writer *w, const floe__buf *part, floe__content_list *out,
+                        floe_error *err)
+{
+    if (floe__file_writer_rows(w) == 0) {
+        floe__file_writer_abort(w);
+        return FLOE_OK;
+    }
+    size_t from = out->n;
+    FLOE_FORWARD(floe__file_writer_close(w, out, err));
+    int rc = FLOE_OK;
+    for (size_t i = from; rc == FLOE_OK && i < out->n; i++)
+        rc = floe__buf_append(&out->files[i].partition, part->data, part->len, err);
+    return rc;
+}
+
+static bool same_part(const floe__buf *a, const floe__buf *b)
+{
+    return a->len == b->len && (!a->len || memcmp(a->data, b->data, a->len) == 0);
+}
+
 int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
                           floe__compact_map *map, floe__content_list *out, floe_error *err)
 {
@@ -175,25 +198,34 @@ int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
     map->pos_deleted = floe__calloc(g->n, sizeof *map->pos_deleted);
     if (!map->first_out || !map->skipped || !map->pos_deleted)
         return FLOE_OOM(err);
-    floe__file_writer *w;
-    FLOE_FORWARD(floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &c->wopts, &w,
-                                       err));
+    /* A compaction group holds one partition; copy-on-write's may hold
+     * several, each run of files of one partition written by a writer of
+     * its own.  Rows are counted across them (first_out), so that a row's
+     * place is found in `out` by the files' record counts, in order. */
+    floe__file_writer *w = NULL;
+    const floe__buf *part = NULL;
+    uint64_t before = 0;                       /* rows of the writers closed */
     int rc = FLOE_OK;
-    for (size_t k = 0; rc == FLOE_OK && k < g->n; k++)
-        rc = rewrite_file(c, g->files[k], map, k, w, err);
+    for (size_t k = 0; rc == FLOE_OK && k < g->n; k++) {
+        const floe__buf *fp = &c->plan->data[g->files[k]].f.file.partition;
+        if (w && !same_part(part, fp)) {
+            before += floe__file_writer_rows(w);
+            rc = close_writer(w, part, out, err);
+            w = NULL;
+        }
+        if (rc == FLOE_OK && !w)
+            rc = floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &c->wopts, &w,
+                                       err);
+        part = fp;
+        if (rc == FLOE_OK) {
+            map->first_out[k] = before;
+            rc = rewrite_file(c, g->files[k], map, k, w, err);
+        }
+    }
     if (rc != FLOE_OK) {
-        floe__file_writer_abort(w);
+        if (w)
+            floe__file_writer_abort(w);
         return rc;
     }
-    if (floe__file_writer_rows(w) == 0) {      /* every row was deleted: nothing to add */
-        floe__file_writer_abort(w);
-        return FLOE_OK;
-    }
-    size_t from = out->n;
-    FLOE_FORWARD(floe__file_writer_close(w, out, err));
-    /* a group holds one partition (compact.c): its files carry the tuple */
-    const floe__buf *part = &c->plan->data[g->files[0]].f.file.partition;
-    for (size_t i = from; rc == FLOE_OK && i < out->n; i++)
-        rc = floe__buf_append(&out->files[i].partition, part->data, part->len, err);
-    return rc;
+    return w ? close_writer(w, part, out, err) : FLOE_OK;
 }

@@ -13,6 +13,9 @@
  * sequence number (every equality delete that applied to the old rows was
  * applied when they were read), as Java's copy-on-write overwrite does.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "maint/compact_internal.h"
 
 struct floe__cow_state {
@@ -31,7 +34,40 @@ static int keep_rest(floe__cow *w, const floe__posdel_set *deletes, size_t i, fl
                                     floe__posdel_set_positions(deletes, i), err);
 }
 
-/* The group: the plan's data files `deletes` names, in the order it names them. */
+/* Files of one partition side by side (compact_rewrite.c writes each run
+ * of one partition's files with a writer of its own), else as named. */
+typedef struct placed {
+    const floe__buf *part;
+    size_t i;                                  /* in the plan */
+} placed;
+
+static int by_partition(const void *x, const void *y)
+{
+    const placed *a = x, *b = y;
+    if (a->part->len != b->part->len)
+        return a->part->len < b->part->len ? -1 : 1;
+    int d = a->part->len ? memcmp(a->part->data, b->part->data, a->part->len) : 0;
+    return d ? d : (a->i > b->i) - (a->i < b->i);
+}
+
+static int sort_by_partition(const floe__plan *p, size_t *files, size_t n, floe_error *err)
+{
+    placed *v = floe__malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return FLOE_OOM(err);
+    for (size_t k = 0; k < n; k++)
+        v[k] = (placed){&p->data[files[k]].f.file.partition, files[k]};
+    qsort(v, n, sizeof *v, by_partition);
+    for (size_t k = 0; k < n; k++)
+        files[k] = v[k].i;
+    floe__free(v);
+    return FLOE_OK;
+}
+
+/* The group: the plan's data files `deletes` names, of the table's spec,
+ * grouped by partition.  Deletes of other files stay deletes: the commit's
+ * own new files, and files of an older spec (their rows would need the
+ * current spec's tuples). */
 static int gather(floe__cow *w, const floe__posdel_set *deletes, floe_error *err)
 {
     struct floe__cow_state *st = w->state;
@@ -43,11 +79,14 @@ static int gather(floe__cow *w, const floe__posdel_set *deletes, floe_error *err
         return FLOE_OOM(err);
     for (size_t k = 0; k < n; k++) {
         size_t i;
-        if (floe__pathmap_get(&p->data_index, floe__posdel_set_path(deletes, k), &i))
+        if (floe__pathmap_get(&p->data_index, floe__posdel_set_path(deletes, k), &i) &&
+            p->data[i].f.spec_id == st->c.t->spec_id)
             st->g.files[st->g.n++] = i;
         else
             FLOE_FORWARD(keep_rest(w, deletes, k, err));
     }
+    if (floe__table_partitioned(st->c.t))
+        FLOE_FORWARD(sort_by_partition(p, st->g.files, st->g.n, err));
     for (size_t k = 0; k < st->g.n; k++) {
         w->old[k] = p->data[st->g.files[k]].f.file.path;
         st->g.bytes += p->data[st->g.files[k]].f.file.metrics.file_size;
@@ -74,9 +113,6 @@ int floe__cow_rewrite(floe__table *t, const floe__posdel_set *deletes, floe__cow
                       floe_error *err)
 {
     *out = NULL;
-    FLOE_RETURN_IF(floe__table_partitioned(t), err, FLOE_EUNSUPPORTED, "table %s.%s is "
-                   "partitioned: copy-on-write does not rewrite partitioned tables yet",
-                   t->ns, t->name);
     floe__cow *w = floe__calloc(1, sizeof *w);
     struct floe__cow_state *st = floe__calloc(1, sizeof *st);
     if (!w || !st) {

@@ -314,8 +314,6 @@ static int attempt_token(json_t *summary, uint64_t *token, floe_error *err)
  * partition (position deletes then, as the sink warned at open). */
 static bool copy_on_write(const floe__committer *c, const floe__posdel_set *deletes)
 {
-    if (floe__table_partitioned(c->cfg.table))
-        return false;
     const char *mode = floe__metadata_property(c->cfg.table->loaded->metadata,
                                                "write.update.mode");
     return c->cfg.prepare && deletes && floe__posdel_set_count(deletes) && mode &&

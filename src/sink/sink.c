@@ -499,11 +499,6 @@ static int setup_parts(floe_sink *s, floe_error *err)
     if (s->upsert && !s->keeper && um && strcmp(um, "copy-on-write") == 0)
         on_warning(s, "the table's write.update.mode is copy-on-write, which needs the key index "
                       "of position mode: this sink writes equality deletes (merge-on-read)");
-    else if (s->keeper && um && strcmp(um, "copy-on-write") == 0 &&
-             floe__table_partitioned(s->table))
-        on_warning(s, "the table's write.update.mode is copy-on-write, which floe does not do "
-                      "for partitioned tables yet: this sink writes position deletes "
-                      "(merge-on-read)");
     if (s->keeper) {
         s->wcfg.kx = floe__keeper_kx(s->keeper);
         /* a batch's index log past a sixteenth of the memory is dropped, the
