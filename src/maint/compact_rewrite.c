@@ -132,13 +132,15 @@ static int copy_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, flo
     return floe__file_writer_write(x->w, row, len, NULL, NULL, err);
 }
 
+/* Old file k (plan index i) into w; `before`: the rows of the group's
+ * writers closed before w. */
 static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, size_t k,
-                        floe__file_writer *w, floe_error *err)
+                        floe__file_writer *w, uint64_t before, floe_error *err)
 {
     const floe__plan *p = c->plan;
     const floe__plan_data *pd = &p->data[i];
     filtering x = {.c = c, .from = &pd->f, .skipped = &map->skipped[k], .w = w};
-    map->first_out[k] += floe__file_writer_rows(w);     /* after the closed writers' rows */
+    map->first_out[k] = before + floe__file_writer_rows(w);
     const floe__posbitmap *deleted;
     FLOE_FORWARD(floe__live_positions(c->live, i, &deleted, err));
     if (deleted)
@@ -217,10 +219,8 @@ int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
             rc = floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &c->wopts, &w,
                                        err);
         part = fp;
-        if (rc == FLOE_OK) {
-            map->first_out[k] = before;
-            rc = rewrite_file(c, g->files[k], map, k, w, err);
-        }
+        if (rc == FLOE_OK)
+            rc = rewrite_file(c, g->files[k], map, k, w, before, err);
     }
     if (rc != FLOE_OK) {
         if (w)

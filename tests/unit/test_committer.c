@@ -46,6 +46,14 @@ static void committer_for(fix *f, const char *sink_id, uint64_t version)
     CHECK_EQ_INT(floe__committer_new(&f->cfg, &f->c, NULL), FLOE_OK);
 }
 
+/* A new committer with f->cfg as it is now. */
+static void renew(fix *f)
+{
+    floe__committer_free(f->c);
+    f->c = NULL;
+    CHECK_EQ_INT(floe__committer_new(&f->cfg, &f->c, NULL), FLOE_OK);
+}
+
 static int fix_open_with(fix *f, const char *name, const json_t *props)
 {
     memset(f, 0, sizeof *f);
@@ -232,9 +240,7 @@ out:
 static void patience(fix *f, unsigned ms)
 {
     f->cfg.conflict_patience_ms = ms;
-    floe__committer_free(f->c);
-    f->c = NULL;
-    CHECK_EQ_INT(floe__committer_new(&f->cfg, &f->c, NULL), FLOE_OK);
+    renew(f);
 }
 
 TEST(races_lost_to_other_writers_are_retried_past_max_tries_within_the_patience)
@@ -528,9 +534,7 @@ static void probed(fix *f, cow_probe *probe, const uint64_t *pos, size_t n, char
     f->cfg.prepare_ctx = probe;
     f->cfg.rewrote = cow_rewrote;
     f->cfg.rewrote_ctx = probe;
-    floe__committer_free(f->c);
-    f->c = NULL;
-    CHECK_EQ_INT(floe__committer_new(&f->cfg, &f->c, NULL), FLOE_OK);
+    renew(f);
 }
 
 TEST(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_have_landed)
