@@ -815,8 +815,9 @@ int floe_sink_evolve(floe_sink *sink, uint64_t time, const floe_schema *schema, 
  * index starts again from the rows left.  Older snapshots keep the old rows.
  * The frontier moves to `time` (everything before it is committed first),
  * except with commit_on_advance: then the truncation lands inside the batch
- * the next advance commits, which drops its updates below `time` (a
- * source's transaction, pushed at time T and truncated at T+1, stays whole).
+ * that holds `time` (the first advance past it commits that batch), which
+ * drops its updates below `time` (a source's transaction, pushed at time T
+ * and truncated at T+1, stays whole); several may wait at once.
  * A `time` below the sink's resume frontier is input replayed after a
  * restart: nothing happens.  Errors: FLOE_EINPUT for a time behind the
  * frontier, or not past a fresh sink's as-of time (where earlier updates

@@ -34,7 +34,7 @@ from pgserver import (SCALE, Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snaps
                       frontier_of, wait_until)
 from rowgen import Col
 
-ROWS = int(os.environ.get("FLOE_PG_DDL_ROWS", "1000000"))
+ROWS = int(os.environ.get("FLOE_PG_DDL_ROWS", "300000"))
 
 
 # ---- the table and its writer -------------------------------------------------------------------

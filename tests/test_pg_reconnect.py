@@ -158,8 +158,9 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    p = m.popen("--commit-interval", "200ms", "--metrics-addr", f"127.0.0.1:{port}",
-                "--reconnect-timeout", "0", stderr=subprocess.PIPE, text=True)
+    p = m.popen("--commit-interval", "200ms", "--idle-commit-interval", "500ms",
+                "--metrics-addr", f"127.0.0.1:{port}", "--reconnect-timeout", "0",
+                stderr=subprocess.PIPE, text=True)
     wait_until(lambda: health(port)[0] == 200, "/health answering 200")
     srv = pgdb.srv
     srv.down()
@@ -196,7 +197,8 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
         r = m.run("--reconnect-timeout", "2s", check=False)
         assert r.returncode == 75 and "reconnecting in" in r.stderr, r
         assert "gave up reconnecting after" in r.stderr, r
-        run = Run(m)                                     # ... and starts once it is up
+        # ... and starts once it is up
+        run = Run(m, "--commit-interval", "200ms", "--idle-commit-interval", "500ms")
         run.wait_for("reconnecting in")
     finally:
         srv.up()

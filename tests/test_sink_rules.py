@@ -10,7 +10,7 @@ import pytest
 from pyiceberg.types import StringType
 
 import java_reader
-from conftest import floe_bin, run_floe
+from conftest import floe_bin, run_floe, tool_bin
 from iceberg_readers import pyiceberg_catalog
 from sinkmodel import (COLS, INF, SCHEMA, Stream, committed_frontier, frontier_value,
                        table_snapshots)
@@ -264,3 +264,30 @@ def test_input_compacted_past_the_resume_point_is_an_error(floe, tmp_path):
     res = floe(*args, "--input", src, check=False)
     assert res.returncode != 0
     assert "compacted past resume upper" in res.stderr
+
+
+def test_truncations_ahead_of_the_frontier_wait_for_the_batch_holding_them(tmp_path):
+    """Committing at each advance (as floe pg does), truncations pushed
+    ahead of the frontier land in the batch that holds each of them: a batch
+    holding one starts from nothing at it, even when a later truncation
+    already waits for the next batch (read by Java Iceberg)."""
+    def row(t, k):
+        return json.dumps({"time": t, "diff": 1, "row": {"id": k, "name": f"r{k}"}})
+    lines = [row(1, 1), row(2, 2), row(3, 3), json.dumps({"progress": 10}),
+             row(12, 4), json.dumps({"time": 15, "truncate": True}), row(16, 5),
+             json.dumps({"time": 18, "truncate": True}), row(18, 6),
+             json.dumps({"time": 25, "truncate": True}), row(26, 7),
+             json.dumps({"progress": 20}), row(27, 8), json.dumps({"progress": 30})]
+    src = tmp_path / "in.ndjson"
+    src.write_text("\n".join(lines) + "\n")
+    proc = subprocess.run([tool_bin("test_sink_tool"), "none", "1",
+                           f"sqlite:{tmp_path}/catalog.db", f"{tmp_path}/wh", TABLE, SCHEMA, "id",
+                           str(src), "advance"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    snaps = java_reader.read_snapshots(db_of(tmp_path), f"file://{tmp_path}/wh", TABLE)
+    ops = {s["snapshot-id"]: s["summary"]["operation"]
+           for s in table_snapshots(db_of(tmp_path), TABLE)}
+    got = {s[1]["floe.frontier"]: (ops[s[0]], sorted(r[0] for r in s[2])) for s in snaps}
+    assert got["[10]"] == ("append", [1, 2, 3]), got
+    assert got["[20]"] == ("overwrite", [6]), got     # from the truncation at 18 on
+    assert got["[30]"] == ("overwrite", [7, 8]), got  # from the one at 25 on

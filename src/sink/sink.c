@@ -823,6 +823,7 @@ void floe_sink_free(floe_sink *s)
         floe_schema_free(s->retired[i]);
     floe__free(s->retired);
     floe__free(s->refused);
+    floe__free(s->truncations);
     floe__sink_clear_key(s);
     floe__buf_free(&s->row);
     floe__buf_free(&s->key);
@@ -1033,18 +1034,32 @@ int floe_sink_set_property(floe_sink *s, const char *key, const char *value, flo
 
 /* ---- the frontier --------------------------------------------------------------------------- */
 
+/* The truncations batch b holds (several may fall into one batch, and
+ * one pushed ahead of the frontier waits for a later batch): b starts from
+ * nothing at the last of them. */
+static void take_truncations(floe_sink *s, floe__batch *b)
+{
+    size_t n = 0;
+    while (n < s->n_truncations && floe__frontier_passed(b->upper, s->truncations[n]))
+        n++;
+    if (!n)
+        return;
+    uint64_t last = s->truncations[n - 1];
+    if (last >= b->lower.t) {              /* cut_at keeps earlier ones out of a batch */
+        b->snapshot = b->replace = true;
+        b->from = last;
+    }
+    memmove(s->truncations, s->truncations + n, (s->n_truncations - n) * sizeof *s->truncations);
+    s->n_truncations -= n;
+}
+
 static int take_batches(floe_sink *s, floe_error *err)
 {
     floe__batch b;
     while (floe__minter_next(s->minter, &b)) {
         if (s->replace_at && b.lower.t < s->replace_at)    /* a resync's: from nothing */
             b.snapshot = b.replace = true;
-        if (s->truncating && b.lower.t <= s->truncate_at &&
-            floe__frontier_passed(b.upper, s->truncate_at)) {     /* from nothing at it */
-            b.snapshot = b.replace = true;
-            b.from = s->truncate_at;
-            s->truncating = false;
-        }
+        take_truncations(s, &b);
         FLOE_FORWARD(floe__writer_add_batch(s->writer, &b, err));
         if (s->bulk)
             FLOE_FORWARD(floe__bulk_adopt(s->bulk, err));

@@ -481,15 +481,27 @@ int floe_sink_truncate(floe_sink *s, uint64_t time, floe_error *err)
     /* Committing on advance, the batch holding `time` is minted and
      * committed by one advance (no cut can shorten it after its rows below
      * `time` were dropped), so the truncation may land inside a batch: a
-     * source's transaction stays whole.  Otherwise batches are minted ahead
-     * and may be cut: the frontier moves to `time` (everything below it is
-     * committed, as for a schema change) and the truncating batch begins
-     * there. */
+     * source's transaction stays whole.  It waits until that batch is
+     * minted (take_truncations), which may be after the next advance: a
+     * truncation may be pushed ahead of the frontier.  Otherwise batches
+     * are minted ahead and may be cut: the frontier moves to `time`
+     * (everything below it is committed, as for a schema change) and the
+     * truncating batch begins there. */
     if (!s->opts.commit_on_advance || floe__writer_holds(s->writer, time))
         FLOE_FORWARD(cut_at(s, time, err));
-    if (!s->truncating || time > s->truncate_at)       /* a later one in the same batch */
-        s->truncate_at = time;
-    s->truncating = true;
+    if (s->n_truncations && s->truncations[s->n_truncations - 1] == time) {
+        s->touched = true;                 /* the same one again: nothing more to do */
+        return FLOE_OK;
+    }
+    if (s->n_truncations == s->cap_truncations) {
+        size_t cap = s->cap_truncations ? 2 * s->cap_truncations : 4;
+        uint64_t *more = floe__realloc(s->truncations, cap * sizeof *more);
+        if (!more)
+            return FLOE_OOM(err);
+        s->truncations = more;
+        s->cap_truncations = cap;
+    }
+    s->truncations[s->n_truncations++] = time;    /* times only grow: the list stays sorted */
     s->touched = true;
     return FLOE_OK;
 }

@@ -39,9 +39,10 @@ struct floe_sink {
     char *refused;
     int refused_code;
     uint64_t replace_at;             /* a resync: the batch up to it replaces the table (0: none) */
-    bool truncating;                 /* a truncation at truncate_at: the batch holding it
-                                        replaces the table with its updates from it on */
-    uint64_t truncate_at;
+    uint64_t *truncations;           /* times of truncations not yet in a batch, ascending:
+                                        the batch holding some replaces the table with its
+                                        updates from the last of them on */
+    size_t n_truncations, cap_truncations;
     floe__schema *eq_schema_owned;
     const floe__schema *eq_schema;
     int32_t *eq_ids;

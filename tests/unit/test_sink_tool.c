@@ -15,7 +15,8 @@
  *   always-conflict this and every later commit is refused as a conflict
  * FAULT@schema applies the fault (not always-conflict) to the first commit
  * that adds a schema instead (a schema change's commit; N is ignored).
- * KEY "-" means no key (append mode).  Prints one JSON line of the sink's
+ * KEY "-" means no key (append mode); INTERVAL "advance" commits at each
+ * progress record instead (floe_sink_options commit_on_advance, as floe pg).  Prints one JSON line of the sink's
  * stats and exits 0 when the sink finished, 1 otherwise.
  */
 #include <inttypes.h>
@@ -107,7 +108,10 @@ int main(int argc, char **argv)
     o.table = argv[5];
     o.schema = argv[6];
     o.key = strcmp(argv[7], "-") ? argv[7] : NULL;
-    o.commit_interval = strtoull(argv[9], NULL, 10);
+    if (strcmp(argv[9], "advance") == 0)
+        o.commit_on_advance = 1;             /* a commit at each progress record */
+    else
+        o.commit_interval = strtoull(argv[9], NULL, 10);
     o.maintain = FLOE_MAINTAIN_OFF;          /* the faults are for the sink's own commits */
     floe_sink *sink = NULL;
     if (rc == FLOE_OK)
