@@ -1004,6 +1004,14 @@ typedef struct floe_pg_options {
     /* The pages of one such range; 0: from the table's size (at least
      * 8192 pages, at most about 4 ranges per worker). */
     uint64_t copy_range_pages;
+    /* Partition specs of Iceberg tables floe creates, per source table:
+     * "SCHEMA.TABLE=SPEC,..." with SPEC in floe_sink_options partition_by's
+     * syntax ("public.events=day(ts), bucket(16, id),public.t=id"; a part
+     * with '=' starts the next table).  A table not named is unpartitioned;
+     * an existing Iceberg table keeps its own spec (a different one named
+     * here is FLOE_EINVAL).  Naming a table not mirrored is FLOE_EINVAL.
+     * NULL: none. */
+    const char *partition_by;
 } floe_pg_options;
 
 void floe_pg_options_init(floe_pg_options *opts);

@@ -1,6 +1,6 @@
 """floe pg follows ALTER TABLE (docs/postgres.md, "Tables that change shape").
 
-A large table (FLOE_PG_DDL_ROWS rows, 1M by default) has a writer making
+A large table (FLOE_PG_DDL_ROWS rows, 300k by default) has a writer making
 transactions all along while every kind of DDL is run on it, first while
 `floe pg` runs, then each one while it is stopped.  Nothing halts; at the
 end the Iceberg table equals what psycopg reads, in DuckDB, pyiceberg and

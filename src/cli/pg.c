@@ -23,6 +23,7 @@
 static const char USAGE[] =
     "floe pg [--source CONNINFO] [--tables SCHEMA.TABLE,...] [--publication NAME] "
     "[--create-publication] [--slot NAME] [--namespace NS] [--table-map SCHEMA.TABLE=NS.NAME,...] "
+    "[--partition-by SCHEMA.TABLE=SPEC,...] "
     "[--resync SCHEMA.TABLE,...] [--verify] [--catalog URI] [--warehouse URI] [--commit-interval DURATION] "
     "[--idle-commit-interval DURATION] [--stop-at LSN|now] [--txn-memory BYTES] "
     "[--txn-streaming on|off] "
@@ -195,6 +196,7 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     o->slot = cli_get(opts, "slot");
     o->namespace_name = cli_get(opts, "namespace");
     o->table_map = cli_get(opts, "table-map");
+    o->partition_by = cli_get(opts, "partition-by");
     o->resync = cli_get(opts, "resync");
     o->new_mirror = cli_has(opts, "new-mirror");
     uint64_t reconnect_ns = o->reconnect_timeout_ms * 1000000u;
@@ -551,6 +553,9 @@ int cmd_pg(int argc, char **argv)
         {"namespace", true, "Iceberg namespace of the tables (default: the Postgres schema)",
          NULL},
         {"table-map", true, "Iceberg names, SCHEMA.TABLE=NS.NAME,...", NULL},
+        {"partition-by", true, "partition specs of tables floe creates, SCHEMA.TABLE=SPEC,... "
+                               "(SPEC as floe sink's: \"public.ev=day(ts), bucket(16, id)\")",
+         NULL},
         {"resync", true, "copy these tables again in place while the others stream, "
                          "SCHEMA.TABLE,...", NULL},
         {"reconnect-timeout", true, "keep reconnecting after a lost connection this long "

@@ -516,6 +516,7 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
 
 static void table_free(floe__mtable *t)
 {
+    floe__free(t->partition_by);
     floe_row_free(t->row);
     floe_row_free(t->keyrow);
     floe_row_free(t->oldrow);

@@ -167,6 +167,7 @@ typedef struct floe__mtable {
     size_t nkeys;            /* 0: keyed by the whole row (REPLICA IDENTITY FULL, no key) */
     char *schema_text;       /* the column list the sink is opened with */
     char *key_text;          /* "a,b" or NULL */
+    char *partition_by;      /* its --partition-by spec, or NULL */
     char *shape;             /* its catalog rows as described (floe__mirror_shape) */
     floe_sink *sink;
     const floe__schema *schema;

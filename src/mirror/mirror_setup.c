@@ -139,6 +139,66 @@ static int ask_resync(floe_pg *pg, const char *nsp, size_t nn, const char *rel, 
                          "mirrored tables", (int)nn, nsp, (int)rn, rel);
 }
 
+/* --partition-by "SCHEMA.TABLE=SPEC,...": each named table's spec.  A
+ * spec has commas of its own ("day(ts), bucket(16, id)"): a part between
+ * commas outside parentheses that holds '=' starts the next table, one
+ * without continues the spec before it. */
+static int partition_specs(floe_pg *pg, const char *list, floe_error *err)
+{
+    floe__mtable *cur = NULL;
+    for (const char *p = list; *p;) {
+        const char *e = p;
+        for (int depth = 0; *e && (depth > 0 || *e != ','); e++)
+            depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
+        while (p < e && *p == ' ')
+            p++;
+        const char *q = e;
+        while (q > p && q[-1] == ' ')
+            q--;
+        const char *eq = memchr(p, '=', (size_t)(q - p));
+        const char *paren = memchr(p, '(', (size_t)(q - p));
+        char *spec = NULL;
+        if (eq && (!paren || eq < paren)) {
+            const char *n = p, *ne = eq;
+            while (ne > n && ne[-1] == ' ')
+                ne--;
+            const char *dot = memchr(n, '.', (size_t)(ne - n));
+            char *name = dot ? floe__strndup(n, (size_t)(ne - n))
+                             : floe__sprintf("public.%.*s", (int)(ne - n), n);
+            if (!name)
+                return FLOE_OOM(err);
+            cur = NULL;
+            for (size_t i = 0; i < pg->ntables && !cur; i++)
+                if (strcmp(pg->tables[i].source, name) == 0)
+                    cur = &pg->tables[i];
+            int rc = !cur ? floe__err_set(err, FLOE_EINVAL, "--partition-by names %s, which is "
+                                          "not one of the mirrored tables", name)
+                     : cur->partition_by ? floe__err_set(err, FLOE_EINVAL, "--partition-by "
+                                                         "names %s twice", name)
+                                         : FLOE_OK;
+            floe__free(name);
+            FLOE_FORWARD(rc);
+            for (eq++; eq < q && *eq == ' '; eq++)
+                ;
+            FLOE_RETURN_IF(eq == q, err, FLOE_EINVAL, "--partition-by: %s has an empty spec",
+                           cur->source);
+            spec = floe__strndup(eq, (size_t)(q - eq));
+        } else {
+            FLOE_RETURN_IF(!cur, err, FLOE_EINVAL, "--partition-by '%.*s' does not start with "
+                           "SCHEMA.TABLE=", (int)(q - p), p);
+            FLOE_RETURN_IF(q == p, err, FLOE_EINVAL, "--partition-by: %s has an empty field",
+                           cur->source);
+            spec = floe__sprintf("%s, %.*s", cur->partition_by, (int)(q - p), p);
+        }
+        if (!spec)
+            return FLOE_OOM(err);
+        floe__free(cur->partition_by);
+        cur->partition_by = spec;
+        p = *e ? e + 1 : e;
+    }
+    return FLOE_OK;
+}
+
 /* ---- the publication ---------------------------------------------------------------------------- */
 
 /* "a"."b", "c"."d" of the tables for which want(t) holds. */
@@ -887,6 +947,7 @@ static void sink_options(floe_pg *pg, floe__mtable *t, floe_sink_options *o)
     o->as_of = 0;
     o->commit_on_advance = 1;
     o->commit_interval = 1;
+    o->partition_by = t->partition_by;
     o->resume_from = NULL;
     o->new_sink = 0;
     o->on_commit = NULL;
@@ -1102,6 +1163,8 @@ static int check_toast(floe_pg *pg, floe__mtable *t, floe_error *err)
 
 static int open_sinks(floe_pg *pg, floe_error *err)
 {
+    if (pg->opts.partition_by)
+        FLOE_FORWARD(partition_specs(pg, pg->opts.partition_by, err));
     FLOE_FORWARD(open_catalog(pg, err));
     for (size_t i = 0; i < pg->ntables; i++) {
         FLOE_FORWARD(floe__mirror_open_sink(pg, &pg->tables[i], err));

@@ -18,8 +18,11 @@
  * snapshot whose token no log record has, which the next start reads from
  * the table (keyindex.md).
  *
- * A part's index entries go to the sink's thread in blocks (one data file
- * each, at most BLOCK_BYTES), at most QUEUE_BLOCKS of them waiting: a part
+ * A part writes through a partition writer (part_writer.c): on a
+ * partitioned table one open file per partition, within the part's share
+ * of memory.  Its index entries go to the sink's thread in blocks (one
+ * data file each, at most BLOCK_BYTES; up to MAX_CUR filled at once, one
+ * per file the rows go to), at most QUEUE_BLOCKS of them waiting: a part
  * that finds the queue full waits (memory stays bounded whatever the table's
  * size), and the key index itself spills to disk within its budget.  Each
  * part's row groups get a share of the sink's memory beside the index.
@@ -63,6 +66,7 @@ struct floe__bulk {
     floe__kx_builder *build;              /* more rows than the memory tier holds: the
                                              index is built in sorted runs */
     floe__file_writer_options fopts;      /* the table's, row groups within a share */
+    size_t share;                         /* a part's row groups together, bytes */
     pthread_mutex_t mu;
     pthread_cond_t cv;                    /* a block queued or taken, a part ended */
     /* under mu */
@@ -85,13 +89,17 @@ struct floe__bulk {
     size_t ntaken;
 };
 
+#define MAX_CUR 16                        /* blocks being filled by one part at once */
+
 struct floe__bulk_part {
     floe__bulk *b;
     uint64_t tag;
-    floe__file_writer *fw;
+    floe__part_writer *w;                 /* one open file per partition */
+    floe__part_budget budget;             /* its row groups: the part's share */
     const uint8_t **spans;
     floe__buf key;
-    block *cur;
+    block *cur[MAX_CUR];                  /* being filled, one per data file */
+    size_t ncur;
     uint64_t rows;
     bool ended;                           /* finished, or counted out by free */
 };
@@ -115,9 +123,6 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
     FLOE_RETURN_IF(s->resume.has || s->touched || s->ended || s->bulk || time != s->as_of,
                    err, FLOE_ESTATE, "a bulk snapshot batch needs a fresh sink whose as-of "
                    "time is the batch's");
-    FLOE_RETURN_IF(floe__table_partitioned(s->table), err, FLOE_EUNSUPPORTED, "table %s.%s is "
-                   "partitioned: the bulk initial copy writes only unpartitioned tables for now",
-                   s->ns, s->name);
     floe__bulk *b = floe__calloc(1, sizeof *b);
     if (!b)
         return FLOE_OOM(err);
@@ -143,6 +148,7 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
         share = MIN_ROW_GROUP;
     if (b->fopts.parquet.row_group_size > share)
         b->fopts.parquet.row_group_size = share;
+    b->share = share;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     s->touched = true;                  /* no other bulk, no other as-of */
@@ -412,10 +418,11 @@ int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe
     p->tag = tag;
     floe__buf_init(&p->key, FLOE_KX_MAX_KEY);
     p->spans = floe__calloc(b->s->input->root.n_children + 1, sizeof *p->spans);
+    p->budget.limit = b->share;
     int rc = p->spans ? FLOE_OK : FLOE_OOM(err);
     if (rc == FLOE_OK)
-        rc = floe__file_writer_new(b->s->table, FLOE_CONTENT_DATA, b->s->data, NULL, 0,
-                                   &b->fopts, &p->fw, err);
+        rc = floe__part_writer_new(b->s->table, b->s->data, &b->fopts,
+                                   b->s->wcfg.max_open_partitions, &p->budget, &p->w, err);
     if (rc != FLOE_OK) {
         floe__buf_free(&p->key);
         floe__free((void *)p->spans);
@@ -430,12 +437,12 @@ int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe
 }
 
 /* Queue the part's block, waiting for room. */
-static int hand_block(floe__bulk_part *p, floe_error *err)
+/* Queue the part's block i for the sink's thread (waiting while the queue
+ * is full). */
+static int hand_block(floe__bulk_part *p, size_t i, floe_error *err)
 {
-    block *k = p->cur;
-    if (!k)
-        return FLOE_OK;
-    p->cur = NULL;
+    block *k = p->cur[i];
+    p->cur[i] = p->cur[--p->ncur];
     floe__bulk *b = p->b;
     pthread_mutex_lock(&b->mu);
     while (b->queued >= QUEUE_BLOCKS && !b->cancelled)
@@ -458,8 +465,27 @@ static int hand_block(floe__bulk_part *p, floe_error *err)
     return FLOE_OK;
 }
 
-static int new_block(floe__bulk_part *p, const char *path, floe_error *err)
+/* The block being filled for data file `path`: a new one when there is
+ * none (the fullest goes first when MAX_CUR are being filled). */
+static int block_for(floe__bulk_part *p, const char *path, block **out, floe_error *err)
 {
+    for (size_t i = 0; i < p->ncur; i++) {
+        if (strcmp(p->cur[i]->path, path) != 0)
+            continue;
+        if (p->cur[i]->recs.len < BLOCK_BYTES) {
+            *out = p->cur[i];
+            return FLOE_OK;
+        }
+        FLOE_FORWARD(hand_block(p, i, err));
+        break;
+    }
+    if (p->ncur == MAX_CUR) {
+        size_t full = 0;
+        for (size_t i = 1; i < p->ncur; i++)
+            if (p->cur[i]->recs.len > p->cur[full]->recs.len)
+                full = i;
+        FLOE_FORWARD(hand_block(p, full, err));
+    }
     block *k = floe__calloc(1, sizeof *k);
     if (!k)
         return FLOE_OOM(err);
@@ -468,7 +494,7 @@ static int new_block(floe__bulk_part *p, const char *path, floe_error *err)
         floe__free(k);
         return FLOE_OOM(err);
     }
-    p->cur = k;
+    p->cur[p->ncur++] = *out = k;
     return FLOE_OK;
 }
 
@@ -483,36 +509,35 @@ static int index_entry(floe__bulk_part *p, const uint8_t *row, size_t len, const
         key = p->key.data;
         klen = p->key.len;
     }
-    if (p->cur && (p->cur->recs.len >= BLOCK_BYTES || strcmp(p->cur->path, path) != 0))
-        FLOE_FORWARD(hand_block(p, err));
-    if (!p->cur)
-        FLOE_FORWARD(new_block(p, path, err));
+    block *k = NULL;
+    FLOE_FORWARD(block_for(p, path, &k, err));
     uint8_t head[REC_HEAD];
     floe__put_le32(head, (uint32_t)klen);
     floe__put_le64(head + 4, pos);
     floe__put_le64(head + 12, floe__hash64(row, len, 0));
-    FLOE_FORWARD(floe__buf_append(&p->cur->recs, head, sizeof head, err));
-    return floe__buf_append(&p->cur->recs, key, klen, err);
+    FLOE_FORWARD(floe__buf_append(&k->recs, head, sizeof head, err));
+    return floe__buf_append(&k->recs, key, klen, err);
 }
 
 int floe__bulk_part_write(floe__bulk_part *p, const uint8_t *row, size_t len, floe_error *err)
 {
-    FLOE_RETURN_IF(p->ended || !p->fw, err, FLOE_EINTERNAL, "a bulk part written after its end");
+    FLOE_RETURN_IF(p->ended || !p->w, err, FLOE_EINTERNAL, "a bulk part written after its end");
     const char *path = NULL;
     uint64_t pos = 0;
-    FLOE_FORWARD(floe__file_writer_write(p->fw, row, len, &path, &pos, err));
+    FLOE_FORWARD(floe__part_writer_write(p->w, row, len, &path, &pos, err));
     p->rows++;
     return p->b->indexed ? index_entry(p, row, len, path, pos, err) : FLOE_OK;
 }
 
 int floe__bulk_part_finish(floe__bulk_part *p, floe_error *err)
 {
-    FLOE_RETURN_IF(p->ended || !p->fw, err, FLOE_EINTERNAL, "a bulk part finished twice");
-    FLOE_FORWARD(hand_block(p, err));
+    FLOE_RETURN_IF(p->ended || !p->w, err, FLOE_EINTERNAL, "a bulk part finished twice");
+    while (p->ncur)
+        FLOE_FORWARD(hand_block(p, p->ncur - 1, err));
     floe__content_list files = {0};
-    floe__file_writer *fw = p->fw;
-    p->fw = NULL;
-    FLOE_FORWARD(floe__file_writer_close(fw, &files, err));
+    floe__part_writer *w = p->w;
+    p->w = NULL;
+    FLOE_FORWARD(floe__part_writer_close(w, &files, err));
     floe__bulk *b = p->b;
     pthread_mutex_lock(&b->mu);
     int rc = b->branch ? stage_later(b, p->tag, &files, err) : FLOE_OK;
@@ -535,8 +560,9 @@ void floe__bulk_part_free(floe__bulk_part *p)
 {
     if (!p)
         return;
-    floe__file_writer_abort(p->fw);
-    block_free(p->cur);
+    floe__part_writer_abort(p->w);
+    for (size_t i = 0; i < p->ncur; i++)
+        block_free(p->cur[i]);
     if (!p->ended) {
         pthread_mutex_lock(&p->b->mu);
         p->b->parts_open--;
