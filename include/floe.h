@@ -404,6 +404,14 @@ typedef struct floe_table_debt {
 /* Read the table's debt (its manifests are read; the metadata as last
  * loaded). */
 int floe_table_debt_get(floe_table *table, floe_table_debt *out, floe_error *err);
+/* The debt per partition (spec id and partition tuple) as JSON text
+ * (caller frees with floe_free): {"partitions": N, "worst": [{"spec_id",
+ * "partition": {"field name": value, ...} (null when the spec no longer
+ * binds to the current schema), "data_files", "small_data_files",
+ * "data_rows", "data_bytes", "delete_files", "deleted_rows"}, ...]}, the
+ * partitions with the most files (data and delete) first, at most `max`
+ * of them (0: all).  An unpartitioned table has one partition, {}. */
+int floe_table_partition_debt(floe_table *table, size_t max, char **out, floe_error *err);
 
 /* What floe_table_maintain does; start from floe_maintain_options_init
  * (everything off).  Steps run in this order: compaction, expiry, orphan

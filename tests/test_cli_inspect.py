@@ -203,3 +203,42 @@ def test_an_empty_table_and_nothing_created(floe, tmp_path):
     text = floe("inspect", "--table", TABLE, *cat).stdout
     assert "current   none (no snapshots)" in text and "snapshots: none" in text
     assert "sinks: none" in text and "live rows: 0" in text
+
+
+def test_a_partitioned_table_lists_its_costliest_partitions(floe, tmp_path):
+    """Per-partition debt: the partitions and each one's files and rows,
+    as pyiceberg's plan of the table counts them, the worst first."""
+    from conftest import run_floe
+    stream = Stream(84, steps=60, keys=30, burst=0.3)
+    src = tmp_path / "in.ndjson"
+    src.write_text(stream.text())
+    run_floe(*sink_args(tmp_path, "upsert", stream, 5), "--maintain", "off",
+             "--partition-by", "bucket(4, id), truncate(10, qty)", "--input", src)
+    info = inspect_json(floe, tmp_path)
+    pd = info["partition_debt"]
+    tbl = pyiceberg_catalog(db_of(tmp_path), f"file://{tmp_path}/wh").load_table(TABLE)
+    names = [f.name for f in tbl.spec().fields]
+    want = {}                                         # tuple -> [data files, rows, deletes]
+    for task in tbl.scan().plan_files():
+        key = tuple(task.file.partition[i] for i in range(len(names)))
+        w = want.setdefault(key, [0, 0, set()])
+        w[0] += 1
+        w[1] += task.file.record_count
+        w[2] |= {d.file_path for d in task.delete_files}
+    assert pd["partitions"] == len(want) > 4, (pd["partitions"], len(want))
+    assert len(pd["worst"]) == min(10, len(want))
+    costs = []
+    for p in pd["worst"]:
+        key = tuple(p["partition"][n] for n in names)
+        files, rows, deletes = want[key]
+        assert (p["data_files"], p["data_rows"], p["delete_files"]) == \
+            (files, rows, len(deletes)), (key, p)
+        costs.append(files + len(deletes))
+    assert costs == sorted(costs, reverse=True)
+    assert max(costs) == max(w[0] + len(w[2]) for w in want.values())
+    text = inspect(floe, tmp_path).stdout
+    assert f"partitions      {len(want)}; the {len(pd['worst'])} with the most files" in text
+    first = pd["worst"][0]
+    shown = ", ".join(f"{n}={'null' if first['partition'][n] is None else first['partition'][n]}"
+                      for n in names)
+    assert shown in text, text

@@ -310,6 +310,8 @@ typedef struct inspect_view {
     inspect_live live;
     bool debt_known;              /* floe_table_debt_get worked (it reads manifests) */
     floe_table_debt debt;
+    char *parts_json;             /* floe_table_partition_debt, the worst ten */
+    cli_json *parts;              /* parsed; NULL when it could not be */
 } inspect_view;
 
 /* A summary property of a snapshot, NULL when absent. */

@@ -167,6 +167,8 @@ static void free_view(inspect_view *v)
     floe_free(v->schema_json);
     cli_json_free(v->schema);
     floe_free(v->specs_json);
+    floe_free(v->parts_json);
+    cli_json_free(v->parts);
     cli_json_free(v->specs);
 }
 
@@ -295,12 +297,17 @@ static void pg_source_of(inspect_view *v, inspect_sink *k)
     floe_error_free(e);
 }
 
+#define WORST_PARTITIONS 10           /* listed by their debt */
+
 static int inspect_table(floe_table *t, const char *ident, uint64_t limit, bool json,
                          const char *pg_source, floe_error *err)
 {
     inspect_view v = {.table = t, .ident = ident, .limit = limit, .pg_source = pg_source};
     int status = CLI_EXIT_FAILED;
     v.debt_known = floe_table_debt_get(t, &v.debt, NULL) == FLOE_OK;
+    if (v.debt_known && floe_table_partition_debt(t, WORST_PARTITIONS, &v.parts_json, NULL) ==
+                            FLOE_OK)
+        v.parts = cli_json_parse(v.parts_json);
     int rc = load_view(&v, err);
     for (size_t i = 0; rc == FLOE_OK && i < v.n_sinks; i++)
         pg_source_of(&v, &v.sinks[i]);

@@ -289,6 +289,7 @@ void inspect_print_json(const inspect_view *v)
     json_live(v);
     printf(",\"debt\":");
     json_debt(v);
+    printf(",\"partition_debt\":%s", v->parts ? v->parts_json : "null");
     printf(",\"sinks\":");
     json_sinks(v);
     printf("}\n");

@@ -262,6 +262,50 @@ static void print_debt(const inspect_view *v)
            d->metadata_bytes, d->metadata_log_files);
 }
 
+/* The text of member k of o (a number's or a string's), NULL when absent. */
+static const char *member_text(const cli_json *o, const char *k)
+{
+    const cli_json *x = cli_json_get(o, k);
+    return x ? x->text : NULL;
+}
+
+static size_t member_n(const cli_json *o) { return o ? o->n : 0; }
+
+/* A partition tuple as "name=value, ..." ("?" when its spec no longer binds). */
+static void print_tuple(const cli_json *part)
+{
+    if (!part || part->type != CLI_JSON_OBJECT) {
+        printf("?");
+        return;
+    }
+    for (size_t i = 0; i < part->n; i++) {
+        const cli_json *x = &part->items[i];
+        printf("%s%s=%s", i ? ", " : "", part->keys[i],
+               x->type == CLI_JSON_NULL ? "null" : x->text ? x->text : "?");
+    }
+}
+
+/* The partitions that cost most (a partitioned table only). */
+static void print_partition_debt(const inspect_view *v)
+{
+    const cli_json *n = cli_json_get(v->parts, "partitions");
+    const cli_json *worst = cli_json_get(v->parts, "worst");
+    if (!n || !worst || worst->type != CLI_JSON_ARRAY || !worst->n ||
+        (worst->n == 1 && !member_n(cli_json_get(&worst->items[0], "partition"))))
+        return;                                  /* unpartitioned */
+    printf("  partitions      %s; the %zu with the most files:\n", n->text, worst->n);
+    for (size_t i = 0; i < worst->n; i++) {
+        const cli_json *w = &worst->items[i];
+        printf("    ");
+        print_tuple(cli_json_get(w, "partition"));
+        printf("  (spec %s): %s data files (%s small), %s rows, %s delete files, %s rows "
+               "deleted\n", or_dash(member_text(w, "spec_id")),
+               or_dash(member_text(w, "data_files")), or_dash(member_text(w, "small_data_files")),
+               or_dash(member_text(w, "data_rows")), or_dash(member_text(w, "delete_files")),
+               or_dash(member_text(w, "deleted_rows")));
+    }
+}
+
 void inspect_print_text(const inspect_view *v)
 {
     printf("table     %s\nmetadata  %s\ndata      %s\n", v->ident,
@@ -275,5 +319,6 @@ void inspect_print_text(const inspect_view *v)
     print_partitioning(v);
     print_live(v);
     print_debt(v);
+    print_partition_debt(v);
     print_sinks(v);
 }

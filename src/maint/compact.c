@@ -77,19 +77,6 @@ static thresholds thresholds_of(const floe__compaction *c)
     return th;
 }
 
-/* Rows of data file i its DV or file-scoped position deletes delete. */
-static uint64_t deleted_rows(const floe__plan *p, size_t i)
-{
-    const floe__plan_data *pd = &p->data[i];
-    if (pd->dv != SIZE_MAX)
-        return p->deletes[pd->dv].file.metrics.record_count;
-    uint64_t n = 0;
-    for (size_t k = 0; k < pd->n_pos; k++)
-        if (p->deletes[pd->pos[k]].file.referenced_data_file)
-            n += p->deletes[pd->pos[k]].file.metrics.record_count;
-    return n;
-}
-
 typedef struct candidate {
     size_t i;
     uint64_t bytes;                  /* size, less the deleted share */
@@ -118,7 +105,7 @@ static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t
     if (p->data[i].f.spec_id != c->t->spec_id)
         return false;                /* rewriting into another spec: not yet */
     uint64_t rows = f->metrics.record_count, size = f->metrics.file_size;
-    double ratio = rows ? (double)deleted_rows(p, i) / (double)rows : 0;
+    double ratio = rows ? (double)floe__plan_deleted_rows(p, i) / (double)rows : 0;
     bool eq = p->n_eq > p->data[i].eq_from;
     double target = (double)c->wopts.target_file_size;
     bool small = (double)size < th->min_ratio * target;

@@ -259,5 +259,7 @@ void floe__cow_free(floe__cow *w, bool remove_files);
 /* ---- table debt (debt.c) ---------------------------------------------------------- */
 /* Figures of a table's current state, public as floe_table_debt. */
 int floe__debt(floe__table *t, floe_table_debt *out, floe_error *err);
+/* The debt per partition as floe_table_partition_debt's JSON. */
+int floe__partition_debt(floe__table *t, size_t max, char **out, floe_error *err);
 
 #endif /* FLOE_MAINT_INTERNAL_H */

@@ -123,3 +123,9 @@ int floe_table_debt_get(floe_table *table, floe_table_debt *out, floe_error *err
     FLOE_RETURN_IF(!table || !out, err, FLOE_EINVAL, "debt: NULL argument");
     return floe__debt(floe__table_of(table), out, err);
 }
+
+int floe_table_partition_debt(floe_table *table, size_t max, char **out, floe_error *err)
+{
+    FLOE_RETURN_IF(!table || !out, err, FLOE_EINVAL, "partition debt: NULL argument");
+    return floe__partition_debt(floe__table_of(table), max, out, err);
+}

@@ -515,3 +515,15 @@ int floe__dv_read(floe__fileio *io, const floe__content_file *dv, floe__posbitma
                               dv->path);
     return FLOE_OK;
 }
+
+uint64_t floe__plan_deleted_rows(const floe__plan *p, size_t i)
+{
+    const floe__plan_data *pd = &p->data[i];
+    if (pd->dv != SIZE_MAX)
+        return p->deletes[pd->dv].file.metrics.record_count;
+    uint64_t n = 0;
+    for (size_t k = 0; k < pd->n_pos; k++)
+        if (p->deletes[pd->pos[k]].file.referenced_data_file)
+            n += p->deletes[pd->pos[k]].file.metrics.record_count;
+    return n;
+}

@@ -310,6 +310,8 @@ int floe__plan_snapshot(floe__fileio *io, const floe__metadata *md, int64_t snap
 /* The same for t's loaded metadata and FileIO. */
 int floe__table_plan(floe__table *t, int64_t snapshot_id, floe__plan **out, floe_error *err);
 void floe__plan_free(floe__plan *p);
+/* Rows of data file i its DV or file-scoped position deletes delete. */
+uint64_t floe__plan_deleted_rows(const floe__plan *p, size_t i);
 /* The delete files that apply to data file i (DV first, then position
  * delete files, then equality deletes), as a new array of pointers into
  * p->deletes (caller floe__free()s the array; *n may be 0). */
