@@ -32,8 +32,13 @@ from pyiceberg import expressions as E  # noqa: E402
 SPEC = "bucket(4, name), truncate(10, qty)"
 
 
+def local(path):
+    """A file: URI as a path (floe writes file://, Spark file:/)."""
+    return path.removeprefix("file://").removeprefix("file:")
+
+
 def data_rows(path):
-    return pq.read_table(path.removeprefix("file://")).to_pylist()
+    return pq.read_table(local(path)).to_pylist()
 
 
 def days(v):
@@ -68,7 +73,7 @@ def check_partitions(db, wh, table):
     for snap in t.snapshots():
         for m in snap.manifests(t.io):
             names = [f.name for f in t.specs()[m.partition_spec_id].fields]
-            with open(m.manifest_path.removeprefix("file://"), "rb") as fh:
+            with open(local(m.manifest_path), "rb") as fh:
                 for e in fastavro.reader(fh):
                     f = e["data_file"]
                     part = tuple(days(f["partition"][n]) for n in names)
@@ -252,3 +257,80 @@ def test_sigkill_and_rerun_partitioned(tmp_path, variant, seed):
     print(f"seed {seed}: killed {kills} times")
     check_final(tmp_path, stream, mode_of(variant))
     check_partitions(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh", TABLE)
+
+
+def _ts_stream(seed, keys, steps, t0, live):
+    """Upserts of keys 0..keys-1 as NDJSON lines from time t0, rows
+    {id, name, ts} over five days (an update may move a row to another day
+    and bucket); `live` (key -> row) is the model, updated in place.
+    Returns (lines, next time)."""
+    rng = random.Random(seed)
+    lines, t = [], t0
+    for _ in range(steps):
+        for _ in range(rng.randrange(1, 10)):
+            k = rng.randrange(keys)
+            if k in live:
+                lines.append({"time": t, "diff": -1, "row": live.pop(k)})
+            if rng.random() < 0.85:
+                day, hour = rng.randrange(1, 6), rng.randrange(24)
+                live[k] = {"id": k, "name": rng.choice(["a", "b", None]),
+                           "ts": f"2026-03-0{day}T{hour:02d}:30:00Z"}
+                lines.append({"time": t, "diff": 1, "row": live[k]})
+        t += 1
+        lines.append({"progress": t})
+    return "".join(json.dumps(x) + "\n" for x in lines), t
+
+
+def test_spark_created_table_with_spark_writes_between_runs(floe, tmp_path):
+    """A table Spark creates PARTITIONED BY (days(ts), bucket(16, id)):
+    floe sink writes it with Spark's spec, Spark INSERTs and DELETEs rows of
+    its own between two floe runs, and the second run goes on exactly:
+    Spark, DuckDB and pyiceberg read floe's model plus Spark's rows left,
+    and every file (Spark's too) holds one partition."""
+    import spark_engine
+    db, wh = f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh"
+    s = spark_engine.on(db, wh)
+    s.sql("CREATE NAMESPACE IF NOT EXISTS floe.demo").collect()
+    s.sql("CREATE TABLE floe.demo.sp (id BIGINT NOT NULL, name STRING, ts TIMESTAMP) "
+          "USING iceberg PARTITIONED BY (days(ts), bucket(16, id)) "
+          "TBLPROPERTIES ('format-version' = '2')").collect()
+    live = {}
+    text, t = _ts_stream(3, 60, 25, 1, live)
+    src = tmp_path / "a.ndjson"
+    src.write_text(text)
+    args = ["sink", "--table", "demo.sp", "--key", "id", "--catalog", f"sqlite:{db}",
+            "--warehouse", wh, "--commit-interval", "3", "--quiet", *maintain_auto(expire=False)]
+    floe(*args, "--input", src)
+    s = spark_engine.on(db, wh)
+    s.sql("INSERT INTO floe.demo.sp VALUES (1000, 'spark', TIMESTAMP '2026-03-02 10:00:00'), "
+          "(1001, 'spark', TIMESTAMP '2026-03-04 11:00:00'), "
+          "(1002, 'spark', TIMESTAMP '2026-03-02 12:00:00')").collect()
+    s.sql("DELETE FROM floe.demo.sp WHERE id = 1001").collect()
+    text, _ = _ts_stream(4, 60, 25, t, live)
+    src = tmp_path / "b.ndjson"
+    src.write_text(text)
+    floe(*args, "--close", "--input", src)
+
+    def canon(i, name, ts):
+        if isinstance(ts, datetime.datetime):
+            ts = ts.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return (i, name, ts)
+    want = sorted([canon(r["id"], r["name"], r["ts"]) for r in live.values()] +
+                  [(1000, "spark", "2026-03-02T10:00:00Z"), (1002, "spark", "2026-03-02T12:00:00Z")],
+                  key=repr)
+    s = spark_engine.on(db, wh)
+    got = [canon(r.id, r.name, r.ts.replace(tzinfo=datetime.timezone.utc))
+           for r in s.sql("SELECT id, name, ts FROM floe.demo.sp").collect()]
+    assert sorted(got, key=repr) == want, "Spark"
+    tbl = pyiceberg_catalog(db, wh).load_table("demo.sp")
+    assert [str(f.transform) for f in tbl.spec().fields] == ["day", "bucket[16]"]
+    got = [canon(r["id"], r["name"], r["ts"]) for r in tbl.scan().to_arrow().to_pylist()]
+    assert sorted(got, key=repr) == want, "pyiceberg"
+    con = duck()
+    try:
+        rows = con.execute("SELECT id, name, ts FROM iceberg_scan(?)",
+                           [tbl.metadata_location]).fetchall()
+    finally:
+        con.close()
+    assert sorted([canon(*r) for r in rows], key=repr) == want, "DuckDB"
+    check_partitions(db, wh, "demo.sp")
