@@ -42,12 +42,16 @@ class PeakWatcher(threading.Thread):
         return self.peak
 
 
-def run_measured(cmd, cwd=None, env=None):
+def run_measured(cmd, cwd=None, env=None, timeout=None):
     """Run cmd to completion: (wall s, CPU s, peak RSS MiB, stderr text).
-    A non-zero exit raises SystemExit with the command and its stderr."""
+    A non-zero exit raises SystemExit with the command and its stderr; one
+    past `timeout` seconds is killed and raises TimeoutError."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
+    timer = threading.Timer(timeout, proc.kill) if timeout else None
+    if timer:
+        timer.start()
     watcher = PeakWatcher(proc.pid)
     watcher.start()
     err_chunks = []
@@ -59,6 +63,10 @@ def run_measured(cmd, cwd=None, env=None):
     reader.join()
     proc.stderr.close()
     err = b"".join(err_chunks).decode(errors="replace")
+    if timer:
+        timer.cancel()
+        if not timer.is_alive() and wall >= timeout:
+            raise TimeoutError(f"past {timeout} s: {' '.join(map(str, cmd))}")
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(map(str, cmd))}\n{err}")
     return wall, ru.ru_utime + ru.ru_stime, peak, err

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli/cli_internal.h"
 
@@ -32,8 +33,21 @@ static void usage(FILE *f)
     fprintf(f, "  %-12s %s\n", "version", "print the version");
 }
 
+/* The soft limit of open files up to the hard one: a partitioned table
+ * keeps a file open per partition of a batch (the library takes an eighth
+ * of the soft limit for them). */
+static void raise_open_files_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    raise_open_files_limit();
     if (argc < 2) {
         usage(stderr);
         return 2;

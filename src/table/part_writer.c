@@ -15,7 +15,23 @@
 #include "iceberg/partition_internal.h"
 #include "table/table_internal.h"
 
-#define DEFAULT_MAX_OPEN 64
+#include <sys/resource.h>
+
+/* Open files by default: as many as a batch's partitions are likely to
+ * be, within an eighth of the process's file descriptors (each open local
+ * file holds one; a mirror has a writer per table).  Fewer open files than
+ * a batch's partitions make every row close one file and open another. */
+#define MIN_MAX_OPEN 64
+#define MAX_MAX_OPEN 1024
+
+static size_t default_max_open(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return MAX_MAX_OPEN;
+    rlim_t n = rl.rlim_cur / 8;
+    return n < MIN_MAX_OPEN ? MIN_MAX_OPEN : n > MAX_MAX_OPEN ? MAX_MAX_OPEN : (size_t)n;
+}
 
 typedef struct slot {
     floe__buf tuple;
@@ -85,7 +101,7 @@ int floe__part_writer_new(floe__table *t, const floe__schema *schema,
         return FLOE_OOM(err);
     w->t = t;
     w->schema = schema;
-    w->max_open = max_open ? max_open : DEFAULT_MAX_OPEN;
+    w->max_open = max_open ? max_open : default_max_open();
     w->budget = budget;
     w->has_o = o != NULL;
     if (o)

@@ -154,7 +154,8 @@ typedef struct floe__part_budget {
 } floe__part_budget;
 typedef struct floe__part_writer floe__part_writer;
 /* `schema` (t->schema or a superset, outliving the writer) holds the
- * spec's source columns; o NULL: the table's options; max_open 0: 64;
+ * spec's source columns; o NULL: the table's options; max_open 0: from the
+ * file descriptor limit (64 to 1024, part_writer.c);
  * budget (borrowed, outliving the writer) NULL: bounded by max_open only. */
 int floe__part_writer_new(floe__table *t, const floe__schema *schema,
                           const floe__file_writer_options *o, size_t max_open,
