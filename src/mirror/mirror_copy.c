@@ -746,6 +746,12 @@ int floe__mirror_in_snapshot(floe__pg_conn *c, const char *snapshot, floe_error 
     if (rc == FLOE_OK)
         rc = floe__pg_exec(c, (const char *)sql.data, err);
     floe__buf_free(&sql);
+    /* invalid_parameter_value: the snapshot is gone, with the connection
+     * that exported it (a lost connection, or a walsender that ended):
+     * the copy starts again from a new one once floe has reconnected */
+    if (rc != FLOE_OK && strcmp(floe__pg_sqlstate(c), "22023") == 0)
+        rc = floe__err_recode(err, FLOE_ENET, "the snapshot %s the copy reads in is gone (the "
+                            "connection that exported it was lost)", snapshot);
     return rc;
 }
 
