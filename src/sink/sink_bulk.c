@@ -67,6 +67,7 @@ struct floe__bulk {
                                              index is built in sorted runs */
     floe__file_writer_options fopts;      /* the table's, row groups within a share */
     size_t share;                         /* a part's row groups together, bytes */
+    bool partitioned;                     /* the table's spec, read on the sink's thread */
     pthread_mutex_t mu;
     pthread_cond_t cv;                    /* a block queued or taken, a part ended */
     /* under mu */
@@ -94,7 +95,8 @@ struct floe__bulk {
 struct floe__bulk_part {
     floe__bulk *b;
     uint64_t tag;
-    floe__part_writer *w;                 /* one open file per partition */
+    floe__part_writer *w;                 /* partitioned: one open file per partition */
+    floe__file_writer *fw;                /* else one file at a time */
     floe__part_budget budget;             /* its row groups: the part's share */
     const uint8_t **spans;
     floe__buf key;
@@ -149,6 +151,7 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
     if (b->fopts.parquet.row_group_size > share)
         b->fopts.parquet.row_group_size = share;
     b->share = share;
+    b->partitioned = floe__table_partitioned(s->table);
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     s->touched = true;                  /* no other bulk, no other as-of */
@@ -420,9 +423,12 @@ int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe
     p->spans = floe__calloc(b->s->input->root.n_children + 1, sizeof *p->spans);
     p->budget.limit = b->share;
     int rc = p->spans ? FLOE_OK : FLOE_OOM(err);
-    if (rc == FLOE_OK)
+    if (rc == FLOE_OK && b->partitioned)
         rc = floe__part_writer_new(b->s->table, b->s->data, &b->fopts,
                                    b->s->wcfg.max_open_partitions, &p->budget, &p->w, err);
+    else if (rc == FLOE_OK)
+        rc = floe__file_writer_new(b->s->table, FLOE_CONTENT_DATA, b->s->data, NULL, 0,
+                                   &b->fopts, &p->fw, err);
     if (rc != FLOE_OK) {
         floe__buf_free(&p->key);
         floe__free((void *)p->spans);
@@ -521,23 +527,29 @@ static int index_entry(floe__bulk_part *p, const uint8_t *row, size_t len, const
 
 int floe__bulk_part_write(floe__bulk_part *p, const uint8_t *row, size_t len, floe_error *err)
 {
-    FLOE_RETURN_IF(p->ended || !p->w, err, FLOE_EINTERNAL, "a bulk part written after its end");
+    FLOE_RETURN_IF(p->ended || (!p->w && !p->fw), err, FLOE_EINTERNAL,
+                   "a bulk part written after its end");
     const char *path = NULL;
     uint64_t pos = 0;
-    FLOE_FORWARD(floe__part_writer_write(p->w, row, len, &path, &pos, err));
+    FLOE_FORWARD(p->w ? floe__part_writer_write(p->w, row, len, &path, &pos, err)
+                      : floe__file_writer_write(p->fw, row, len, &path, &pos, err));
     p->rows++;
     return p->b->indexed ? index_entry(p, row, len, path, pos, err) : FLOE_OK;
 }
 
 int floe__bulk_part_finish(floe__bulk_part *p, floe_error *err)
 {
-    FLOE_RETURN_IF(p->ended || !p->w, err, FLOE_EINTERNAL, "a bulk part finished twice");
+    FLOE_RETURN_IF(p->ended || (!p->w && !p->fw), err, FLOE_EINTERNAL,
+                   "a bulk part finished twice");
     while (p->ncur)
         FLOE_FORWARD(hand_block(p, p->ncur - 1, err));
     floe__content_list files = {0};
     floe__part_writer *w = p->w;
+    floe__file_writer *fw = p->fw;
     p->w = NULL;
-    FLOE_FORWARD(floe__part_writer_close(w, &files, err));
+    p->fw = NULL;
+    FLOE_FORWARD(w ? floe__part_writer_close(w, &files, err)
+                   : floe__file_writer_close(fw, &files, err));
     floe__bulk *b = p->b;
     pthread_mutex_lock(&b->mu);
     int rc = b->branch ? stage_later(b, p->tag, &files, err) : FLOE_OK;
@@ -561,6 +573,7 @@ void floe__bulk_part_free(floe__bulk_part *p)
     if (!p)
         return;
     floe__part_writer_abort(p->w);
+    floe__file_writer_abort(p->fw);
     for (size_t i = 0; i < p->ncur; i++)
         block_free(p->cur[i]);
     if (!p->ended) {
