@@ -18,9 +18,9 @@
  * snapshot whose token no log record has, which the next start reads from
  * the table (keyindex.md).
  *
- * A part writes through a partition writer (part_writer.c): on a
- * partitioned table one open file per partition, within the part's share
- * of memory.  Its index entries go to the sink's thread in blocks (one
+ * On a partitioned table a part writes through a partition writer
+ * (part_writer.c: one open file per partition, within the part's share of
+ * memory); else through one file writer.  Its index entries go to the sink's thread in blocks (one
  * data file each, at most BLOCK_BYTES; up to MAX_CUR filled at once, one
  * per file the rows go to), at most QUEUE_BLOCKS of them waiting: a part
  * that finds the queue full waits (memory stays bounded whatever the table's
@@ -67,7 +67,7 @@ struct floe__bulk {
                                              index is built in sorted runs */
     floe__file_writer_options fopts;      /* the table's, row groups within a share */
     size_t share;                         /* a part's row groups together, bytes */
-    bool partitioned;                     /* the table's spec, read on the sink's thread */
+    bool partitioned;                     /* decided on the sink's thread, at begin */
     pthread_mutex_t mu;
     pthread_cond_t cv;                    /* a block queued or taken, a part ended */
     /* under mu */
