@@ -20,7 +20,10 @@
  *
  * On a partitioned table a part writes through a partition writer
  * (part_writer.c: one open file per partition, within the part's share of
- * memory); else through one file writer.  Its index entries go to the sink's thread in blocks (one
+ * memory); else through one file writer.  Parts make their writers on
+ * their own threads, from a copy of the table pinned at begin
+ * (floe__table_pin), never from s->table, which the sink's thread commits
+ * and reloads meanwhile.  Its index entries go to the sink's thread in blocks (one
  * data file each, at most BLOCK_BYTES; up to MAX_CUR filled at once, one
  * per file the rows go to), at most QUEUE_BLOCKS of them waiting: a part
  * that finds the queue full waits (memory stays bounded whatever the table's
@@ -67,7 +70,9 @@ struct floe__bulk {
                                              index is built in sorted runs */
     floe__file_writer_options fopts;      /* the table's, row groups within a share */
     size_t share;                         /* a part's row groups together, bytes */
-    bool partitioned;                     /* decided on the sink's thread, at begin */
+    floe__table *pinned;                  /* the table at begin, for the parts' writers
+                                             (the sink's thread commits and reloads
+                                             s->table meanwhile) */
     pthread_mutex_t mu;
     pthread_cond_t cv;                    /* a block queued or taken, a part ended */
     /* under mu */
@@ -129,15 +134,16 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
     if (!b)
         return FLOE_OOM(err);
     floe__kx *kx = s->keeper ? floe__keeper_kx(s->keeper) : NULL;
-    int rc = FLOE_OK;
-    if (kx && expect_rows > floe__kx_memory_limit(kx) / MEMORY_ROW_BYTES)
+    int rc = floe__table_pin(s->table, &b->pinned, err);
+    if (rc == FLOE_OK && kx && expect_rows > floe__kx_memory_limit(kx) / MEMORY_ROW_BYTES)
         rc = floe__kx_builder_new(kx, &b->build, err);
-    else if (kx)
+    else if (rc == FLOE_OK && kx)
         rc = floe__kx_reserve(kx, expect_rows, err);
     if (rc == FLOE_OK && kx)            /* each row indexed is added to it */
         rc = floe__keeper_stream_checkpoint(s->keeper, err);
     if (rc != FLOE_OK) {
         floe__kx_builder_free(b->build);
+        floe__table_free(b->pinned);
         floe__free(b);
         return rc;
     }
@@ -151,7 +157,6 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
     if (b->fopts.parquet.row_group_size > share)
         b->fopts.parquet.row_group_size = share;
     b->share = share;
-    b->partitioned = floe__table_partitioned(s->table);
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     s->touched = true;                  /* no other bulk, no other as-of */
@@ -174,6 +179,7 @@ void floe__bulk_free(floe__bulk *b)
     floe__free(b->tags);
     floe__free(b->taken);
     floe__kx_builder_free(b->build);
+    floe__table_free(b->pinned);
     for (block *k = b->head, *next; k; k = next) {
         next = k->next;
         block_free(k);
@@ -423,11 +429,11 @@ int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe
     p->spans = floe__calloc(b->s->input->root.n_children + 1, sizeof *p->spans);
     p->budget.limit = b->share;
     int rc = p->spans ? FLOE_OK : FLOE_OOM(err);
-    if (rc == FLOE_OK && b->partitioned)
-        rc = floe__part_writer_new(b->s->table, b->s->data, &b->fopts,
+    if (rc == FLOE_OK && floe__table_partitioned(b->pinned))
+        rc = floe__part_writer_new(b->pinned, b->s->data, &b->fopts,
                                    b->s->wcfg.max_open_partitions, &p->budget, &p->w, err);
     else if (rc == FLOE_OK)
-        rc = floe__file_writer_new(b->s->table, FLOE_CONTENT_DATA, b->s->data, NULL, 0,
+        rc = floe__file_writer_new(b->pinned, FLOE_CONTENT_DATA, b->s->data, NULL, 0,
                                    &b->fopts, &p->fw, err);
     if (rc != FLOE_OK) {
         floe__buf_free(&p->key);

@@ -205,6 +205,45 @@ int floe__table_refresh(floe__table *t, floe_error *err)
     return FLOE_OK;
 }
 
+int floe__table_pin(const floe__table *t, floe__table **out, floe_error *err)
+{
+    *out = NULL;
+    floe__table *p = floe__calloc(1, sizeof *p);
+    floe__loaded_table *l = floe__calloc(1, sizeof *l);
+    if (p)
+        p->loaded = l;
+    else
+        floe__free(l);
+    int rc = l ? FLOE_OK : FLOE_OOM(err);
+    if (rc == FLOE_OK) {
+        p->catalog = t->catalog;
+        p->io = t->io;
+        p->schema_id = t->schema_id;
+        p->spec_id = t->spec_id;
+        p->created = t->created;
+        p->compare = t->compare;
+        p->ns = floe__strdup(t->ns);
+        p->name = floe__strdup(t->name);
+        p->data_location = floe__strdup(t->data_location);
+        const char *ml = t->loaded->metadata_location;
+        l->metadata_location = ml ? floe__strdup(ml) : NULL;
+        rc = p->ns && p->name && p->data_location && (!ml || l->metadata_location)
+                 ? FLOE_OK : FLOE_OOM(err);
+    }
+    if (rc == FLOE_OK) {              /* from_json takes the copy, failing or not */
+        json_t *doc = json_deep_copy(floe__metadata_json(t->loaded->metadata));
+        rc = doc ? floe__metadata_from_json(doc, &l->metadata, err) : FLOE_OOM(err);
+    }
+    if (rc == FLOE_OK)
+        rc = floe__schema_copy(t->schema, &p->schema, err);
+    if (rc != FLOE_OK) {
+        floe__table_free(p);
+        return floe__err_wrap(err, rc, "pinning table %s.%s", t->ns, t->name);
+    }
+    *out = p;
+    return FLOE_OK;
+}
+
 int floe__table_check_format(const floe__table *t, floe_error *err)
 {
     int v = floe__metadata_format_version(t->loaded->metadata);

@@ -62,6 +62,11 @@ int floe__table_open_x(floe__catalog *c, floe__fileio *io, const char *ns, const
 /* Reload the current metadata from the catalog (schema and spec unchanged
  * in the struct: the caller compares ids to detect evolution). */
 int floe__table_refresh(floe__table *t, floe_error *err);
+/* A handle on t as it is now, for file writers on other threads while t's
+ * owner commits and reloads it: its own copy of the metadata, schema and
+ * data location; t's catalog and FileIO borrowed (t must outlive it).
+ * Nothing refreshes it.  Free with floe__table_free. */
+int floe__table_pin(const floe__table *t, floe__table **out, floe_error *err);
 void floe__table_free(floe__table *t);
 /* Commit metadata updates without a new snapshot (REST shapes, e.g.
  * remove-snapshots): `requirements` are checked against the catalog's
