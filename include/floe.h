@@ -815,6 +815,22 @@ int floe_sink_set_property(floe_sink *sink, const char *key, const char *value,
  * the sink must be freed. */
 int floe_sink_evolve(floe_sink *sink, uint64_t time, const floe_schema *schema, const char *key,
                      floe_error *err);
+/* The table's partition spec changes at `time` (SPEC.md section 4) to
+ * `spec`, written as Spark's DDL writes one ("day(ts), bucket(16, id)",
+ * "" for unpartitioned) over the sink's current columns.  Everything before
+ * `time` is committed first in the spec it was written in (the batch that
+ * holds it ends there); files written from `time` on are in the new spec,
+ * which the snapshot after it adds and makes the table's default together
+ * with them (a field some spec of the table has keeps its field id; an
+ * equal spec the table has keeps its spec id).  Files of the older spec
+ * stay as they are and readers prune each file by its own spec.  The
+ * spec the sink writes in already changes nothing.  A `time` below the
+ * sink's resume frontier is input replayed after a restart: the spec is
+ * what files are written in from the resume frontier on.  Errors:
+ * FLOE_EINVAL for a spec that does not parse or names no column;
+ * FLOE_EUNSUPPORTED for a partitioned spec with equality deletes;
+ * FLOE_EINPUT for a time behind the frontier; the commit's errors. */
+int floe_sink_repartition(floe_sink *sink, uint64_t time, const char *spec, floe_error *err);
 /* Every row before `time` is gone (a source's TRUNCATE): the snapshot that
  * holds `time` removes every data and delete file the table has (no row is
  * read) and adds only what the updates at `time` and later leave, in one

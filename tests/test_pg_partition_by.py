@@ -81,9 +81,14 @@ def test_partition_by_errors_name_the_option_and_the_table(pgdb, tmp_path):
     r = Mirror(pgdb, tmp_path, tables, "--create-publication",
                "--partition-by", "events=day(nosuch)").catch_up(check=False)
     assert r.returncode != 0 and "nosuch" in r.stderr, r.stderr
-    # a table created unpartitioned is not repartitioned by a rerun's option
-    Mirror(pgdb, tmp_path, tables, "--create-publication").catch_up()
-    r = Mirror(pgdb, tmp_path, tables, "--partition-by",
-               f"events={SPEC}").catch_up(check=False)
-    assert r.returncode != 0 and "public.events" in r.stderr, r.stderr
-    assert "floe does not change a table's spec yet" in r.stderr, r.stderr
+    # a table created unpartitioned takes a rerun's spec from its next snapshot
+    m = Mirror(pgdb, tmp_path, tables, "--create-publication")
+    m.catch_up()
+    pgdb.sql("UPDATE events SET ts = ts + interval '3 days' WHERE id % 100 = 7")
+    Mirror(pgdb, tmp_path, tables, "--partition-by", f"events={SPEC}").catch_up()
+    t = m.pyiceberg_table("public.events")
+    assert t.spec().spec_id == 1 and len(t.spec().fields) == 2, t.spec()
+    check_equal(pgdb, m)
+    data, deletes = check_partitions(m.catalog, f"file://{m.wh}", "public.events")
+    assert {d[0] for d in data.values()} == {0, 1}
+    assert deletes and all(spec_id == 0 for spec_id, _ in deletes.values())

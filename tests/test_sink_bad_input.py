@@ -24,6 +24,13 @@ CASES = [
     ("truncation not true", '{"time": 11, "truncate": 1}', '"truncate" must be true'),
     ("truncation with a row", '{"time": 11, "truncate": true, "diff": 1}',
      "a truncation is {\"time\", \"truncate\": true} and nothing else"),
+    ("partition spec behind the frontier", '{"time": 9, "partition-by": "bucket(4, id)"}',
+     "behind the frontier"),
+    ("partition spec not a string", '{"time": 11, "partition-by": 4}',
+     '"partition-by" must be a partition spec'),
+    ("partition spec with a row", '{"time": 11, "partition-by": "id", "diff": 1}',
+     'a partition spec change is {"time", "partition-by"} and nothing else'),
+    ("partition spec of no column", '{"time": 11, "partition-by": "day(nosuch)"}', "nosuch"),
 ]
 
 

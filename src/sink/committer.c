@@ -2,7 +2,8 @@
  * committer.c - the committer: sealed batches into snapshots, exactly once
  * (SPEC.md sections 5.1 and 7).
  *
- * One attempt: reload the table; refuse schema or partition-spec evolution;
+ * One attempt: reload the table; refuse schema or partition-spec evolution
+ * by another writer (a batch's own change, found landed, is taken);
  * read this sink id's progress on main's history (progress.c) and judge the
  * batch [lower, upper) against it:
  *
@@ -208,11 +209,13 @@ static int check_table(floe__committer *c, const floe__sealed *s, verdict *v, fl
 {
     floe__table *t = c->cfg.table;
     const floe__metadata *md = t->loaded->metadata;
-    int32_t cur = floe__metadata_current_schema_id(md);
+    int32_t cur = floe__metadata_current_schema_id(md), spec = floe__metadata_default_spec_id(md);
     *adopt = false;
     if (cur != t->schema_id)
         FLOE_FORWARD(schema_is_ours(t, s, adopt, err));
-    if ((cur != t->schema_id && !*adopt) || floe__metadata_default_spec_id(md) != t->spec_id)
+    if (spec != t->spec_id && s->spec && floe__table_default_spec_is(t, s->spec))
+        t->spec_id = spec;                 /* the batch's spec change landed already */
+    if ((cur != t->schema_id && !*adopt) || spec != t->spec_id)
         return floe__err_set(err, FLOE_ESTATE,
                              "the table's schema or partition spec changed under the running "
                              "sink (schema id %d -> %d, spec id %d -> %d): another writer "
@@ -419,6 +422,9 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
         req.schema = s->schema;
         req.last_column_id = s->last_column_id;
     }
+    if (s->spec && !floe__table_default_spec_is(t, s->spec))
+        req.spec = s->spec;
+
     floe__cow *w = NULL;
     floe__content_file *files = NULL;
     floe__plan *old = NULL;
@@ -429,7 +435,9 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
         req.remove = gone;
         req.operation = req.n_files ? "overwrite" : "delete";    /* a truncation may add none */
     }
-    if (rc == FLOE_OK && copy_on_write(c, deletes)) {
+    /* the commit changing the spec deletes by position: its own files are of
+     * the new spec, a rewrite's would be of the old one */
+    if (rc == FLOE_OK && !req.spec && copy_on_write(c, deletes)) {
         rc = floe__cow_rewrite(t, deletes, &w, err);
         if (rc == FLOE_OK)
             rc = with_rewrite(s, w, &req, &files, err);

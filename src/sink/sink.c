@@ -678,8 +678,6 @@ static int open_table(floe_sink *s, const floe__schema *declared, floe_error *er
                              "--format-version %d applies only to a table floe creates",
                              s->ns, s->name, has, v);
     FLOE_FORWARD(floe__table_check_format(s->table, err));
-    if (s->opts.partition_by && !s->table->created)
-        FLOE_FORWARD(floe__table_check_spec_text(s->table, s->opts.partition_by, err));
     FLOE_RETURN_IF(floe__table_partitioned(s->table) && s->upsert &&
                    s->opts.delete_mode == FLOE_DELETE_EQUALITY, err, FLOE_EUNSUPPORTED,
                    "table %s.%s is partitioned: --delete-mode equality does not write "
@@ -713,6 +711,8 @@ static int sink_setup(floe_sink *s, floe_error *err)
         rc = read_resume(s, err);
     if (rc == FLOE_OK)
         rc = floe__sink_declare(s, declared, err);
+    if (rc == FLOE_OK && o->partition_by && !s->table->created)
+        rc = floe__sink_declare_spec(s, o->partition_by, err);
     floe_schema_free(declared);
     FLOE_FORWARD(rc);
     FLOE_FORWARD(setup_keeper(s, err));
@@ -824,6 +824,7 @@ void floe_sink_free(floe_sink *s)
     floe__free(s->retired);
     floe__free(s->refused);
     floe__free(s->truncations);
+    json_decref(s->spec_change);
     floe__sink_clear_key(s);
     floe__buf_free(&s->row);
     floe__buf_free(&s->key);
@@ -1088,8 +1089,8 @@ static int write_closed(floe_sink *s, floe__frontier f, floe_error *err)
 }
 
 /* Commit one batch; the key index learns how it went.  A batch written
- * in a schema the table does not have yet carries it (a schema change of
- * the sink, sink_evolve.c): its commit makes it the table's. */
+ * in a schema or partition spec the table does not have yet carries it (a
+ * change of the sink, sink_evolve.c): its commit makes it the table's. */
 static int commit_sealed(floe_sink *s, floe__sealed *sealed, floe_error *err)
 {
     floe__committer_stats before, after;
@@ -1098,7 +1099,13 @@ static int commit_sealed(floe_sink *s, floe__sealed *sealed, floe_error *err)
         sealed->schema = s->data;
         sealed->last_column_id = s->data_last_column_id;
     }
+    sealed->spec = s->spec_change;
     FLOE_FORWARD(floe__committer_commit(s->committer, sealed, err));
+    if (s->spec_change && floe__table_default_spec_is(s->table, s->spec_change)) {
+        s->wcfg.spec = NULL;               /* the table's now */
+        json_decref(s->spec_change);
+        s->spec_change = NULL;
+    }
     if (sealed->schema && s->data->schema_id != s->table->schema_id) {
         s->data->schema_id = s->table->schema_id;      /* the id the catalog gave it */
         s->wcfg.schema_id = s->kcfg.src.hash_schema = s->data->schema_id;
@@ -1243,5 +1250,9 @@ int floe_sink_push_json(floe_sink *s, const char *line, size_t len, floe_error *
         return evolve_json(s, &ch, err);
     if (ch.kind == FLOE__CHANGE_TRUNCATE)
         return floe_sink_truncate(s, ch.time, err);
+    if (ch.kind == FLOE__CHANGE_PARTITION) {
+        int rc = floe_sink_repartition(s, ch.time, (const char *)s->row.data + ch.schema_at, err);
+        return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "\"partition-by\"");
+    }
     return push_bytes(s, s->row.data, s->row.len, ch.time, ch.diff, false, err);
 }

@@ -430,7 +430,7 @@ int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe
     p->budget.limit = b->share;
     int rc = p->spans ? FLOE_OK : FLOE_OOM(err);
     if (rc == FLOE_OK && floe__table_partitioned(b->pinned))
-        rc = floe__part_writer_new(b->pinned, b->s->data, &b->fopts,
+        rc = floe__part_writer_new(b->pinned, b->s->data, NULL, &b->fopts,
                                    b->s->wcfg.max_open_partitions, &p->budget, &p->w, err);
     else if (rc == FLOE_OK)
         rc = floe__file_writer_new(b->pinned, FLOE_CONTENT_DATA, b->s->data, NULL, 0,

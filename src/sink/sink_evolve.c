@@ -29,6 +29,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "iceberg/partition_internal.h"
 #include "sink/sink_state_internal.h"
 
 /* ---- the declaration ------------------------------------------------------------------------ */
@@ -374,22 +375,28 @@ static int cut_at(floe_sink *s, uint64_t t, floe_error *err)
     return FLOE_OK;
 }
 
+/* A change of `what` at `time` is possible now. */
+static int check_change(const floe_sink *s, uint64_t time, const char *what, floe_error *err)
+{
+    FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
+    if (s->complete)
+        return floe__err_set(err, FLOE_ESTATE, "%s.%s records frontier [] for sink '%s': its "
+                             "input was closed, so its %s no longer changes", s->ns, s->name,
+                             s->sink_id, what);
+    FLOE_RETURN_IF(s->input_frontier.empty, err, FLOE_EINPUT, "a %s change after the input "
+                   "was closed", what);
+    if (time < s->input_frontier.t)
+        return floe__err_set(err, FLOE_EINPUT, "a %s change at time %" PRIu64 " is behind "
+                             "the frontier [%" PRIu64 "]", what, time, s->input_frontier.t);
+    return FLOE_OK;
+}
+
 static int check_evolve(const floe_sink *s, uint64_t time, const floe_schema *schema,
                         const char *key, floe_error *err)
 {
     FLOE_RETURN_IF(!schema, err, FLOE_EINVAL, "floe_sink_evolve: no schema");
-    FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
     FLOE_RETURN_IF(key && !s->upsert, err, FLOE_EINVAL, "key columns need upsert mode");
-    if (s->complete)
-        return floe__err_set(err, FLOE_ESTATE, "%s.%s records frontier [] for sink '%s': its "
-                             "input was closed, so its schema no longer changes", s->ns,
-                             s->name, s->sink_id);
-    FLOE_RETURN_IF(s->input_frontier.empty, err, FLOE_EINPUT, "a schema change after the input "
-                   "was closed");
-    if (time < s->input_frontier.t)
-        return floe__err_set(err, FLOE_EINPUT, "a schema change at time %" PRIu64 " is behind "
-                             "the frontier [%" PRIu64 "]", time, s->input_frontier.t);
-    return FLOE_OK;
+    return check_change(s, time, "schema", err);
 }
 
 int floe_sink_evolve(floe_sink *s, uint64_t time, const floe_schema *schema, const char *key,
@@ -424,6 +431,82 @@ int floe_sink_evolve(floe_sink *s, uint64_t time, const floe_schema *schema, con
     rc = switch_to(s, data, last, key, err);
     floe__sink_publish(s);
     return rc;
+}
+
+/* ---- a partition spec change ---------------------------------------------------------------- */
+
+/* Data files are written in `spec` (JSON, taken) from now on: a change the
+ * next commit makes the table's, or none when it is the table's default. */
+static void switch_spec(floe_sink *s, json_t *spec)
+{
+    json_decref(s->spec_change);
+    s->spec_change = NULL;
+    if (floe__table_default_spec_is(s->table, spec))
+        json_decref(spec);
+    else
+        s->spec_change = spec;
+    s->wcfg.spec = s->spec_change;
+}
+
+static int repartition(floe_sink *s, uint64_t time, const char *text, const char *when,
+                       floe_error *err)
+{
+    floe__partition_spec *ps = NULL;
+    json_t *spec = NULL;
+    bool blank = text[strspn(text, " \t\r\n")] == '\0';
+    int rc = blank ? FLOE_OK : floe__partition_spec_parse(text, s->data, 1000, &ps, err);
+    if (rc == FLOE_OK && ps)
+        rc = floe__partition_spec_to_json(ps, &spec, err);
+    else if (rc == FLOE_OK && !(spec = json_pack("{s:[]}", "fields")))
+        rc = FLOE_OOM(err);                 /* "": unpartitioned */
+    bool partitioned = ps && ps->n > 0;
+    floe__partition_spec_free(ps);
+    FLOE_FORWARD(rc);
+    if (partitioned && s->upsert && s->opts.delete_mode == FLOE_DELETE_EQUALITY) {
+        json_decref(spec);
+        return floe__err_set(err, FLOE_EUNSUPPORTED, "%s.%s: --delete-mode equality does not "
+                             "write partitioned tables yet (position deletes do)", s->ns,
+                             s->name);
+    }
+    bool same = s->spec_change ? floe__spec_same_fields(s->spec_change, spec)
+                               : floe__table_default_spec_is(s->table, spec);
+    if (same) {                             /* the spec it writes in: nothing to do */
+        json_decref(spec);
+        return FLOE_OK;
+    }
+    uint64_t t = time < s->as_of ? s->as_of : time;
+    uint64_t start = s->resume.has ? s->resume.frontier.t : s->as_of;
+    s->touched = true;
+    if (t > start) {                        /* files below t keep the spec they have */
+        rc = floe__sink_reconcile(s, err);
+        if (rc == FLOE_OK)
+            rc = cut_at(s, t, err);
+        if (rc != FLOE_OK) {
+            json_decref(spec);
+            return rc;
+        }
+    }
+    switch_spec(s, spec);
+    if (s->spec_change)
+        floe__sink_notice(s, "%s.%s: partition spec change %s: '%s' (committed with the first "
+                          "snapshot after it)", s->ns, s->name, when, text);
+    floe__sink_publish(s);
+    return FLOE_OK;
+}
+
+int floe_sink_repartition(floe_sink *s, uint64_t time, const char *spec, floe_error *err)
+{
+    FLOE_RETURN_IF(!s || !spec, err, FLOE_EINVAL, "floe_sink_repartition: NULL argument");
+    FLOE_FORWARD(check_change(s, time, "partition spec", err));
+    char when[64];
+    snprintf(when, sizeof when, "at time %" PRIu64, time);
+    return repartition(s, time, spec, when, err);
+}
+
+int floe__sink_declare_spec(floe_sink *s, const char *text, floe_error *err)
+{
+    int rc = repartition(s, 0, text, "declared by --partition-by", err);
+    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "--partition-by");
 }
 
 /* ---- a resync ------------------------------------------------------------------------------------ */

@@ -204,6 +204,10 @@ typedef struct floe__writer_config {
     const floe__schema *eq_schema;      /* upsert: the key columns, in key order */
     const int32_t *eq_ids;
     size_t n_eq_ids;
+    /* The partition spec data files are written in (JSON, as the commit
+     * request's spec): NULL the table's (table->spec_id), else a change of
+     * the sink's that its next commit makes the table's. */
+    const json_t *spec;
     floe__file_writer_options file_opts;    /* data files */
     floe__file_writer_options eqdel_opts;   /* equality delete files */
     /* A partitioned table: the row groups the open data files of every
@@ -254,6 +258,9 @@ typedef struct floe__sealed {
      * NULL otherwise.  Borrowed from the sink. */
     const floe__schema *schema;
     int32_t last_column_id;             /* with schema: the table's last-column-id */
+    /* Likewise the partition spec its files are written in (the commit
+     * request's spec) when it is not the table's default; NULL otherwise. */
+    const json_t *spec;
 } floe__sealed;
 void floe__sealed_free(floe__sealed *s);   /* frees files and s; accepts NULL */
 

@@ -43,6 +43,11 @@ struct floe_sink {
                                         the batch holding some replaces the table with its
                                         updates from the last of them on */
     size_t n_truncations, cap_truncations;
+    /* The partition spec data files are written in when it is not the
+     * table's default (a change of the sink's, floe_sink_repartition): its
+     * next commit makes it the table's (floe__sealed.spec).  Owned; NULL:
+     * the table's. */
+    json_t *spec_change;
     floe__schema *eq_schema_owned;
     const floe__schema *eq_schema;
     int32_t *eq_ids;
@@ -130,6 +135,9 @@ int floe__sink_append_input(floe_sink *s, floe_error *err);
  * on (committed with its first snapshot), or refused (raised at once for a
  * fresh sink, at the first update past the start of a resuming one). */
 int floe__sink_declare(floe_sink *s, const floe__schema *declared, floe_error *err);
+/* --partition-by on an existing table: the spec data files are written in
+ * from the sink's start (floe_sink_repartition below the start). */
+int floe__sink_declare_spec(floe_sink *s, const char *text, floe_error *err);
 /* Before the first update or frontier at or past the sink's start: a schema
  * change planned below it (an input replayed after a restart, --schema on a
  * rerun) is applied, or its refusal returned. */

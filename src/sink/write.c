@@ -137,7 +137,7 @@ int floe__writer_data_row(floe__writer *w, open_batch *b, const uint8_t *row, si
                           const char **path, uint64_t *pos, floe_error *err)
 {
     if (!b->data)
-        FLOE_FORWARD(floe__part_writer_new(w->cfg->table, w->cfg->data_schema,
+        FLOE_FORWARD(floe__part_writer_new(w->cfg->table, w->cfg->data_schema, w->cfg->spec,
                                            &w->cfg->file_opts, w->cfg->max_open_partitions,
                                            &w->budget, &b->data, err));
     FLOE_FORWARD(floe__part_writer_write(b->data, row, len, path, pos, err));

@@ -8,6 +8,7 @@
  *   {"time": 9, "schema": "COLUMNS"}         the schema changes at time 9
  *   {"time": 9, "schema": "...", "key": "a,b"}   ... and so do the key columns
  *   {"time": 9, "truncate": true}            every row before time 9 is gone
+ *   {"time": 9, "partition-by": "day(ts)"}   the partition spec changes at time 9
  *
  * Members may come in any order; unknown members, missing ones and values of
  * the wrong type are errors naming the member.  The row is parsed in place
@@ -18,7 +19,7 @@
 #include "source/source_internal.h"
 
 enum { HAVE_TIME = 1, HAVE_DIFF = 2, HAVE_ROW = 4, HAVE_PROGRESS = 8, HAVE_SCHEMA = 16,
-       HAVE_KEY = 32, HAVE_TRUNCATE = 64 };
+       HAVE_KEY = 32, HAVE_TRUNCATE = 64, HAVE_PARTITION = 128 };
 
 static int bad(floe_error *err, const char *start, const char *at, const char *why)
 {
@@ -66,11 +67,13 @@ static int parse_member(const floe__schema *s, const char *start, const floe__js
                : floe__json_str_eq(key, "progress") ? HAVE_PROGRESS
                : floe__json_str_eq(key, "schema")   ? HAVE_SCHEMA
                : floe__json_str_eq(key, "key")      ? HAVE_KEY
-               : floe__json_str_eq(key, "truncate") ? HAVE_TRUNCATE : 0;
+               : floe__json_str_eq(key, "truncate") ? HAVE_TRUNCATE
+               : floe__json_str_eq(key, "partition-by") ? HAVE_PARTITION : 0;
     if (!flag)
         return floe__err_set(err, FLOE_EINPUT, "unknown member \"%.*s\" (byte %zu); a change is "
                              "{\"time\",\"diff\",\"row\"}, {\"progress\"}, "
-                             "{\"time\",\"schema\"} or {\"time\",\"truncate\"}",
+                             "{\"time\",\"schema\"}, {\"time\",\"truncate\"} or "
+                             "{\"time\",\"partition-by\"}",
                              (int)(key->len > 40 ? 40 : key->len), key->raw,
                              (size_t)(key->raw - start));
     if (*seen & flag)
@@ -97,18 +100,22 @@ static int parse_member(const floe__schema *s, const char *start, const floe__js
         break;
     }
     case HAVE_SCHEMA:
+    case HAVE_PARTITION:
     case HAVE_KEY: {
         if (p >= end || *p != '"')
             return bad(err, start, p, flag == HAVE_SCHEMA
                        ? "\"schema\" must be a column list (a string)"
+                       : flag == HAVE_PARTITION
+                       ? "\"partition-by\" must be a partition spec (a string \"day(ts), "
+                         "bucket(16, id)\", or \"\" for none)"
                        : "\"key\" must be the key columns (a string \"a,b\")");
         size_t at = row->len;
         FLOE_FORWARD(floe__json_read_string(p, end, &q, row, err));
         FLOE_FORWARD(floe__buf_putc(row, 0, err));
-        if (flag == HAVE_SCHEMA)
-            out->schema_at = at;
-        else
+        if (flag == HAVE_KEY)
             out->key_at = at;
+        else
+            out->schema_at = at;
         break;
     }
     case HAVE_TRUNCATE:
@@ -210,6 +217,13 @@ static int general(const floe__schema *s, const char *line, const char *p, const
         out->kind = FLOE__CHANGE_TRUNCATE;
         return FLOE_OK;
     }
+    if (seen == (HAVE_TIME | HAVE_PARTITION)) {
+        out->kind = FLOE__CHANGE_PARTITION;
+        return FLOE_OK;
+    }
+    if (seen & HAVE_PARTITION)
+        return bad(err, line, line, "a partition spec change is {\"time\", \"partition-by\"} "
+                   "and nothing else");
     if (seen & HAVE_TRUNCATE)
         return bad(err, line, line, "a truncation is {\"time\", \"truncate\": true} and "
                    "nothing else");

@@ -109,16 +109,18 @@ typedef enum floe__change_kind {
     FLOE__CHANGE_PROGRESS = 2,
     FLOE__CHANGE_SCHEMA = 3,
     FLOE__CHANGE_TRUNCATE = 4,
+    FLOE__CHANGE_PARTITION = 5,
 } floe__change_kind;
 
 typedef struct floe__change {
     floe__change_kind kind;
-    uint64_t time;           /* UPDATE: its time; PROGRESS: the new frontier time; SCHEMA:
-                                when it takes effect; TRUNCATE: the time before which
-                                every row is gone */
+    uint64_t time;           /* UPDATE: its time; PROGRESS: the new frontier time; SCHEMA,
+                                PARTITION: when it takes effect; TRUNCATE: the time before
+                                which every row is gone */
     int64_t diff;            /* UPDATE */
     bool closed;             /* PROGRESS given as null or []: the input is complete */
-    size_t schema_at;        /* SCHEMA: the column list, a NUL-terminated string in `row` */
+    size_t schema_at;        /* SCHEMA: the column list, PARTITION: the spec, a
+                                NUL-terminated string in `row` */
     size_t key_at;           /* SCHEMA: the key columns in `row`; SIZE_MAX: not given */
 } floe__change;
 

@@ -46,6 +46,9 @@ typedef struct floe__attempt {
                                         the table's current one */
     const json_t *schema_json;       /* ... as JSON, for the manifests */
     json_t *new_schema;              /* the request's schema as JSON with its id (owned) */
+    int32_t spec_id;                 /* the request's files' spec: the request's (added),
+                                        else the table's (t->spec_id) */
+    json_t *new_spec;                /* the request's spec as JSON with its ids (owned) */
 } floe__attempt;
 
 /* Plan the parent, find the files req->remove names (and the DVs and

@@ -10,7 +10,8 @@
  * last one: a single file's row group is bounded by the row group size).
  *
  * It does not commit (table_commit.c writes the manifests, which carry
- * the tuples) and never decides the spec: it is the table's (t->spec_id).
+ * the tuples) and never decides the spec: it is the table's (t->spec_id)
+ * or the one its caller's commit makes the table's.
  */
 #include "iceberg/partition_internal.h"
 #include "table/table_internal.h"
@@ -87,13 +88,14 @@ static void free_writer(floe__part_writer *w, bool remove_files)
     floe__free(w);
 }
 
-int floe__part_writer_new(floe__table *t, const floe__schema *schema,
+int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json_t *spec,
                           const floe__file_writer_options *o, size_t max_open,
                           floe__part_budget *budget, floe__part_writer **out, floe_error *err)
 {
     FLOE_RETURN_IF(!t || !schema || !out, err, FLOE_EINVAL, "partition writer: NULL argument");
     FLOE_FORWARD(floe__table_check_format(t, err));
-    const json_t *spec = floe__metadata_spec_by_id(t->loaded->metadata, t->spec_id);
+    if (!spec)
+        spec = floe__metadata_spec_by_id(t->loaded->metadata, t->spec_id);
     FLOE_RETURN_IF(!spec, err, FLOE_EFORMAT, "table %s.%s has no partition spec %d", t->ns,
                    t->name, (int)t->spec_id);
     floe__part_writer *w = floe__calloc(1, sizeof *w);
@@ -113,7 +115,7 @@ int floe__part_writer_new(floe__table *t, const floe__schema *schema,
     if (rc != FLOE_OK) {
         free_writer(w, false);
         return floe__err_wrap(err, rc, "table %s.%s: partition spec %d", t->ns, t->name,
-                              (int)t->spec_id);
+                              (int)json_integer_value(json_object_get(spec, "spec-id")));
     }
     *out = w;
     return FLOE_OK;

@@ -260,59 +260,23 @@ bool floe__table_partitioned(const floe__table *t)
     return json_array_size(json_object_get(spec, "fields")) > 0;
 }
 
-/* The fields of spec a as metadata JSON text (for messages); caller
- * floe__free()s; NULL when out of memory. */
-static char *spec_text(const floe__partition_spec *a)
+bool floe__table_default_spec_is(const floe__table *t, const json_t *spec)
 {
-    json_t *j = NULL;
-    if (floe__partition_spec_to_json(a, &j, NULL) != FLOE_OK)
-        return NULL;
-    const json_t *fields = json_object_get(j, "fields");
-    size_t n = json_dumpb(fields, NULL, 0, JSON_COMPACT);
-    char *s = n ? floe__malloc(n + 1) : NULL;
-    if (s && json_dumpb(fields, s, n, JSON_COMPACT) == n)
-        s[n] = '\0';
-    else if (s) {
-        floe__free(s);
-        s = NULL;
-    }
-    json_decref(j);
-    return s;
+    return floe__spec_same_fields(floe__metadata_default_spec(t->loaded->metadata), spec);
 }
 
-static bool same_fields(const floe__partition_spec *a, const floe__partition_spec *b)
+bool floe__spec_same_fields(const json_t *sa, const json_t *sb)
 {
-    if (a->n != b->n)
+    const json_t *a = json_object_get(sa, "fields"), *b = json_object_get(sb, "fields");
+    if (json_array_size(a) != json_array_size(b))
         return false;
-    for (size_t i = 0; i < a->n; i++)
-        if (a->fields[i].source_id != b->fields[i].source_id ||
-            a->fields[i].transform.kind != b->fields[i].transform.kind ||
-            a->fields[i].transform.param != b->fields[i].transform.param)
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const json_t *x = json_array_get(a, i), *y = json_array_get(b, i);
+        if (!json_equal(json_object_get(x, "source-id"), json_object_get(y, "source-id")) ||
+            !json_equal(json_object_get(x, "transform"), json_object_get(y, "transform")))
             return false;
-    return true;
-}
-
-int floe__table_check_spec_text(const floe__table *t, const char *text, floe_error *err)
-{
-    const json_t *j = floe__metadata_spec_by_id(t->loaded->metadata, t->spec_id);
-    FLOE_RETURN_IF(!j, err, FLOE_EFORMAT, "table %s.%s has no partition spec %d", t->ns,
-                   t->name, (int)t->spec_id);
-    floe__partition_spec *has = NULL, *asked = NULL;
-    int rc = floe__partition_spec_from_json(j, t->schema, &has, err);
-    if (rc == FLOE_OK)
-        rc = floe__partition_spec_parse(text, t->schema, 1000, &asked, err);
-    if (rc == FLOE_OK && !same_fields(has, asked)) {
-        char *a = spec_text(has), *b = spec_text(asked);
-        rc = floe__err_set(err, FLOE_EINVAL, "table %s.%s exists with partition spec %d %s; "
-                           "--partition-by '%s' asks for %s (floe does not change a table's "
-                           "spec yet: leave --partition-by out to write the table's own)",
-                           t->ns, t->name, (int)t->spec_id, a ? a : "?", text, b ? b : "?");
-        floe__free(a);
-        floe__free(b);
     }
-    floe__partition_spec_free(has);
-    floe__partition_spec_free(asked);
-    return rc;
+    return true;
 }
 
 int floe__table_update(floe__table *t, const json_t *requirements, const json_t *updates,

@@ -76,6 +76,7 @@ static void attempt_cleanup(attempt *a, bool remove_files)
     floe__free(a->written_specs);
     floe__plan_free(a->plan);
     json_decref(a->new_schema);
+    json_decref(a->new_spec);
     floe__free(a->removed);
     floe__free(a->merged);
     floe__free(a->dir);
@@ -156,7 +157,15 @@ static int new_snapshot_id(const floe__metadata *md, int64_t *out, floe_error *e
  * the table's spec, the deletes this attempt wrote of their data file's. */
 static int32_t new_spec(const attempt *a, size_t i)
 {
-    return i < a->req->n_files ? a->t->spec_id : a->written_specs[i - a->req->n_files];
+    return i < a->req->n_files ? a->spec_id : a->written_specs[i - a->req->n_files];
+}
+
+/* Spec `id` as JSON: the request's new one, else the table's. */
+static const json_t *spec_json(const attempt *a, int32_t id)
+{
+    if (a->new_spec && id == a->spec_id)
+        return a->new_spec;
+    return floe__metadata_spec_by_id(a->md, id);
 }
 
 /* The ADDED entries of a new manifest of spec `spec_id`: the caller's
@@ -202,7 +211,7 @@ static int write_manifest_of(attempt *a, bool deletes, int32_t spec_id, size_t k
     }
     floe__manifest_meta m = {
         .schema = a->schema_json,
-        .spec = floe__metadata_spec_by_id(a->md, spec_id),          /* the files' spec */
+        .spec = spec_json(a, spec_id),                             /* the files' spec */
         .deletes = deletes,
         .snapshot_id = a->snapshot_id,
         .sequence_number = a->seq,
@@ -236,11 +245,11 @@ static int write_manifest_of(attempt *a, bool deletes, int32_t spec_id, size_t k
  * table's first): a manifest describes files of one spec. */
 static int write_manifest(attempt *a, bool deletes, floe_error *err)
 {
-    FLOE_FORWARD(write_manifest_of(a, deletes, a->t->spec_id, 0, err));
+    FLOE_FORWARD(write_manifest_of(a, deletes, a->spec_id, 0, err));
     size_t k = 1;
     for (size_t i = a->req->n_files; deletes && i < a->req->n_files + a->written.n; i++) {
         int32_t spec = new_spec(a, i);
-        bool seen = spec == a->t->spec_id;
+        bool seen = spec == a->spec_id;
         for (size_t j = a->req->n_files; !seen && j < i; j++)
             seen = new_spec(a, j) == spec;
         if (!seen)
@@ -488,6 +497,25 @@ static int schema_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
                                (int)floe__metadata_last_column_id(md)), err);
 }
 
+/* The request's spec change: add-spec and set-default-spec before
+ * add-snapshot (a schema change's updates go before them), and the requirements
+ * that nobody changed the table's specs meanwhile. */
+static int spec_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
+{
+    FLOE_FORWARD(insert_at(ups, 0, json_pack("{s:s, s:O}", "action", "add-spec", "spec",
+                                             a->new_spec), err));
+    FLOE_FORWARD(insert_at(ups, 1, json_pack("{s:s, s:i}", "action", "set-default-spec",
+                                             "spec-id", -1), err));
+    FLOE_FORWARD(insert_at(reqs, json_array_size(reqs),
+                           json_pack("{s:s, s:i}", "type", "assert-default-spec-id",
+                                     "default-spec-id",
+                                     (int)floe__metadata_default_spec_id(a->md)), err));
+    return insert_at(reqs, json_array_size(reqs),
+                     json_pack("{s:s, s:i}", "type", "assert-last-assigned-partition-id",
+                               "last-assigned-partition-id",
+                               (int)floe__metadata_last_partition_id(a->md)), err);
+}
+
 static const char *ref_of(const attempt *a)
 {
     return a->req->branch ? a->req->branch : "main";
@@ -530,6 +558,8 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
                       uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref", ref_of(a),
                       "snapshot-id", a->parent < 0 ? json_null() : json_integer(a->parent));
     int rc = *ups && *reqs ? FLOE_OK : FLOE_OOM(err);
+    if (rc == FLOE_OK && a->req->spec)
+        rc = spec_change(a, *reqs, *ups, err);
     if (rc == FLOE_OK && a->req->schema)
         rc = schema_change(a, *reqs, *ups, err);
     if (rc != FLOE_OK) {
@@ -580,11 +610,80 @@ static int attempt_schema(attempt *a, floe_error *err)
     return FLOE_OK;
 }
 
+/* The field id some spec of the table gives (source, transform), or -1. */
+static int32_t known_field_id(const floe__metadata *md, json_int_t source, const char *transform)
+{
+    const json_t *spec, *f;
+    size_t i, k;
+    json_array_foreach(floe__metadata_specs(md), i, spec)
+        json_array_foreach(json_object_get(spec, "fields"), k, f)
+            if (json_integer_value(json_object_get(f, "source-id")) == source &&
+                json_is_string(json_object_get(f, "transform")) &&
+                strcmp(json_string_value(json_object_get(f, "transform")), transform) == 0)
+                return (int32_t)json_integer_value(json_object_get(f, "field-id"));
+    return -1;
+}
+
+/* Whether specs a and b have the same fields (ids, names, sources, transforms). */
+static bool same_spec(const json_t *a, const json_t *b)
+{
+    return json_equal(json_object_get(a, "fields"), json_object_get(b, "fields"));
+}
+
+/* The spec the request's files are written in: the request's new one
+ * (field and spec ids as the table gives them), else the table's. */
+static int attempt_spec(attempt *a, floe_error *err)
+{
+    a->spec_id = a->t->spec_id;
+    if (!a->req->spec)
+        return FLOE_OK;
+    const floe__metadata *md = a->md;
+    int32_t last = floe__metadata_last_partition_id(md);
+    if (last < 999)
+        last = 999;
+    json_t *fields = json_array();
+    const json_t *f;
+    size_t i;
+    json_array_foreach(json_object_get(a->req->spec, "fields"), i, f) {
+        json_int_t src = json_integer_value(json_object_get(f, "source-id"));
+        const char *tr = json_string_value(json_object_get(f, "transform"));
+        const char *name = json_string_value(json_object_get(f, "name"));
+        FLOE_RETURN_IF(!tr || !name, err, FLOE_EINVAL, "commit: partition field %zu has no "
+                       "transform or name", i);
+        int32_t id = known_field_id(md, src, tr);
+        if (id < 0)
+            id = ++last;
+        if (!fields || json_array_append_new(fields, json_pack("{s:I, s:i, s:s, s:s}",
+                                                               "source-id", src, "field-id",
+                                                               (int)id, "name", name,
+                                                               "transform", tr)) != 0) {
+            json_decref(fields);
+            return FLOE_OOM(err);
+        }
+    }
+    a->new_spec = json_pack("{s:i, s:o}", "spec-id", 0, "fields", fields);
+    if (!a->new_spec)
+        return FLOE_OOM(err);
+    int32_t id = -1, max = -1;
+    const json_t *spec;
+    json_array_foreach(floe__metadata_specs(md), i, spec) {
+        int32_t sid = (int32_t)json_integer_value(json_object_get(spec, "spec-id"));
+        if (sid > max)
+            max = sid;
+        if (id < 0 && same_spec(spec, a->new_spec))
+            id = sid;
+    }
+    a->spec_id = id >= 0 ? id : max + 1;
+    return json_object_set_new(a->new_spec, "spec-id", json_integer(a->spec_id)) == 0
+               ? FLOE_OK : FLOE_OOM(err);
+}
+
 /* Build and write everything up to the catalog call. */
 static int prepare(attempt *a, floe_error *err)
 {
     FLOE_FORWARD(check_request(a, err));
     FLOE_FORWARD(attempt_schema(a, err));
+    FLOE_FORWARD(attempt_spec(a, err));
     for (size_t i = 0; i < a->req->n_files; i++)
         floe__commit_count(&a->added, &a->req->files[i]);
     FLOE_FORWARD(new_snapshot_id(a->md, &a->snapshot_id, err));
@@ -669,6 +768,8 @@ int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t 
     t->loaded = next;
     if (snapshot_id)
         *snapshot_id = a.snapshot_id;
+    if (req->spec)
+        t->spec_id = floe__metadata_default_spec_id(t->loaded->metadata);
     /* the commit landed: a failure to copy the schema leaves the handle on
      * the old one, which the next commit's checks refuse */
     return req->schema ? floe__table_adopt_schema(t, req->schema, err) : FLOE_OK;

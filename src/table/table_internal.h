@@ -81,12 +81,11 @@ int floe__table_update(floe__table *t, const json_t *requirements, const json_t 
 int floe__table_check_format(const floe__table *t, floe_error *err);
 /* Whether the table's spec (t->spec_id) has partition fields. */
 bool floe__table_partitioned(const floe__table *t);
-/* Whether `text` (Spark DDL-style, floe__partition_spec_parse) asks for
- * the spec the table has (t->spec_id): the same source columns and
- * transforms in the same order.  FLOE_EINVAL showing both when not (a
- * table's spec is not changed here); the parser's errors when the text is
- * wrong. */
-int floe__table_check_spec_text(const floe__table *t, const char *text, floe_error *err);
+/* Whether the default spec of t as loaded has the fields of `spec` (JSON:
+ * the same sources and transforms, in order; ids and names aside). */
+bool floe__table_default_spec_is(const floe__table *t, const json_t *spec);
+/* Whether specs a and b (JSON) have the same sources and transforms, in order. */
+bool floe__spec_same_fields(const json_t *a, const json_t *b);
 
 /* ---- file writers (file_writer.c) ---------------------------------------------------
  * Rows of one schema into Parquet files under the table's data location,
@@ -140,8 +139,8 @@ int floe__file_writer_close(floe__file_writer *w, floe__content_list *out, floe_
 void floe__file_writer_abort(floe__file_writer *w);
 
 /* ---- partitioned data files (part_writer.c) --------------------------------------------
- * Rows routed by their partition tuple under the table's spec (t->spec_id)
- * to one open data file writer per tuple; every finished file carries its
+ * Rows routed by their partition tuple under a spec (the table's,
+ * t->spec_id, unless the caller gives the one its commit adds) to one open data file writer per tuple; every finished file carries its
  * tuple (content_file.partition) to the commit.  At most `max_open` writers
  * are open: a row of a new tuple beyond that first closes the open file
  * with the largest estimated size (later rows of its tuple open another).
@@ -159,10 +158,11 @@ typedef struct floe__part_budget {
 } floe__part_budget;
 typedef struct floe__part_writer floe__part_writer;
 /* `schema` (t->schema or a superset, outliving the writer) holds the
- * spec's source columns; o NULL: the table's options; max_open 0: from the
+ * spec's source columns; spec (partition spec JSON, read here only) NULL:
+ * the table's (t->spec_id); o NULL: the table's options; max_open 0: from the
  * file descriptor limit (64 to 1024, part_writer.c);
  * budget (borrowed, outliving the writer) NULL: bounded by max_open only. */
-int floe__part_writer_new(floe__table *t, const floe__schema *schema,
+int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json_t *spec,
                           const floe__file_writer_options *o, size_t max_open,
                           floe__part_budget *budget, floe__part_writer **out, floe_error *err);
 /* Append a row; *path and *pos (either may be NULL) as floe__file_writer_write's. */
@@ -485,6 +485,15 @@ typedef struct floe__commit_request {
      * and its manifests name the new schema's id.  NULL: none. */
     const floe__schema *schema;
     int32_t last_column_id;
+    /* A partition spec change in the same metadata update (the files are
+     * written in it): {"fields": [{"source-id", "transform", "name"}...]}.
+     * A field some spec of the table has (same source and transform) keeps
+     * its field id, others get ids above last-partition-id; the spec takes
+     * the id of an equal spec the table has, else a new one.  add-spec and
+     * set-default-spec, with the requirements assert-default-spec-id and
+     * assert-last-assigned-partition-id of the metadata as loaded; t->spec_id
+     * follows when it lands.  NULL: none. */
+    const json_t *spec;
 } floe__commit_request;
 
 int floe__table_commit(floe__table *t, const floe__commit_request *req, int64_t *snapshot_id,

@@ -957,7 +957,7 @@ TEST(partitioned_writer_memory_budget)
         floe__part_budget budget = {.limit = round == 0 ? 1 : (uint64_t)1 << 30};
         floe__part_writer *w[2] = {NULL, NULL};
         for (int k = 0; k < 2; k++)
-            CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, 0, &budget, &w[k], e.err),
+            CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, NULL, 0, &budget, &w[k], e.err),
                          FLOE_OK);
         if (!w[0] || !w[1]) {
             floe__part_writer_abort(w[0]);
@@ -1013,7 +1013,7 @@ TEST(partitioned_writer_commits_tuples)
     floe__table *t = open_t(&e, "pw", NULL, NULL);
     floe__part_writer *w = NULL;
     if (t)
-        CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, 3, NULL, &w, e.err), FLOE_OK);
+        CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, NULL, 3, NULL, &w, e.err), FLOE_OK);
     floe__content_list files = {0};
     if (w) {
         for (int64_t i = 0; i < 200; i++) {

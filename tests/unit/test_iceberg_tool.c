@@ -179,7 +179,7 @@ static int write_partitioned(delta *d, const json_t *rows)
 {
     floe__part_writer *w;
     size_t max_open = (size_t)json_integer_value(json_object_get(d->spec, "max_open"));
-    FLOE_FORWARD(floe__part_writer_new(d->tb, d->tb->schema, &d->o, max_open, NULL, &w,
+    FLOE_FORWARD(floe__part_writer_new(d->tb, d->tb->schema, NULL, &d->o, max_open, NULL, &w,
                                        d->t->err));
     floe__buf row;
     floe__buf_init(&row, 0);
