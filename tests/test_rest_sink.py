@@ -182,3 +182,24 @@ def test_an_unreachable_catalog_is_a_network_error(floe):
     res = floe("inspect", "--table", "a.b", "--catalog", f"http://127.0.0.1:{port}", check=False)
     assert res.returncode != 0
     assert f"127.0.0.1:{port}" in res.stderr and "v1/config" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("rest", ["local"], indirect=True)
+def test_partition_spec_changes_over_rest(floe, rest, tmp_path):
+    """Partition records evolve the spec through Apache's REST server: three
+    changes, the last back to the first partitioned spec, which the server
+    makes the default again under its own id; every snapshot, read by Java
+    and DuckDB through the server, equals the model."""
+    from test_sink_repartition import with_respecs
+    stream = Stream(41, steps=45, keys=30, burst=0.3)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(with_respecs(stream, ["day(at)", "day(at), bucket(8, id)", "day(at)"]))
+    table = f"{rest.namespace()}.orders"
+    floe(*rest_sink_args(rest.uri, table, "upsert", stream, 15, maintain="keep"),
+         "--input", src, env=rest.floe_env)
+    check_rest_snapshots(rest, table, stream, "upsert")
+    md = rest.load(table)["metadata"]
+    specs = {s["spec-id"]: [(f["field-id"], f["transform"]) for f in s["fields"]]
+             for s in md["partition-specs"]}
+    assert specs == {0: [], 1: [(1000, "day")], 2: [(1000, "day"), (1001, "bucket[8]")]}, specs
+    assert md["default-spec-id"] == 1 and md["last-partition-id"] == 1001, md

@@ -49,6 +49,7 @@ typedef struct floe__attempt {
     int32_t spec_id;                 /* the request's files' spec: the request's (added),
                                         else the table's (t->spec_id) */
     json_t *new_spec;                /* the request's spec as JSON with its ids (owned) */
+    bool spec_known;                 /* ... is one the table has (made default again) */
 } floe__attempt;
 
 /* Plan the parent, find the files req->remove names (and the DVs and

@@ -497,15 +497,19 @@ static int schema_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
                                (int)floe__metadata_last_column_id(md)), err);
 }
 
-/* The request's spec change: add-spec and set-default-spec before
- * add-snapshot (a schema change's updates go before them), and the requirements
- * that nobody changed the table's specs meanwhile. */
+/* The request's spec change before add-snapshot (a schema change's
+ * updates go before it): add-spec and set-default-spec to it, or only the
+ * latter for a spec the table has (a catalog does not add it again), and
+ * the requirements that nobody changed the table's specs meanwhile. */
 static int spec_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
 {
-    FLOE_FORWARD(insert_at(ups, 0, json_pack("{s:s, s:O}", "action", "add-spec", "spec",
-                                             a->new_spec), err));
-    FLOE_FORWARD(insert_at(ups, 1, json_pack("{s:s, s:i}", "action", "set-default-spec",
-                                             "spec-id", -1), err));
+    size_t at = 0;
+    if (!a->spec_known)
+        FLOE_FORWARD(insert_at(ups, at++, json_pack("{s:s, s:O}", "action", "add-spec", "spec",
+                                                    a->new_spec), err));
+    FLOE_FORWARD(insert_at(ups, at, json_pack("{s:s, s:i}", "action", "set-default-spec",
+                                              "spec-id", a->spec_known ? (int)a->spec_id : -1),
+                           err));
     FLOE_FORWARD(insert_at(reqs, json_array_size(reqs),
                            json_pack("{s:s, s:i}", "type", "assert-default-spec-id",
                                      "default-spec-id",
@@ -673,6 +677,7 @@ static int attempt_spec(attempt *a, floe_error *err)
         if (id < 0 && same_spec(spec, a->new_spec))
             id = sid;
     }
+    a->spec_known = id >= 0;
     a->spec_id = id >= 0 ? id : max + 1;
     return json_object_set_new(a->new_spec, "spec-id", json_integer(a->spec_id)) == 0
                ? FLOE_OK : FLOE_OOM(err);
