@@ -138,3 +138,31 @@ def test_partition_by_on_a_rerun_changes_the_spec(floe, tmp_path):
          "--input", whole)
     assert len(pyiceberg_catalog(db, wh).load_table(TABLE).specs()) == 2
     check_final(tmp_path, stream, "upsert")
+
+
+def test_auto_maintenance_compacts_in_the_new_spec(tmp_path):
+    """The sink's own maintenance follows the table's spec: after a change
+    it compacts the files written in the new spec (a replace snapshot whose
+    manifest of the new spec removes files), and the table stays exact."""
+    from test_sink_maintain import AutoSink
+    from test_sink_position import Running, check_position
+    stream = Stream(43, steps=160, keys=30, burst=0.3)
+    sink = AutoSink(tmp_path, stream, interval=3, expire=False)
+    lines = with_respecs(stream, ["bucket(2, id)"]).splitlines()
+    at = next(k for k, line in enumerate(lines) if '"partition-by"' in line)
+
+    def compacted_in_new_spec():
+        t = pyiceberg_catalog(sink.db, sink.wh).load_table(TABLE)
+        return any(s.summary.operation.value == "replace" and
+                   int(s.summary.get("deleted-data-files", 0)) > 0 and
+                   any(m.partition_spec_id == 1 and m.added_snapshot_id == s.snapshot_id and
+                       m.deleted_files_count for m in s.manifests(t.io))
+                   for s in t.snapshots())
+
+    run = Running(sink, "--maintain-budget", "1")
+    run.send(lines[:at])
+    run.proc.stdin.write(lines[at] + "\n")           # not an update: not counted as one
+    run.send(lines[at + 1:])
+    run.wait_for(compacted_in_new_spec, timeout=300)
+    run.finish()
+    check_position(sink)

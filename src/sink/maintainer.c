@@ -55,8 +55,13 @@ struct floe__maintainer {
 
 static int open_table(floe__maintainer *m, floe_error *err)
 {
-    if (m->table)
-        return floe__table_refresh(m->table, err);
+    if (m->table) {
+        FLOE_FORWARD(floe__table_refresh(m->table, err));
+        /* compaction writes in the table's default spec, whoever changed it
+         * (the sink's own spec changes included): this handle follows it */
+        m->table->spec_id = floe__metadata_default_spec_id(m->table->loaded->metadata);
+        return FLOE_OK;
+    }
     FLOE_FORWARD(floe__catalog_open(&m->cfg.connect, &m->io, &m->catalog, err));
     return floe__table_open(m->catalog, m->io, m->cfg.ns, m->cfg.name, NULL, NULL, &m->table,
                             err);
