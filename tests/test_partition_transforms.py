@@ -1,5 +1,7 @@
 """floe's partition transforms (src/iceberg/partition.c) against pyiceberg's
-over many random values of every type: bucket (the spec's Murmur3 of each
+and Java Iceberg's (org.apache.iceberg.transforms.Transforms, run by
+tests/java's floe.Transforms in one JVM for every case) over many random
+values of every type: bucket (the spec's Murmur3 of each
 type's single-value serialization), truncate, year/month/day/hour,
 identity and void.  Values include negatives, dates and timestamps before
 1970, unicode strings (truncation by code point), empty strings and null.
@@ -175,3 +177,35 @@ def test_transform_matches_pyiceberg(kind, transform):
         if g.startswith("ERROR") or json.loads(g) != json.loads(want):
             bad.append((text, g, want))
     assert not bad, f"{len(bad)} of {len(vals)} differ, e.g. {bad[:5]}"
+
+
+@pytest.fixture(scope="module")
+def java_results():
+    """{(kind, transform): Java's results}, every case in one JVM."""
+    from java_reader import _classpath
+    cases = []
+    for kind, transform in CASES:
+        _, vals = gen(kind, random.Random(f"{kind}/{transform}"))
+        cases.append(json.dumps({"type": kind, "transform": transform,
+                                 "values": [json.loads(t) for _, t in vals] + [None]}))
+    proc = subprocess.run(["java", "-cp", _classpath(), "floe.Transforms"],
+                          input="\n".join(cases) + "\n", capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(CASES), proc.stdout[-2000:]
+    return {case: json.loads(line) for case, line in zip(CASES, lines)}
+
+
+@pytest.mark.parametrize("kind,transform", CASES)
+def test_transform_matches_java(java_results, kind, transform):
+    """The same values through Java's Transforms: equal, the minimum int and
+    long under truncate included (both wrap around), and null to null."""
+    _, vals = gen(kind, random.Random(f"{kind}/{transform}"))
+    got = floe_results(kind, transform, [t for _, t in vals])
+    want = java_results[(kind, transform)]
+    assert len(got) == len(want) == len(vals) + 1
+    assert want[-1] == "null" and got[-1] == "null"
+    bad = [(text, g, w) for (_, text), g, w in zip(vals, got, want)
+           if w.startswith("ERROR") or g.startswith("ERROR") or json.loads(g) != json.loads(w)]
+    assert not bad, f"{len(bad)} of {len(vals)} differ (value, floe, Java), e.g. {bad[:5]}"
