@@ -90,9 +90,16 @@ public final class Reader {
                 }
                 case "partitions": {
                     /* each planned data file's spec id and partition values; with
-                       COLUMN VALUE, the scan filters column = VALUE (a long) first */
+                       COLUMN VALUE, the scan filters column = VALUE (a long) first; with
+                       COLUMN LO HI, LO <= column < HI (literals as Iceberg converts text,
+                       e.g. timestamps) */
                     org.apache.iceberg.TableScan scan = table.newScan();
-                    if (args.length > 6)
+                    if (args.length > 7)
+                        scan = scan.filter(org.apache.iceberg.expressions.Expressions.and(
+                            org.apache.iceberg.expressions.Expressions.greaterThanOrEqual(
+                                args[5], args[6]),
+                            org.apache.iceberg.expressions.Expressions.lessThan(args[5], args[7])));
+                    else if (args.length > 6)
                         scan = scan.filter(org.apache.iceberg.expressions.Expressions.equal(
                             args[5], Long.parseLong(args[6])));
                     try (CloseableIterable<org.apache.iceberg.FileScanTask> tasks = scan.planFiles()) {
