@@ -287,7 +287,8 @@ def _ts_stream(seed, keys, steps, t0, live):
 def test_spark_created_table_with_spark_writes_between_runs(floe, tmp_path):
     """A table Spark creates PARTITIONED BY (days(ts), bucket(16, id)):
     floe sink writes it with Spark's spec, Spark INSERTs and DELETEs rows of
-    its own between two floe runs, and the second run goes on exactly:
+    its own and compacts one day's partitions (rewrite_data_files with a
+    filter) between two floe runs, and the second run goes on exactly:
     Spark, DuckDB and pyiceberg read floe's model plus Spark's rows left,
     and every file (Spark's too) holds one partition."""
     import spark_engine
@@ -309,6 +310,17 @@ def test_spark_created_table_with_spark_writes_between_runs(floe, tmp_path):
           "(1001, 'spark', TIMESTAMP '2026-03-04 11:00:00'), "
           "(1002, 'spark', TIMESTAMP '2026-03-02 12:00:00')").collect()
     s.sql("DELETE FROM floe.demo.sp WHERE id = 1001").collect()
+    r = s.sql("CALL floe.system.rewrite_data_files(table => 'demo.sp', where => "
+              "\"ts >= TIMESTAMP '2026-03-02 00:00:00' AND ts < TIMESTAMP '2026-03-03 00:00:00'\", "
+              "options => map('rewrite-all', 'true'))").collect()[0]
+    assert r.rewritten_data_files_count > 0, r
+    tbl = pyiceberg_catalog(db, wh).load_table("demo.sp")
+    snap = tbl.current_snapshot()
+    added = [e.data_file.partition[0] for m in snap.manifests(tbl.io)
+             if m.added_snapshot_id == snap.snapshot_id
+             for e in m.fetch_manifest_entry(tbl.io) if e.status.name == "ADDED"]
+    day = (datetime.date(2026, 3, 2) - datetime.date(1970, 1, 1)).days
+    assert added and set(added) == {day}, (snap.summary, added)
     text, _ = _ts_stream(4, 60, 25, t, live)
     src = tmp_path / "b.ndjson"
     src.write_text(text)
