@@ -234,6 +234,8 @@ typedef struct floe__kx_log {
     floe__buf ops;                  /* encoded operations */
     char **paths;                   /* the data files they name (owned) */
     size_t n_paths;
+    uint32_t *path_slots;           /* paths by hash: index + 1, 0 empty (owned) */
+    size_t path_cap, n_indexed;     /* slots (a power of two); paths[0, n_indexed) in them */
     uint32_t n_ops;
     int32_t hash_schema;            /* the schema its inserts' row hashes are of (-1) */
     size_t max;

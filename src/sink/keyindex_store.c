@@ -71,17 +71,54 @@ void floe__kx_log_free(floe__kx_log *l)
     for (size_t i = 0; i < l->n_paths; i++)
         floe__free(l->paths[i]);
     floe__free(l->paths);
+    floe__free(l->path_slots);
     memset(l, 0, sizeof *l);
     l->hash_schema = -1;
 }
 
+/* The slot of `path` in the table of paths (linear probing): the one
+ * holding it, else the empty one where it goes. */
+static size_t path_slot(const floe__kx_log *l, const char *path)
+{
+    size_t mask = l->path_cap - 1;
+    for (size_t i = floe__hash64(path, strlen(path), 0) & mask;; i = (i + 1) & mask)
+        if (!l->path_slots[i] || strcmp(l->paths[l->path_slots[i] - 1], path) == 0)
+            return i;
+}
+
+/* Every path in the table, with room for one more (at most half full).  A
+ * partitioned batch names a file per partition: a row's lookup must not
+ * walk them all. */
+static int index_paths(floe__kx_log *l, floe_error *err)
+{
+    if ((l->n_paths + 1) * 2 > l->path_cap) {
+        size_t cap = l->path_cap ? l->path_cap : 16;
+        while ((l->n_paths + 1) * 2 > cap)
+            cap *= 2;
+        uint32_t *slots = floe__calloc(cap, sizeof *slots);
+        if (!slots)
+            return FLOE_OOM(err);
+        floe__free(l->path_slots);
+        l->path_slots = slots;
+        l->path_cap = cap;
+        l->n_indexed = 0;
+    }
+    for (; l->n_indexed < l->n_paths; l->n_indexed++) {
+        size_t i = path_slot(l, l->paths[l->n_indexed]);
+        if (!l->path_slots[i])
+            l->path_slots[i] = (uint32_t)l->n_indexed + 1;
+    }
+    return FLOE_OK;
+}
+
 static int path_index(floe__kx_log *l, const char *path, uint32_t *out, floe_error *err)
 {
-    for (size_t i = l->n_paths; i-- > 0;)             /* a batch names few files */
-        if (strcmp(l->paths[i], path) == 0) {
-            *out = (uint32_t)i;
-            return FLOE_OK;
-        }
+    FLOE_FORWARD(index_paths(l, err));
+    size_t slot = path_slot(l, path);
+    if (l->path_slots[slot]) {
+        *out = l->path_slots[slot] - 1;
+        return FLOE_OK;
+    }
     char **p = floe__realloc(l->paths, (l->n_paths + 1) * sizeof *p);
     if (!p)
         return FLOE_OOM(err);
@@ -89,6 +126,8 @@ static int path_index(floe__kx_log *l, const char *path, uint32_t *out, floe_err
     if (!(p[l->n_paths] = floe__strdup(path)))
         return FLOE_OOM(err);
     *out = (uint32_t)l->n_paths++;
+    l->path_slots[slot] = *out + 1;
+    l->n_indexed = l->n_paths;
     return FLOE_OK;
 }
 
