@@ -85,7 +85,9 @@ def test_partition_by_errors_name_the_option_and_the_table(pgdb, tmp_path):
     m = Mirror(pgdb, tmp_path, tables, "--create-publication")
     m.catch_up()
     pgdb.sql("UPDATE events SET ts = ts + interval '3 days' WHERE id % 100 = 7")
-    Mirror(pgdb, tmp_path, tables, "--partition-by", f"events={SPEC}").catch_up()
+    r = Mirror(pgdb, tmp_path, tables, "--partition-by", f"events={SPEC}").catch_up()
+    assert f"public.events: its partition spec becomes '{SPEC}' with its next snapshot" in \
+        r.stderr, r.stderr
     t = m.pyiceberg_table("public.events")
     assert t.spec().spec_id == 1 and len(t.spec().fields) == 2, t.spec()
     check_equal(pgdb, m)

@@ -974,6 +974,9 @@ static int open_table_sink(floe_pg *pg, floe__mtable *t, const recorded *rec, fl
     }
     int rc = floe__sink_open_with(&o, pg->catalog, pg->io, &t->sink, err);
     floe__free(key);
+    if (rc == FLOE_OK && floe__sink_spec_pending(t->sink))     /* the sink's notices are off */
+        floe__mirror_notice(pg, "%s: its partition spec becomes '%s' with its next snapshot "
+                            "(files written before keep theirs)", t->ident, t->partition_by);
     return rc;
 }
 

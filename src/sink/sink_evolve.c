@@ -503,6 +503,11 @@ int floe_sink_repartition(floe_sink *s, uint64_t time, const char *spec, floe_er
     return repartition(s, time, spec, when, err);
 }
 
+bool floe__sink_spec_pending(const floe_sink *s)
+{
+    return s->spec_change != NULL;
+}
+
 int floe__sink_declare_spec(floe_sink *s, const char *text, floe_error *err)
 {
     int rc = repartition(s, 0, text, "declared by --partition-by", err);

@@ -564,6 +564,9 @@ int floe__sink_push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t
                           int64_t diff, floe_error *err);
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err);
+/* Whether a partition spec change (e.g. a rerun's --partition-by) waits
+ * for the sink's next snapshot. */
+bool floe__sink_spec_pending(const floe_sink *s);
 
 /* ---- the snapshot batch in bulk (sink_bulk.c) ------------------------------------------
  * A fresh sink's snapshot batch (floe_sink_set_as_of(time) set, nothing
