@@ -87,7 +87,7 @@ def canon(rows):
 def make_table(env, name, spec, rows):
     out = env.tool("create", name, DECL, json.dumps({"partition-by": spec}))
     assert out.returncode == 0, out.stderr
-    res = env.delta(name, {"insert": [to_json(r) for r in rows], "max_open": 7})
+    res = env.delta(name, {"insert": [to_json(r) for r in rows]})
     return res
 
 

@@ -250,18 +250,25 @@ static int plain_values(floe__pq_writer *w, floe__pq_col *c, const uint8_t **bod
  * 1/32 (bit-packed dictionary indices of a column with many distinct
  * values, typically) come in runs: after two of them the next pages are
  * stored in the codec's format without searching for matches, 8, 16 ... up
- * to 64 pages between attempts; any page that compresses ends the run. */
+ * to 64 pages between attempts; any page that compresses ends the run.
+ * A body of at most TINY_PAGE bytes (a small file's pages: a partition's
+ * few rows) is stored at once: a codec saves a few bytes there at the cost
+ * of setting up a frame. */
+#define TINY_PAGE 64
+
 static int compress_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body, size_t len,
                          floe__buf *dst, floe_error *err)
 {
-    if (!floe__pq_can_store(&w->codec))
-        return floe__pq_compress(&w->codec, body, len, dst, err);
+    if (!floe__pq_can_store(w->codec))
+        return floe__pq_compress(w->codec, body, len, dst, err);
+    if (len <= TINY_PAGE)
+        return floe__pq_store(w->codec, body, len, dst, err);
     if (c->store_next > 0) {
         c->store_next--;
-        return floe__pq_store(&w->codec, body, len, dst, err);
+        return floe__pq_store(w->codec, body, len, dst, err);
     }
     size_t at = dst->len;
-    FLOE_FORWARD(floe__pq_compress(&w->codec, body, len, dst, err));
+    FLOE_FORWARD(floe__pq_compress(w->codec, body, len, dst, err));
     if (dst->len - at < len - len / 32) {
         c->flat_pages = 0;
     } else if (++c->flat_pages >= 2) {
@@ -280,7 +287,7 @@ static int append_page(floe__pq_writer *w, floe__pq_col *c, const uint8_t *body,
 {
     FLOE_RETURN_IF(c->n_levels > INT32_MAX, err, FLOE_ELIMIT, "page of %zu values is too large",
                    c->n_levels);
-    size_t bound = floe__pq_compress_bound(&w->codec, len);
+    size_t bound = floe__pq_compress_bound(w->codec, len);
     FLOE_FORWARD(page_header(w, PQ_PAGE_DATA, len, bound, (uint32_t)c->n_levels, encoding, err));
     size_t room = w->hdr.len;
     FLOE_FORWARD(floe__buf_reserve(&c->pages, room + bound, err));
@@ -390,8 +397,10 @@ static int copy_to_arena(floe__arena *a, const uint8_t *p, size_t n, uint8_t **o
 static int write_dict_page(floe__pq_writer *w, floe__pq_col *c, floe_error *err)
 {
     floe__buf_reset(&w->cpage);
-    FLOE_FORWARD(floe__pq_compress(&w->codec, c->dict.values.data, c->dict.values.len,
-                                   &w->cpage, err));
+    bool tiny = c->dict.values.len <= TINY_PAGE && floe__pq_can_store(w->codec);
+    FLOE_FORWARD((tiny ? floe__pq_store : floe__pq_compress)(w->codec, c->dict.values.data,
+                                                             c->dict.values.len, &w->cpage,
+                                                             err));
     FLOE_FORWARD(page_header(w, PQ_PAGE_DICTIONARY, c->dict.values.len, w->cpage.len,
                              c->dict.n, PQ_ENC_PLAIN, err));
     FLOE_FORWARD(floe__output_write(w->out, w->hdr.data, w->hdr.len, err));

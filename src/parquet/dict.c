@@ -16,11 +16,14 @@
  * Integer dictionaries whose values stay within a span of DENSE_MAX also
  * keep a direct map (value - base -> entry + 1), checked before hashing:
  * dates, small counts, flags and amounts then cost a subtraction and a load.
+ * The map is made once the dictionary holds DENSE_FROM entries (a small
+ * chunk's few values do not pay for it).
  */
 #include "parquet/pq_internal.h"
 
-#define MIN_SLOTS 1024u
+#define MIN_SLOTS 64u         /* grown as entries come: a small chunk stays small */
 #define DENSE_MAX ((size_t)1 << 15)
+#define DENSE_FROM 32u        /* entries before a map: fewer are the hash table's */
 #define FIB 0x9e3779b97f4a7c15ULL
 
 void floe__pq_dict_init(floe__pq_dict *d, uint32_t width)
@@ -250,7 +253,7 @@ static inline int64_t entry_value(const floe__pq_dict *d, uint32_t k)
 
 static int dense_add(floe__pq_dict *d, int64_t v, uint32_t e, floe_error *err)
 {
-    if (d->no_dense)
+    if (d->no_dense || (!d->dense && d->n < DENSE_FROM))
         return FLOE_OK;
     uint64_t u = (uint64_t)v + BIAS, base_u = (uint64_t)d->dense_base + BIAS;
     if (d->dense && u - base_u < d->dense_len) {

@@ -60,6 +60,18 @@ void floe__file_metrics_free(floe__file_metrics *m);
 int floe__pq_writer_new(const floe__schema *s, const floe_parquet_options *o,
                         floe__output *out, floe__pq_writer **w, floe_error *err);
 
+/* A compressor for files written with options `o` (NULL: the defaults),
+ * which their writers may share, one writer at a time: a writer of many
+ * small files then sets one up once, not per file. */
+typedef struct floe__pq_codec floe__pq_codec;
+int floe__pq_codec_new(const floe_parquet_options *o, floe__pq_codec **out, floe_error *err);
+void floe__pq_codec_destroy(floe__pq_codec *c);     /* accepts NULL */
+/* floe__pq_writer_new compressing with `codec` (from floe__pq_codec_new
+ * with the same options; borrowed, outliving the writer). */
+int floe__pq_writer_new_shared(const floe__schema *s, const floe_parquet_options *o,
+                               floe__output *out, floe__pq_codec *codec, floe__pq_writer **w,
+                               floe_error *err);
+
 /* A key_value_metadata entry of the footer (copied), e.g. Iceberg's
  * "iceberg.schema"; at most FLOE__PQ_MAX_KV (4) of them (FLOE_ELIMIT). */
 int floe__pq_writer_add_kv(floe__pq_writer *w, const char *key, const char *value,

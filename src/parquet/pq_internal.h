@@ -346,7 +346,8 @@ struct floe__pq_writer {
     floe__buf hdr;                  /* page header */
     uint32_t *idx;                  /* dictionary indices */
     size_t idx_cap;
-    floe__pq_codec codec;
+    floe__pq_codec own_codec;       /* unless it shares one (floe__pq_writer_new_shared) */
+    floe__pq_codec *codec;          /* &own_codec or the shared one */
 
     /* rows */
     uint64_t rows;                  /* accepted in the file */

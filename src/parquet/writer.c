@@ -35,8 +35,49 @@ static int write_magic(floe__pq_writer *w, floe_error *err)
     return floe__output_write(w->out, "PAR1", 4, err);
 }
 
+/* o's options with the default compression resolved. */
+static floe_parquet_options resolved(const floe_parquet_options *o)
+{
+    floe_parquet_options r;
+    if (o)
+        r = *o;
+    else
+        floe_parquet_options_init(&r);
+    if (r.compression == FLOE_COMPRESSION_DEFAULT)
+        r.compression = FLOE_COMPRESSION_ZSTD;
+    return r;
+}
+
+int floe__pq_codec_new(const floe_parquet_options *o, floe__pq_codec **out, floe_error *err)
+{
+    floe_parquet_options r = resolved(o);
+    floe__pq_codec *c = floe__calloc(1, sizeof *c);
+    if (!c)
+        return FLOE_OOM(err);
+    int rc = floe__pq_codec_init(c, r.compression, r.compression_level, err);
+    if (rc != FLOE_OK) {
+        floe__pq_codec_destroy(c);
+        return rc;
+    }
+    *out = c;
+    return FLOE_OK;
+}
+
+void floe__pq_codec_destroy(floe__pq_codec *c)
+{
+    floe__pq_codec_free(c);
+    floe__free(c);
+}
+
 int floe__pq_writer_new(const floe__schema *s, const floe_parquet_options *o,
                         floe__output *out, floe__pq_writer **pw, floe_error *err)
+{
+    return floe__pq_writer_new_shared(s, o, out, NULL, pw, err);
+}
+
+int floe__pq_writer_new_shared(const floe__schema *s, const floe_parquet_options *o,
+                               floe__output *out, floe__pq_codec *codec, floe__pq_writer **pw,
+                               floe_error *err)
 {
     floe__pq_writer *w = floe__calloc(1, sizeof *w);
     if (!w) {
@@ -45,18 +86,20 @@ int floe__pq_writer_new(const floe__schema *s, const floe_parquet_options *o,
     }
     w->schema = s;
     w->out = out;
-    if (o)
-        w->opts = *o;
-    else
-        floe_parquet_options_init(&w->opts);
-    if (w->opts.compression == FLOE_COMPRESSION_DEFAULT)
-        w->opts.compression = FLOE_COMPRESSION_ZSTD;
+    w->opts = resolved(o);
     floe__buf_init(&w->page, 0);
     floe__buf_init(&w->cpage, 0);
     floe__buf_init(&w->hdr, 0);
     int rc = check_options(&w->opts, err);
-    if (rc == FLOE_OK)
-        rc = floe__pq_codec_init(&w->codec, w->opts.compression, w->opts.compression_level, err);
+    if (rc == FLOE_OK && codec) {
+        w->codec = codec;
+        if (codec->compression != (int)w->opts.compression ||
+            (w->opts.compression_level && codec->level != w->opts.compression_level))
+            rc = floe__err_set(err, FLOE_EINTERNAL, "parquet: a shared codec of other options");
+    } else if (rc == FLOE_OK) {
+        w->codec = &w->own_codec;
+        rc = floe__pq_codec_init(w->codec, w->opts.compression, w->opts.compression_level, err);
+    }
     if (rc == FLOE_OK) {
         w->page_limit = w->opts.page_size < MAX_PAGE_LIMIT ? w->opts.page_size : MAX_PAGE_LIMIT;
         /* the row group size is estimated every 1/64 of it (at most 1 MiB) */
@@ -93,7 +136,7 @@ static void free_writer(floe__pq_writer *w)
     floe__buf_free(&w->cpage);
     floe__buf_free(&w->hdr);
     floe__free(w->idx);
-    floe__pq_codec_free(&w->codec);
+    floe__pq_codec_free(&w->own_codec);
     for (size_t i = 0; i < w->n_rgs; i++)
         floe__free(w->rg_chunks[i]);
     floe__free(w->rg_chunks);

@@ -133,7 +133,7 @@ static int fix_record(fixing *f, floe__delrecs *d, uint8_t *p, floe_error *err)
         return FLOE_OK;
     if (f->moved)
         return move_record(f->moved, d, p, err);
-    const char *path = d->paths[slot];
+    const char *path = d->paths.s[slot];
     uint32_t id;
     size_t ignored;
     bool found = false;
@@ -445,7 +445,7 @@ static int move_record(const moving *mv, floe__delrecs *d, uint8_t *p, floe_erro
 {
     size_t k, out;
     uint64_t at;
-    if (!floe__pathmap_get(&mv->old, d->paths[floe__get_le32(p)], &k))
+    if (!floe__pathmap_get(&mv->old, d->paths.s[floe__get_le32(p)], &k))
         return FLOE_OK;
     if (!floe__moved_where(mv->m, k, floe__get_le64(p + 4), &out, &at)) {
         put_record(p, FLOE__DELETE_DROPPED, (floe__kx_loc){0, 0, 0});
@@ -668,7 +668,7 @@ static int put_taken(void *ctx, floe__delrecs *d, floe_error *err)
         uint32_t slot = floe__get_le32(p), klen = floe__get_le32(p + 20);
         uint32_t id;
         at += FLOE__DELETE_HEAD + klen;
-        if (slot == FLOE__DELETE_DROPPED || !floe__kx_file_find(x->k->kx, d->paths[slot], &id) ||
+        if (slot == FLOE__DELETE_DROPPED || !floe__kx_file_find(x->k->kx, d->paths.s[slot], &id) ||
             !floe__kx_file_committed(x->k->kx, id))
             continue;
         floe__kx_loc loc = {id, floe__get_le64(p + 4), floe__get_le64(p + 12)};
@@ -1016,7 +1016,7 @@ static int attempt_log(const floe__sealed *s, floe__kx_log *l, floe_error *err)
         uint32_t slot = floe__get_le32(p), klen = floe__get_le32(p + 20);
         at += FLOE__DELETE_HEAD + klen;
         if (slot != FLOE__DELETE_DROPPED)
-            FLOE_FORWARD(floe__kx_log_remove(l, p + FLOE__DELETE_HEAD, klen, d->paths[slot],
+            FLOE_FORWARD(floe__kx_log_remove(l, p + FLOE__DELETE_HEAD, klen, d->paths.s[slot],
                                              floe__get_le64(p + 4), err));
     }
     return FLOE_OK;

@@ -30,6 +30,7 @@
 #define FLOE_KEYINDEX_INTERNAL_H
 
 #include "util/util_internal.h"
+#include "table/table_internal.h"
 
 /* The largest key the index takes (bytes of the row format: a key of the
  * whole row can be as long as a row). */
@@ -232,10 +233,7 @@ void floe__kx_builder_free(floe__kx_builder *b);   /* accepts NULL */
  * (keeper.c), and one transaction can make a batch of any size. */
 typedef struct floe__kx_log {
     floe__buf ops;                  /* encoded operations */
-    char **paths;                   /* the data files they name (owned) */
-    size_t n_paths;
-    uint32_t *path_slots;           /* paths by hash: index + 1, 0 empty (owned) */
-    size_t path_cap, n_indexed;     /* slots (a power of two); paths[0, n_indexed) in them */
+    floe__strtab paths;             /* the data files they name */
     uint32_t n_ops;
     int32_t hash_schema;            /* the schema its inserts' row hashes are of (-1) */
     size_t max;

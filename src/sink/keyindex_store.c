@@ -68,67 +68,14 @@ void floe__kx_log_init(floe__kx_log *l)
 void floe__kx_log_free(floe__kx_log *l)
 {
     floe__buf_free(&l->ops);
-    for (size_t i = 0; i < l->n_paths; i++)
-        floe__free(l->paths[i]);
-    floe__free(l->paths);
-    floe__free(l->path_slots);
+    floe__strtab_free(&l->paths);
     memset(l, 0, sizeof *l);
     l->hash_schema = -1;
 }
 
-/* The slot of `path` in the table of paths (linear probing): the one
- * holding it, else the empty one where it goes. */
-static size_t path_slot(const floe__kx_log *l, const char *path)
-{
-    size_t mask = l->path_cap - 1;
-    for (size_t i = floe__hash64(path, strlen(path), 0) & mask;; i = (i + 1) & mask)
-        if (!l->path_slots[i] || strcmp(l->paths[l->path_slots[i] - 1], path) == 0)
-            return i;
-}
-
-/* Every path in the table, with room for one more (at most half full).  A
- * partitioned batch names a file per partition: a row's lookup must not
- * walk them all. */
-static int index_paths(floe__kx_log *l, floe_error *err)
-{
-    if ((l->n_paths + 1) * 2 > l->path_cap) {
-        size_t cap = l->path_cap ? l->path_cap : 16;
-        while ((l->n_paths + 1) * 2 > cap)
-            cap *= 2;
-        uint32_t *slots = floe__calloc(cap, sizeof *slots);
-        if (!slots)
-            return FLOE_OOM(err);
-        floe__free(l->path_slots);
-        l->path_slots = slots;
-        l->path_cap = cap;
-        l->n_indexed = 0;
-    }
-    for (; l->n_indexed < l->n_paths; l->n_indexed++) {
-        size_t i = path_slot(l, l->paths[l->n_indexed]);
-        if (!l->path_slots[i])
-            l->path_slots[i] = (uint32_t)l->n_indexed + 1;
-    }
-    return FLOE_OK;
-}
-
 static int path_index(floe__kx_log *l, const char *path, uint32_t *out, floe_error *err)
 {
-    FLOE_FORWARD(index_paths(l, err));
-    size_t slot = path_slot(l, path);
-    if (l->path_slots[slot]) {
-        *out = l->path_slots[slot] - 1;
-        return FLOE_OK;
-    }
-    char **p = floe__realloc(l->paths, (l->n_paths + 1) * sizeof *p);
-    if (!p)
-        return FLOE_OOM(err);
-    l->paths = p;
-    if (!(p[l->n_paths] = floe__strdup(path)))
-        return FLOE_OOM(err);
-    *out = (uint32_t)l->n_paths++;
-    l->path_slots[slot] = *out + 1;
-    l->n_indexed = l->n_paths;
-    return FLOE_OK;
+    return floe__strtab_intern(&l->paths, path, out, err);
 }
 
 static int put_op(floe__kx_log *l, uint8_t kind, const uint8_t *key, size_t len,
@@ -176,19 +123,19 @@ static int apply_op(const floe__kx_log *l, floe__kx *kx, size_t *at, floe_error 
     FLOE_RETURN_IF(*at + 25 > l->ops.len, err, FLOE_EFORMAT, "key index log: truncated op");
     uint32_t pi = floe__get_le32(p + 1), len = floe__get_le32(p + 21);
     uint64_t pos = floe__get_le64(p + 5), rowhash = floe__get_le64(p + 13);
-    FLOE_RETURN_IF(pi >= l->n_paths || len > l->ops.len - *at - 25, err, FLOE_EFORMAT,
+    FLOE_RETURN_IF(pi >= l->paths.n || len > l->ops.len - *at - 25, err, FLOE_EFORMAT,
                    "key index log: bad op");
     const uint8_t *key = p + 25;
     *at += 25 + len;
     uint32_t id;
     if (p[0] == OP_INSERT) {
-        FLOE_FORWARD(floe__kx_file(kx, l->paths[pi], &id, err));
+        FLOE_FORWARD(floe__kx_file(kx, l->paths.s[pi], &id, err));
         floe__kx_file_set_schema(kx, id, l->hash_schema);
         return floe__kx_insert(kx, key, len, (floe__kx_loc){id, pos, rowhash}, err);
     }
     FLOE_RETURN_IF(p[0] != OP_REMOVE, err, FLOE_EFORMAT, "key index log: unknown op %d", p[0]);
     bool found;
-    if (!floe__kx_file_find(kx, l->paths[pi], &id))
+    if (!floe__kx_file_find(kx, l->paths.s[pi], &id))
         return FLOE_OK;                              /* its file is retired: nothing to remove */
     return floe__kx_remove(kx, key, len, id, pos, &found, err);
 }
@@ -205,8 +152,8 @@ int floe__kx_log_append(floe__kx_log *dst, const floe__kx_log *src, floe_error *
     for (size_t at = 0, i = 0; i < src->n_ops; i++) {
         const uint8_t *p = src->ops.data + at;
         uint32_t pi = floe__get_le32(p + 1), len = floe__get_le32(p + 21);
-        assert(at + 25 + len <= src->ops.len && pi < src->n_paths);
-        FLOE_FORWARD(put_op(dst, p[0], p + 25, len, src->paths[pi], floe__get_le64(p + 5),
+        assert(at + 25 + len <= src->ops.len && pi < src->paths.n);
+        FLOE_FORWARD(put_op(dst, p[0], p + 25, len, src->paths.s[pi], floe__get_le64(p + 5),
                             floe__get_le64(p + 13), err));
         at += 25 + len;
     }
@@ -896,14 +843,14 @@ static int encode_record(const floe__kx_log *l, const floe__kx_logged *at, floe_
     floe__put_le64(head + 8, at->token);
     head[16] = at->upper_empty;
     floe__put_le64(head + 17, at->upper);
-    floe__put_le32(head + 25, (uint32_t)l->n_paths);
+    floe__put_le32(head + 25, (uint32_t)l->paths.n);
     floe__put_le32(head + 29, (uint32_t)l->hash_schema);
     FLOE_FORWARD(floe__buf_append(b, head, sizeof head, err));
-    for (size_t i = 0; i < l->n_paths; i++) {
+    for (size_t i = 0; i < l->paths.n; i++) {
         uint8_t n[4];
-        floe__put_le32(n, (uint32_t)strlen(l->paths[i]));
+        floe__put_le32(n, (uint32_t)strlen(l->paths.s[i]));
         FLOE_FORWARD(floe__buf_append(b, n, 4, err));
-        FLOE_FORWARD(floe__buf_append(b, l->paths[i], strlen(l->paths[i]), err));
+        FLOE_FORWARD(floe__buf_append(b, l->paths.s[i], strlen(l->paths.s[i]), err));
     }
     uint8_t n[4];
     floe__put_le32(n, l->n_ops);
@@ -946,13 +893,8 @@ static bool decode_record(const uint8_t *p, size_t n, floe__kx_log *l)
         uint32_t len = floe__get_le32(p + at);
         if (len > n - at - 4)
             return false;
-        char **v = floe__realloc(l->paths, (l->n_paths + 1) * sizeof *v);
-        if (!v)
+        if (floe__strtab_push(&l->paths, (const char *)p + at + 4, len, NULL) != FLOE_OK)
             return false;
-        l->paths = v;
-        if (!(v[l->n_paths] = floe__strndup((const char *)p + at + 4, len)))
-            return false;
-        l->n_paths++;
         at += 4 + len;
     }
     if (at + 4 > n)

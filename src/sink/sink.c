@@ -511,14 +511,12 @@ static int setup_parts(floe_sink *s, floe_error *err)
         stash_memory -= s->kcfg.kx.memory_limit;
     }
     size_t group = s->wcfg.file_opts.parquet.row_group_size;  /* buffered by the writer */
-    size_t data_memory = group;
-    if (floe__table_partitioned(s->table)) {
-        /* one open file per partition: a quarter of the memory for their
-         * row groups, the largest closed early past it (part_writer.c) */
-        size_t total = o->memory_limit ? o->memory_limit : (size_t)512 << 20;
-        data_memory = total / 4 > group ? total / 4 : group;
-        s->wcfg.data_memory = data_memory;
-    }
+    /* rows held per partition until a batch is sealed: a quarter of the
+     * memory, the partition holding the most written early past it
+     * (part_writer.c; also for a spec the sink's own change brings) */
+    size_t total = o->memory_limit ? o->memory_limit : (size_t)512 << 20;
+    s->wcfg.data_memory = total / 4 > group ? total / 4 : group;
+    size_t data_memory = floe__table_partitioned(s->table) ? s->wcfg.data_memory : group;
     if (o->memory_limit && stash_memory > 2 * data_memory)
         stash_memory -= data_memory;
     FLOE_FORWARD(floe__minter_new(s->as_of, o->commit_on_advance ? 1 : o->commit_interval,

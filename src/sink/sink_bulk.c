@@ -19,8 +19,8 @@
  * the table (keyindex.md).
  *
  * On a partitioned table a part writes through a partition writer
- * (part_writer.c: one open file per partition, within the part's share of
- * memory); else through one file writer.  Parts make their writers on
+ * (part_writer.c: rows held per partition, each partition's written as one
+ * file, within the part's share of memory); else through one file writer.  Parts make their writers on
  * their own threads, from a copy of the table pinned at begin
  * (floe__table_pin), never from s->table, which the sink's thread commits
  * and reloads meanwhile.  Its index entries go to the sink's thread in blocks (one
@@ -100,7 +100,7 @@ struct floe__bulk {
 struct floe__bulk_part {
     floe__bulk *b;
     uint64_t tag;
-    floe__part_writer *w;                 /* partitioned: one open file per partition */
+    floe__part_writer *w;                 /* partitioned: rows held per partition */
     floe__file_writer *fw;                /* else one file at a time */
     floe__part_budget budget;             /* its row groups: the part's share */
     const uint8_t **spans;
@@ -430,8 +430,8 @@ int floe__bulk_part_new(floe__bulk *b, uint64_t tag, floe__bulk_part **out, floe
     p->budget.limit = b->share;
     int rc = p->spans ? FLOE_OK : FLOE_OOM(err);
     if (rc == FLOE_OK && floe__table_partitioned(b->pinned))
-        rc = floe__part_writer_new(b->pinned, b->s->data, NULL, &b->fopts,
-                                   b->s->wcfg.max_open_partitions, &p->budget, &p->w, err);
+        rc = floe__part_writer_new(b->pinned, b->s->data, NULL, &b->fopts, &p->budget, &p->w,
+                                   err);
     else if (rc == FLOE_OK)
         rc = floe__file_writer_new(b->pinned, FLOE_CONTENT_DATA, b->s->data, NULL, 0,
                                    &b->fopts, &p->fw, err);

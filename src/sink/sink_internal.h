@@ -210,11 +210,10 @@ typedef struct floe__writer_config {
     const json_t *spec;
     floe__file_writer_options file_opts;    /* data files */
     floe__file_writer_options eqdel_opts;   /* equality delete files */
-    /* A partitioned table: the row groups the open data files of every
-     * open batch may buffer together (0: unbounded) before the largest
-     * closes early, and how many files one batch keeps open (0: 64). */
+    /* A partitioned table: the row bytes the open batches' data writers
+     * may hold together (0: unbounded) before the partition holding the
+     * most is written out early (part_writer.c). */
     uint64_t data_memory;
-    size_t max_open_partitions;
     floe__warn_fn warn;                 /* primary-key violations etc.; may be NULL */
     void *warn_ctx;
     size_t kx_log_max;                  /* bytes of a batch's key index log (floe__kx_log) */
@@ -229,12 +228,11 @@ typedef struct floe__writer_config {
 #define FLOE__DELETE_DROPPED UINT32_MAX
 typedef struct floe__delrecs {
     floe__buf recs;
-    char **paths;                       /* the data files they are in (owned) */
-    size_t n_paths;
+    floe__strtab paths;                 /* the data files they are in */
 } floe__delrecs;
 void floe__delrecs_init(floe__delrecs *d);
 void floe__delrecs_free(floe__delrecs *d);
-/* The index of `path` in d->paths, added when new. */
+/* The index of `path` in d->paths.s, added when new. */
 int floe__delrecs_path(floe__delrecs *d, const char *path, uint32_t *slot, floe_error *err);
 int floe__delrecs_add(floe__delrecs *d, const char *path, uint64_t pos, uint64_t rowhash,
                       const uint8_t *key, uint32_t len, floe_error *err);

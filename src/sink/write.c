@@ -138,8 +138,7 @@ int floe__writer_data_row(floe__writer *w, open_batch *b, const uint8_t *row, si
 {
     if (!b->data)
         FLOE_FORWARD(floe__part_writer_new(w->cfg->table, w->cfg->data_schema, w->cfg->spec,
-                                           &w->cfg->file_opts, w->cfg->max_open_partitions,
-                                           &w->budget, &b->data, err));
+                                           &w->cfg->file_opts, &w->budget, &b->data, err));
     FLOE_FORWARD(floe__part_writer_write(b->data, row, len, path, pos, err));
     b->rows++;
     w->stats.rows_written++;
@@ -296,29 +295,13 @@ void floe__delrecs_init(floe__delrecs *d)
 void floe__delrecs_free(floe__delrecs *d)
 {
     floe__buf_free(&d->recs);
-    for (size_t i = 0; i < d->n_paths; i++)
-        floe__free(d->paths[i]);
-    floe__free(d->paths);
+    floe__strtab_free(&d->paths);
     floe__delrecs_init(d);
 }
 
 int floe__delrecs_path(floe__delrecs *d, const char *path, uint32_t *slot, floe_error *err)
 {
-    for (size_t i = d->n_paths; i-- > 0;)          /* a batch deletes from few files */
-        if (strcmp(d->paths[i], path) == 0) {
-            *slot = (uint32_t)i;
-            return FLOE_OK;
-        }
-    FLOE_RETURN_IF(d->n_paths >= FLOE__DELETE_DROPPED, err, FLOE_ELIMIT,
-                   "a batch deletes from too many files");
-    char **p = floe__realloc(d->paths, (d->n_paths + 1) * sizeof *p);
-    if (!p)
-        return FLOE_OOM(err);
-    d->paths = p;
-    if (!(p[d->n_paths] = floe__strdup(path)))
-        return FLOE_OOM(err);
-    *slot = (uint32_t)d->n_paths++;
-    return FLOE_OK;
+    return floe__strtab_intern(&d->paths, path, slot, err);
 }
 
 int floe__delrecs_add(floe__delrecs *d, const char *path, uint64_t pos, uint64_t rowhash,
@@ -346,9 +329,9 @@ int floe__delrecs_set(const floe__delrecs *d, floe__posdel_set **out, floe_error
     for (size_t at = 0; rc == FLOE_OK && at < d->recs.len;) {
         const uint8_t *p = d->recs.data + at;
         uint32_t slot = floe__get_le32(p);
-        assert(slot == FLOE__DELETE_DROPPED || slot < d->n_paths);
+        assert(slot == FLOE__DELETE_DROPPED || slot < d->paths.n);
         if (slot != FLOE__DELETE_DROPPED)
-            rc = floe__posdel_set_add(set, d->paths[slot], floe__get_le64(p + 4), err);
+            rc = floe__posdel_set_add(set, d->paths.s[slot], floe__get_le64(p + 4), err);
         at += FLOE__DELETE_HEAD + floe__get_le32(p + 20);
     }
     if (rc == FLOE_OK && floe__posdel_set_count(set) == 0) {

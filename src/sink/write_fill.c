@@ -239,7 +239,7 @@ static int fill_batch(floe__writer *w, floe__open_batch *b, floe_error *err)
     for (size_t i = 0, j; rc == FLOE_OK && i < n; i = j) {
         for (j = i + 1; j < n && v[j].slot == v[i].slot; j++)
             ;
-        rc = fill_file(w, b, b->fill_paths.paths[v[i].slot], v + i, v + j, err);
+        rc = fill_file(w, b, b->fill_paths.paths.s[v[i].slot], v + i, v + j, err);
     }
     floe__free(v);
     return rc;

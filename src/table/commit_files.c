@@ -155,11 +155,8 @@ static int removals(floe__attempt *a, floe__pathmap *gone, floe_error *err)
 
 static bool added_here(const floe__attempt *a, const char *path)
 {
-    for (size_t i = 0; i < a->req->n_files; i++)
-        if (a->req->files[i].content == FLOE_CONTENT_DATA &&
-            strcmp(a->req->files[i].path, path) == 0)
-            return true;
-    return false;
+    size_t i;
+    return floe__pathmap_get(&a->added_data, path, &i);
 }
 
 /* The plan's live data file a delete targets (*out NULL: a data file this
@@ -192,13 +189,10 @@ static const floe__buf *data_partition(const floe__attempt *a, const char *path,
         *spec_id = a->plan->data[i].f.spec_id;
         return &a->plan->data[i].f.file.partition;
     }
-    for (i = 0; i < a->req->n_files; i++)
-        if (a->req->files[i].content == FLOE_CONTENT_DATA &&
-            strcmp(a->req->files[i].path, path) == 0) {
-            *spec_id = a->t->spec_id;
-            return &a->req->files[i].partition;
-        }
-    return NULL;
+    if (!floe__pathmap_get(&a->added_data, path, &i))
+        return NULL;
+    *spec_id = a->t->spec_id;
+    return &a->req->files[i].partition;
 }
 
 /* Move f (a delete of data file `data_path`) into a->written with that
@@ -430,6 +424,10 @@ static int write_deletes(floe__attempt *a, const floe__pathmap *gone, floe_error
 int floe__attempt_files(floe__attempt *a, floe_error *err)
 {
     FLOE_FORWARD(floe__plan_snapshot(a->t->io, a->md, a->parent, &a->plan, err));
+    floe__pathmap_clear(&a->added_data);
+    for (size_t i = 0; i < a->req->n_files; i++)
+        if (a->req->files[i].content == FLOE_CONTENT_DATA)
+            FLOE_FORWARD(floe__pathmap_put(&a->added_data, a->req->files[i].path, i, NULL, err));
     floe__pathmap gone = {0};
     int rc = removals(a, &gone, err);
     if (rc == FLOE_OK && a->req->deletes)

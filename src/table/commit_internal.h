@@ -34,6 +34,7 @@ typedef struct floe__attempt {
     bool list_written;
     json_t *summary;
     floe__plan *plan;                /* the parent's plan, when deletes or removals ask */
+    floe__pathmap added_data;        /* the request's data files: path -> index in req->files */
     floe__content_list written;      /* delete files and DVs this attempt wrote (owned),
                                         each with its data file's partition tuple */
     int32_t *written_specs;          /* per written file: its data file's spec id */

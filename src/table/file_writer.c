@@ -6,7 +6,10 @@
  * lazily on its first row (so an empty writer leaves no file), writes rows
  * through the FileIO's atomic output (nothing is visible under the name
  * until the file is complete) and rolls over to the next number when the
- * estimated size reaches the target.  Finished files stay listed in the
+ * estimated size reaches the target.  A caller may instead name a file
+ * ahead (floe__file_writer_name) and write it later in one go
+ * (floe__file_writer_open_at ... roll): such a file never rolls over, so
+ * the positions the caller promised hold (part_writer.c).  Finished files stay listed in the
  * writer until close hands them over; abort (or a failed close) removes
  * every file the writer made.  The uuid is random per writer, so names
  * never collide across workers and restarts.
@@ -42,9 +45,11 @@ struct floe__file_writer {
     char *prefix;
     char uuid[37];
     unsigned next_number;
+    floe__pq_codec *codec;           /* shared by its files' writers (made at the first) */
     floe__pq_writer *cur;            /* the open file, or NULL */
     char *cur_path;
     uint64_t cur_rows;
+    bool pinned;                     /* opened by floe__file_writer_open_at: no rolling over */
     uint64_t rows;
     floe__content_list done;         /* finished files, in order */
     int broken;                      /* a failure that ruins the writer */
@@ -139,30 +144,69 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
     return FLOE_OK;
 }
 
-static int open_file(floe__file_writer *w, floe_error *err)
+int floe__file_writer_name(floe__file_writer *w, char **path, floe_error *err)
 {
     char name[128];
     snprintf(name, sizeof name, "%.40s-%s-%05u.parquet", w->prefix, w->uuid, w->next_number);
-    char *path = floe__path_join(w->t->data_location, name);
-    if (!path)
+    *path = floe__path_join(w->t->data_location, name);
+    if (!*path)
         return FLOE_OOM(err);
+    w->next_number++;
+    return FLOE_OK;
+}
+
+/* Open the next file under `path` (taken: the writer frees it on failure). */
+static int open_named(floe__file_writer *w, char *path, floe_error *err)
+{
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     floe__output *o;
-    int rc = floe__fileio_open_output(w->t->io, path, &o, err);
+    int rc = w->codec ? FLOE_OK : floe__pq_codec_new(&w->pq, &w->codec, err);
     if (rc == FLOE_OK)
-        rc = floe__pq_writer_new(w->schema, &w->pq, o, &w->cur, err);
+        rc = floe__fileio_open_output(w->t->io, path, &o, err);
+    if (rc == FLOE_OK)
+        rc = floe__pq_writer_new_shared(w->schema, &w->pq, o, w->codec, &w->cur, err);
     if (rc == FLOE_OK && w->schema_json &&
         (rc = floe__pq_writer_add_kv(w->cur, "iceberg.schema", w->schema_json, err)) != FLOE_OK) {
         floe__pq_writer_abort(w->cur);
         w->cur = NULL;
     }
     if (rc != FLOE_OK) {
+        rc = floe__err_wrap(err, rc, "opening %s", name);
         floe__free(path);
-        return floe__err_wrap(err, rc, "opening %s", name);
+        return rc;
     }
-    w->next_number++;
     w->cur_path = path;
     w->cur_rows = 0;
     return FLOE_OK;
+}
+
+static int open_file(floe__file_writer *w, floe_error *err)
+{
+    char *path;
+    FLOE_FORWARD(floe__file_writer_name(w, &path, err));
+    return open_named(w, path, err);
+}
+
+int floe__file_writer_open_at(floe__file_writer *w, char *path, floe_error *err)
+{
+    int rc = w->broken ? floe__err_set(err, w->broken, "file writer: an earlier failure broke it")
+             : w->cur ? floe__err_set(err, FLOE_EINTERNAL, "file writer: %s is still open",
+                                      w->cur_path)
+                      : FLOE_OK;
+    if (rc != FLOE_OK) {
+        floe__free(path);
+        return rc;
+    }
+    rc = open_named(w, path, err);
+    if (rc != FLOE_OK)
+        w->broken = rc;
+    w->pinned = rc == FLOE_OK;
+    return rc;
+}
+
+int floe__file_writer_take(floe__file_writer *w, floe__content_list *out, floe_error *err)
+{
+    return floe__content_list_take(out, &w->done, err);
 }
 
 /* Close the open file and list it as done. */
@@ -172,6 +216,7 @@ static int finish_file(floe__file_writer *w, floe_error *err)
     floe__pq_writer *pw = w->cur;
     w->cur = NULL;
     w->cur_path = NULL;
+    w->pinned = false;
     int rc = floe__pq_writer_close(pw, &f.metrics, err);
     if (rc != FLOE_OK) {
         rc = floe__err_wrap(err, rc, "writing %s", f.path);
@@ -221,7 +266,8 @@ int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len
     w->rows++;
     /* The size estimate walks every column: look every SIZE_CHECK_EVERY rows
      * (each row, for small targets), overshooting by at most that many. */
-    bool check = w->target < SMALL_TARGET || w->cur_rows % SIZE_CHECK_EVERY == 0;
+    bool check = !w->pinned &&
+                 (w->target < SMALL_TARGET || w->cur_rows % SIZE_CHECK_EVERY == 0);
     if (check && floe__pq_writer_bytes(w->cur) >= w->target) {
         rc = finish_file(w, err);        /* the path handed out lives on in w->done */
         if (rc != FLOE_OK)
@@ -231,6 +277,8 @@ int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len
 }
 
 uint64_t floe__file_writer_rows(const floe__file_writer *w) { return w ? w->rows : 0; }
+
+uint64_t floe__file_writer_target(const floe__file_writer *w) { return w->target; }
 
 uint64_t floe__file_writer_open_bytes(const floe__file_writer *w)
 {
@@ -264,6 +312,7 @@ static void free_writer(floe__file_writer *w, bool remove_files)
         for (size_t i = 0; i < w->done.n; i++)
             floe__fileio_remove(w->t->io, w->done.files[i].path, NULL);
     floe__pq_writer_abort(w->cur);
+    floe__pq_codec_destroy(w->codec);
     floe__free(w->cur_path);
     floe__content_list_clear(&w->done);
     floe__free(w->eq_ids);
@@ -308,22 +357,12 @@ struct floe__posdel_writer {
     floe__table *t;
     floe__file_writer_options o;
     char *prefix;
-    char **paths;                    /* distinct data file paths */
-    uint32_t n_paths, cap_paths;
-    uint32_t *slots;                 /* open-addressing hash of paths: index + 1, 0 = empty */
-    uint32_t n_slots;                /* a power of two, at least 2 x n_paths */
+    floe__strtab paths;              /* distinct data file paths */
+    const char **sorted;             /* once sorted: the paths by rank (borrowed from paths) */
     uint32_t last;                   /* the path of the previous add (a cheap cache) */
     posdel *dels;
     size_t n, cap;
 };
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;           /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
 
 int floe__posdel_writer_new(floe__table *t, const floe__file_writer_options *o,
                             floe__posdel_writer **out, floe_error *err)
@@ -352,57 +391,17 @@ int floe__posdel_writer_new(floe__table *t, const floe__file_writer_options *o,
     return FLOE_OK;
 }
 
-static int rehash(floe__posdel_writer *w, floe_error *err)
-{
-    uint32_t n = w->n_slots ? w->n_slots * 2 : 64;
-    uint32_t *s = floe__calloc(n, sizeof *s);
-    if (!s)
-        return FLOE_OOM(err);
-    for (uint32_t i = 0; i < w->n_paths; i++) {
-        uint32_t h = (uint32_t)hash_str(w->paths[i]) & (n - 1);
-        while (s[h])
-            h = (h + 1) & (n - 1);
-        s[h] = i + 1;
-    }
-    floe__free(w->slots);
-    w->slots = s;
-    w->n_slots = n;
-    return FLOE_OK;
-}
-
 /* The index of `path`, added when new. */
 static int intern(floe__posdel_writer *w, const char *path, uint32_t *idx, floe_error *err)
 {
-    if (w->last != UINT32_MAX && strcmp(w->paths[w->last], path) == 0) {
+    if (w->last != UINT32_MAX && strcmp(w->paths.s[w->last], path) == 0) {
         *idx = w->last;
         return FLOE_OK;
     }
-    if ((uint64_t)(w->n_paths + 1) * 2 > w->n_slots) {
-        FLOE_RETURN_IF(w->n_paths >= (1u << 28), err, FLOE_ELIMIT,
-                       "position deletes reference too many data files");
-        FLOE_FORWARD(rehash(w, err));
-    }
-    uint32_t h = (uint32_t)hash_str(path) & (w->n_slots - 1);
-    for (; w->slots[h]; h = (h + 1) & (w->n_slots - 1)) {
-        if (strcmp(w->paths[w->slots[h] - 1], path) == 0) {
-            *idx = w->last = w->slots[h] - 1;
-            return FLOE_OK;
-        }
-    }
-    if (w->n_paths == w->cap_paths) {
-        uint32_t cap = w->cap_paths ? w->cap_paths * 2 : 16;
-        char **p = floe__realloc(w->paths, cap * sizeof *p);
-        if (!p)
-            return FLOE_OOM(err);
-        w->paths = p;
-        w->cap_paths = cap;
-    }
-    char *copy = floe__strdup(path);
-    if (!copy)
-        return FLOE_OOM(err);
-    w->paths[w->n_paths] = copy;
-    w->slots[h] = w->n_paths + 1;
-    *idx = w->last = w->n_paths++;
+    FLOE_RETURN_IF(w->paths.n >= (1u << 28), err, FLOE_ELIMIT,
+                   "position deletes reference too many data files");
+    FLOE_FORWARD(floe__strtab_intern(&w->paths, path, idx, err));
+    w->last = *idx;
     return FLOE_OK;
 }
 
@@ -457,31 +456,28 @@ static int cmp_ranked(const void *a, const void *b)
  * sort the entries by (rank, pos) and drop duplicates. */
 static int sort_deletes(floe__posdel_writer *w, floe_error *err)
 {
-    ranked *r = floe__malloc((w->n_paths ? w->n_paths : 1) * sizeof *r);
-    uint32_t *rank = floe__malloc((w->n_paths ? w->n_paths : 1) * sizeof *rank);
-    char **sorted = floe__malloc((w->n_paths ? w->n_paths : 1) * sizeof *sorted);
+    size_t n = w->paths.n;
+    ranked *r = floe__malloc((n ? n : 1) * sizeof *r);
+    uint32_t *rank = floe__malloc((n ? n : 1) * sizeof *rank);
+    const char **sorted = floe__malloc((n ? n : 1) * sizeof *sorted);
     if (!r || !rank || !sorted) {
         floe__free(r);
         floe__free(rank);
-        floe__free(sorted);
+        floe__free((void *)sorted);
         return FLOE_OOM(err);
     }
-    for (uint32_t i = 0; i < w->n_paths; i++)
-        r[i] = (ranked){w->paths[i], i};
-    qsort(r, w->n_paths, sizeof *r, cmp_ranked);
-    for (uint32_t i = 0; i < w->n_paths; i++) {
+    for (uint32_t i = 0; i < n; i++)
+        r[i] = (ranked){w->paths.s[i], i};
+    qsort(r, n, sizeof *r, cmp_ranked);
+    for (uint32_t i = 0; i < n; i++) {
         rank[r[i].idx] = i;
-        sorted[i] = w->paths[r[i].idx];
+        sorted[i] = r[i].path;
     }
     for (size_t i = 0; i < w->n; i++)
         w->dels[i].path = rank[w->dels[i].path];
-    floe__free(w->paths);
-    w->paths = sorted;
-    w->cap_paths = w->n_paths;
-    w->last = UINT32_MAX;
-    floe__free(w->slots);                   /* the hash is stale from here on */
-    w->slots = NULL;
-    w->n_slots = 0;
+    floe__free((void *)w->sorted);
+    w->sorted = sorted;
+    w->last = UINT32_MAX;                   /* indexes are ranks from here on */
     floe__free(r);
     floe__free(rank);
     qsort(w->dels, w->n, sizeof *w->dels, cmp_posdel);
@@ -521,7 +517,7 @@ static int write_sorted(floe__posdel_writer *w, floe__file_writer *fw, floe_erro
     floe__buf_init(&row, POSDEL_MAX_PATH + 64);
     int rc = FLOE_OK;
     for (size_t i = 0; rc == FLOE_OK && i < w->n; i++) {
-        const char *p = w->paths[w->dels[i].path];
+        const char *p = w->sorted[w->dels[i].path];
         size_t len = strlen(p);
         uint8_t hdr[5] = {FLOE_SLOT_PRESENT}, tail[9] = {FLOE_SLOT_PRESENT};
         floe__put_le32(hdr + 1, (uint32_t)len);
@@ -558,10 +554,8 @@ static int exact_bounds(floe__content_file *f, const char *lo, const char *hi, f
 
 static void free_posdel(floe__posdel_writer *w)
 {
-    for (uint32_t i = 0; i < w->n_paths; i++)
-        floe__free(w->paths[i]);
-    floe__free(w->paths);
-    floe__free(w->slots);
+    floe__strtab_free(&w->paths);
+    floe__free((void *)w->sorted);
     floe__free(w->dels);
     floe__free(w->prefix);
     floe__free(w);
@@ -595,8 +589,8 @@ int floe__posdel_writer_close(floe__posdel_writer *w, floe__content_list *out, f
                                "deletes", at, cnt, w->n);
             break;
         }
-        rc = exact_bounds(&files.files[k], w->paths[w->dels[at].path],
-                          w->paths[w->dels[at + cnt - 1].path], err);
+        rc = exact_bounds(&files.files[k], w->sorted[w->dels[at].path],
+                          w->sorted[w->dels[at + cnt - 1].path], err);
         at += cnt;
     }
     if (rc == FLOE_OK)

@@ -281,8 +281,8 @@ static int new_writer(floe_table *t, floe__content content, floe__schema *own,
                  ? floe__err_set(err, FLOE_EUNSUPPORTED, "table %s.%s is partitioned: floe "
                                  "writes no equality deletes into partitioned tables yet",
                                  t->t->ns, t->t->name)
-             : part ? floe__part_writer_new(t->t, w->schema, NULL, opts ? &o : NULL, 0, NULL,
-                                            &w->pw, err)
+             : part ? floe__part_writer_new(t->t, w->schema, NULL, opts ? &o : NULL, NULL, &w->pw,
+                                            err)
                     : floe__file_writer_new(t->t, content, w->schema, ids, n_ids,
                                             opts ? &o : NULL, &w->w, err);
     if (rc != FLOE_OK) {

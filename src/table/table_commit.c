@@ -74,6 +74,7 @@ static void attempt_cleanup(attempt *a, bool remove_files)
     floe__manifest_list_clear(&a->list);
     floe__content_list_clear(&a->written);
     floe__free(a->written_specs);
+    floe__pathmap_clear(&a->added_data);
     floe__plan_free(a->plan);
     json_decref(a->new_schema);
     json_decref(a->new_spec);

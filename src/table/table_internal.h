@@ -122,6 +122,8 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
 int floe__file_writer_write(floe__file_writer *w, const uint8_t *row, size_t len,
                             const char **path, uint64_t *pos, floe_error *err);
 uint64_t floe__file_writer_rows(const floe__file_writer *w);
+/* The estimated size at which a file rolls over. */
+uint64_t floe__file_writer_target(const floe__file_writer *w);
 /* The estimated size of the file being written (0: none open). */
 uint64_t floe__file_writer_open_bytes(const floe__file_writer *w);
 /* The bytes of its open row group held in memory (0: none open). */
@@ -132,6 +134,15 @@ const char *floe__file_writer_open_path(const floe__file_writer *w);
 /* Close the file being written now (it becomes readable); the next row
  * opens another. */
 int floe__file_writer_roll(floe__file_writer *w, floe_error *err);
+/* A new name for one of the writer's files (*path owned by the caller), to
+ * be written later through floe__file_writer_open_at. */
+int floe__file_writer_name(floe__file_writer *w, char **path, floe_error *err);
+/* Open the next file under `path` (from floe__file_writer_name; taken
+ * either way): no file may be open.  It takes rows without rolling over
+ * at the target size until floe__file_writer_roll finishes it. */
+int floe__file_writer_open_at(floe__file_writer *w, char *path, floe_error *err);
+/* Move the files finished so far to the end of `out`. */
+int floe__file_writer_take(floe__file_writer *w, floe__content_list *out, floe_error *err);
 /* Finish every file and append them to `out`.  Frees w either way; on
  * failure the files it wrote are removed. */
 int floe__file_writer_close(floe__file_writer *w, floe__content_list *out, floe_error *err);
@@ -140,18 +151,23 @@ void floe__file_writer_abort(floe__file_writer *w);
 
 /* ---- partitioned data files (part_writer.c) --------------------------------------------
  * Rows routed by their partition tuple under a spec (the table's,
- * t->spec_id, unless the caller gives the one its commit adds) to one open data file writer per tuple; every finished file carries its
- * tuple (content_file.partition) to the commit.  At most `max_open` writers
- * are open: a row of a new tuple beyond that first closes the open file
- * with the largest estimated size (later rows of its tuple open another).
- * An unpartitioned spec gives one writer, like floe__file_writer.
+ * t->spec_id, unless the caller gives the one its commit adds); every
+ * finished file holds one tuple and carries it (content_file.partition) to
+ * the commit.  An unpartitioned spec gives one writer, like
+ * floe__file_writer.  A partitioned one writes clustered: each tuple's
+ * rows are held (as row bytes) until the writer closes or they reach the
+ * target file size, and then written as one file, one file at a time; the
+ * file's name and each row's position in it are fixed when the row
+ * arrives, so floe__part_writer_write reports them at once.
  *
  * Memory: the writers sharing a budget (e.g. every open batch of a sink)
- * count the row groups their open files buffer in budget->used; before a
- * row is written, while used exceeds budget->limit (0: no bound), the
- * writer closes its open file buffering the most, down to one open file.
- * So used stays within limit plus one file's row group (bounded by the row
- * group size) plus one row. */
+ * count what they hold (row bytes of a partitioned writer, the open row
+ * group of an unpartitioned one) in budget->used; before a row is written,
+ * while used exceeds budget->limit (0: no bound), a partitioned writer
+ * writes out the tuple holding the most as a file (an early close).  So
+ * used stays within limit plus a row per writer plus one unpartitioned
+ * writer's row group, and writing out a tuple needs one file's row group
+ * more while it runs. */
 typedef struct floe__part_budget {
     uint64_t limit;                   /* bytes; 0: unbounded */
     uint64_t used;                    /* what the sharing writers buffer now */
@@ -159,19 +175,20 @@ typedef struct floe__part_budget {
 typedef struct floe__part_writer floe__part_writer;
 /* `schema` (t->schema or a superset, outliving the writer) holds the
  * spec's source columns; spec (partition spec JSON, read here only) NULL:
- * the table's (t->spec_id); o NULL: the table's options; max_open 0: from the
- * file descriptor limit (64 to 1024, part_writer.c);
- * budget (borrowed, outliving the writer) NULL: bounded by max_open only. */
+ * the table's (t->spec_id); o NULL: the table's options; budget (borrowed,
+ * outliving the writer) NULL: unbounded. */
 int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json_t *spec,
-                          const floe__file_writer_options *o, size_t max_open,
-                          floe__part_budget *budget, floe__part_writer **out, floe_error *err);
-/* Append a row; *path and *pos (either may be NULL) as floe__file_writer_write's. */
+                          const floe__file_writer_options *o, floe__part_budget *budget,
+                          floe__part_writer **out, floe_error *err);
+/* Append a row; *path and *pos (either may be NULL) as floe__file_writer_write's
+ * (the path stays valid until the writer is closed or aborted). */
 int floe__part_writer_write(floe__part_writer *w, const uint8_t *row, size_t len,
                             const char **path, uint64_t *pos, floe_error *err);
 /* The bound spec the writer partitions by (owned by the writer). */
 const struct floe__partition_spec *floe__part_writer_spec(const floe__part_writer *w);
+/* How many tuples hold rows not yet written (unpartitioned: 0 or 1). */
 size_t floe__part_writer_open_count(const floe__part_writer *w);
-/* How many files it closed early to stay within its budget. */
+/* How many files it wrote early to stay within its budget. */
 uint64_t floe__part_writer_early_closes(const floe__part_writer *w);
 /* Close the file `path` now if one of its open writers is writing it (so
  * it can be read); the next row of its tuple opens another.  No such file:
@@ -211,6 +228,21 @@ bool floe__pathmap_get(const floe__pathmap *m, const char *path, size_t *value);
 /* Insert path -> value; a path already there keeps its value (*existed true). */
 int floe__pathmap_put(floe__pathmap *m, const char *path, size_t value, bool *existed,
                       floe_error *err);
+
+/* ---- interned strings (strtab.c) ---------------------------------------------------------
+ * Each distinct string its dense index (0, 1, ...) in t->s (owned copies),
+ * found again through a floe__pathmap.  Zero-initialized is empty. */
+typedef struct floe__strtab {
+    char **s;                         /* by index */
+    size_t n, cap;
+    floe__pathmap index;              /* string -> index */
+} floe__strtab;
+void floe__strtab_free(floe__strtab *t);      /* and leaves it empty, ready for use */
+/* The index of s, added when new. */
+int floe__strtab_intern(floe__strtab *t, const char *s, uint32_t *index, floe_error *err);
+/* Append s[0, len) as the next index even if present (a list read back
+ * that must keep its indexes; finding a repeated string gives the first). */
+int floe__strtab_push(floe__strtab *t, const char *s, size_t len, floe_error *err);
 
 /* ---- position delete sets (posdel_set.c) ---------------------------------------------------
  * Data file path -> the set of deleted row positions (sorted, unique; a

@@ -957,7 +957,7 @@ TEST(partitioned_writer_memory_budget)
         floe__part_budget budget = {.limit = round == 0 ? 1 : (uint64_t)1 << 30};
         floe__part_writer *w[2] = {NULL, NULL};
         for (int k = 0; k < 2; k++)
-            CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, NULL, 0, &budget, &w[k], e.err),
+            CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, NULL, &budget, &w[k], e.err),
                          FLOE_OK);
         if (!w[0] || !w[1]) {
             floe__part_writer_abort(w[0]);
@@ -968,8 +968,8 @@ TEST(partitioned_writer_memory_budget)
             uint8_t row[9] = {1};
             floe__put_le64(row + 1, (uint64_t)i);
             CHECK_EQ_INT(floe__part_writer_write(w[i % 2], row, 9, NULL, NULL, e.err), FLOE_OK);
-            if (round == 0)                  /* the one kept open, and the row's */
-                CHECK(floe__part_writer_open_count(w[i % 2]) <= 2);
+            if (round == 0)                  /* the row's tuple only: the rest written out */
+                CHECK(floe__part_writer_open_count(w[i % 2]) <= 1);
         }
         CHECK(budget.used > 0);
         uint64_t early = floe__part_writer_early_closes(w[0]) +
@@ -993,8 +993,9 @@ TEST(partitioned_writer_memory_budget)
     env_close(&e);
 }
 
-/* The partitioned writer: rows routed by bucket[4] and identity, one open
- * file per tuple within the bound, tuples committed and read back. */
+/* The partitioned writer: rows routed by bucket[4] and identity, one file
+ * per tuple (two where a tuple's rows pass the target size), every row at
+ * the file and position its write reported, tuples committed and read back. */
 TEST(partitioned_writer_commits_tuples)
 {
     env e;
@@ -1012,29 +1013,50 @@ TEST(partitioned_writer_commits_tuples)
     floe__loaded_table_free(lt);
     floe__table *t = open_t(&e, "pw", NULL, NULL);
     floe__part_writer *w = NULL;
+    /* a target of 300 row bytes: about 17 rows of 14 bytes per file */
+    floe__file_writer_options o = {.target_file_size = 300};
+    floe_parquet_options_init(&o.parquet);
     if (t)
-        CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, NULL, 3, NULL, &w, e.err), FLOE_OK);
+        CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, &o, NULL, &w, e.err), FLOE_OK);
     floe__content_list files = {0};
+    enum { N = 200 };
+    char *paths[N] = {0};
+    uint64_t poss[N] = {0};
     if (w) {
-        for (int64_t i = 0; i < 200; i++) {
+        for (int64_t i = 0; i < N; i++) {
             uint8_t row[14] = {1};
             floe__put_le64(row + 1, (uint64_t)i);
             row[9] = i % 5 ? 1 : 0;              /* k null for every fifth row */
             floe__put_le32(row + 10, (uint32_t)(i % 2));
             size_t len = row[9] ? 14 : 10;
-            CHECK_EQ_INT(floe__part_writer_write(w, row, len, NULL, NULL, e.err), FLOE_OK);
-            CHECK(floe__part_writer_open_count(w) <= 3);
+            const char *path = NULL;
+            CHECK_EQ_INT(floe__part_writer_write(w, row, len, &path, &poss[i], e.err), FLOE_OK);
+            paths[i] = path ? floe__strdup(path) : NULL;
+            CHECK(floe__part_writer_open_count(w) <= 12);
         }
+        uint8_t bad[2] = {0, 0};                 /* id null: refused, the writer goes on */
+        CHECK_EQ_INT(floe__part_writer_write(w, bad, 2, NULL, NULL, e.err), FLOE_EINPUT);
         CHECK_EQ_INT(floe__part_writer_close(w, &files, e.err), FLOE_OK);
     }
-    /* 4 buckets x (k 0, 1, null) = at most 12 tuples, some split by early closes */
-    CHECK(files.n >= 12);
+    /* 4 buckets x (k 0, 1, null) = 12 tuples, a few split at the target */
+    CHECK(files.n >= 12 && files.n <= 24);
     uint64_t rows = 0;
     for (size_t i = 0; i < files.n; i++) {
-        rows += files.files[i].metrics.record_count;
-        CHECK(files.files[i].partition.len > 0);
+        const floe__content_file *f = &files.files[i];
+        rows += f->metrics.record_count;
+        CHECK(f->partition.len > 0);
+        uint64_t n = 0, top = 0;             /* the rows reported in it: positions 0 .. n-1 */
+        for (int r = 0; r < N; r++)
+            if (paths[r] && strcmp(paths[r], f->path) == 0) {
+                n++;
+                top = poss[r] > top ? poss[r] : top;
+            }
+        CHECK_EQ_INT(n, f->metrics.record_count);
+        CHECK_EQ_INT(top + 1, n);
     }
-    CHECK_EQ_INT(rows, 200);
+    for (int r = 0; r < N; r++)
+        floe__free(paths[r]);
+    CHECK_EQ_INT(rows, N);
     int64_t snap = -1;
     floe__commit_request req = {.files = files.files, .n_files = files.n, .summary = NULL,
                                 .base_snapshot_id = -1, .tag = NULL};

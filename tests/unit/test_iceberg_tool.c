@@ -20,7 +20,6 @@
  *   columns            declared column list (optional: else the table's schema)
  *   base               "current" (default), a snapshot id, or null (no snapshot)
  *   target_file_size   roll data files over at this size (optional)
- *   max_open           partitioned tables: open files at most (optional)
  *   insert             [row objects]                    data rows
  *   delete_inserted    [indexes into insert]            position deletes of
  *                                                       rows of this commit
@@ -178,9 +177,7 @@ typedef struct delta {
 static int write_partitioned(delta *d, const json_t *rows)
 {
     floe__part_writer *w;
-    size_t max_open = (size_t)json_integer_value(json_object_get(d->spec, "max_open"));
-    FLOE_FORWARD(floe__part_writer_new(d->tb, d->tb->schema, NULL, &d->o, max_open, NULL, &w,
-                                       d->t->err));
+    FLOE_FORWARD(floe__part_writer_new(d->tb, d->tb->schema, NULL, &d->o, NULL, &w, d->t->err));
     floe__buf row;
     floe__buf_init(&row, 0);
     int rc = FLOE_OK;

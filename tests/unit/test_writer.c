@@ -210,7 +210,7 @@ TEST(a_row_written_in_an_earlier_close_of_the_batch_is_deleted_by_position)
             CHECK_EQ_INT(s->rows_written, 2);
             CHECK_EQ_INT(s->position_deletes, 1);
             CHECK_EQ_INT(s->equality_deletes, 0);
-            CHECK(s->dels.n_paths == 1 && strcmp(s->dels.paths[0], s->files.files[0].path) == 0);
+            CHECK(s->dels.paths.n == 1 && strcmp(s->dels.paths.s[0], s->files.files[0].path) == 0);
             floe__posdel_set *set = NULL;
             CHECK_EQ_INT(floe__delrecs_set(&s->dels, &set, NULL), FLOE_OK);
             CHECK(set && floe__posdel_set_count(set) == 1);
@@ -377,8 +377,8 @@ TEST(position_mode_deletes_rows_of_earlier_batches_by_position)
         CHECK_EQ_INT(b->equality_deletes, 0);
         CHECK_EQ_INT(b->dels.recs.len, 2 * (FLOE__DELETE_HEAD + 9));   /* key: slot of id */
         CHECK(b->kx_log && b->kx_log->n_ops == 2);                 /* the 2 rows it indexed */
-        CHECK(b->dels.n_paths == 1 && floe__get_le32(b->dels.recs.data) == 0);
-        CHECK_EQ_STR(b->dels.paths[0], a->files.files[0].path);
+        CHECK(b->dels.paths.n == 1 && floe__get_le32(b->dels.recs.data) == 0);
+        CHECK_EQ_STR(b->dels.paths.s[0], a->files.files[0].path);
         CHECK_EQ_INT(floe__get_le64(b->dels.recs.data + 4), 0);    /* (1, a) was row 0 */
     }
     floe__writer_stats st;
