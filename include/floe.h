@@ -500,9 +500,9 @@ typedef struct floe_file_writer floe_file_writer;
  * write.target-file-size-bytes; delete writers their write.delete.* forms
  * first), FLOE_EINVAL / FLOE_EUNSUPPORTED naming a property floe cannot
  * follow; opts given: exactly those.
- * On a partitioned table, rows are routed to one file per partition (at
- * most 64 open at once; the largest is closed early beyond that), each
- * file carrying its partition to the commit.
+ * On a partitioned table, rows are held per partition and each
+ * partition's written as one file when the writer goes to a commit (or
+ * past the target file size), each file carrying its partition to it.
  * FLOE_EUNSUPPORTED for a table floe cannot write (format version 1). */
 int floe_data_writer_new(floe_table *table, const floe_write_options *opts,
                          floe_file_writer **out, floe_error *err);
@@ -510,7 +510,11 @@ int floe_data_writer_new(floe_table *table, const floe_write_options *opts,
  * columns of the table): each row written deletes every row of earlier
  * snapshots whose key columns equal it.  Rows are of
  * floe_file_writer_schema(w).  FLOE_EINVAL for an unknown or nested
- * column; FLOE_EUNSUPPORTED on a partitioned table (not yet written). */
+ * column.  On a partitioned table whose every partition source column is
+ * among `columns`, each file holds one partition's keys and applies to
+ * that partition; otherwise the deletes are global (the commit puts them
+ * in an unpartitioned spec, adding one to the table when it has none), as
+ * they also are when the table has live data files of another spec. */
 int floe_equality_delete_writer_new(floe_table *table, const char *const *columns,
                                     size_t n_columns, const floe_write_options *opts,
                                     floe_file_writer **out, floe_error *err);
@@ -828,7 +832,6 @@ int floe_sink_evolve(floe_sink *sink, uint64_t time, const floe_schema *schema, 
  * sink's resume frontier is input replayed after a restart: the spec is
  * what files are written in from the resume frontier on.  Errors:
  * FLOE_EINVAL for a spec that does not parse or names no column;
- * FLOE_EUNSUPPORTED for a partitioned spec with equality deletes;
  * FLOE_EINPUT for a time behind the frontier; the commit's errors. */
 int floe_sink_repartition(floe_sink *sink, uint64_t time, const char *spec, floe_error *err);
 /* Every row before `time` is gone (a source's TRUNCATE): the snapshot that

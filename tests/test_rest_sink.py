@@ -203,3 +203,21 @@ def test_partition_spec_changes_over_rest(floe, rest, tmp_path):
              for s in md["partition-specs"]}
     assert specs == {0: [], 1: [(1000, "day")], 2: [(1000, "day"), (1001, "bucket[8]")]}, specs
     assert md["default-spec-id"] == 1 and md["last-partition-id"] == 1001, md
+
+
+def test_global_equality_deletes_over_rest(floe, rest_server, tmp_path):
+    """Equality mode on a table partitioned by a non-key column: the first
+    commit with a delete adds an unpartitioned spec through Apache's REST
+    server (not the default) and the deletes go in it; every snapshot,
+    read by Java and DuckDB through the server, equals the model."""
+    stream = Stream(43, steps=40, keys=30, burst=0.3)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    table = f"{rest_server.namespace()}.orders"
+    floe(*rest_sink_args(rest_server.uri, table, "upsert", stream, 15),
+         "--delete-mode", "equality", "--partition-by", "bucket(4, name)", "--input", src,
+         env=rest_server.floe_env)
+    check_rest_snapshots(rest_server, table, stream, "upsert")
+    md = rest_server.load(table)["metadata"]
+    specs = {s["spec-id"]: [f["transform"] for f in s["fields"]] for s in md["partition-specs"]}
+    assert specs == {0: ["bucket[4]"], 1: []} and md["default-spec-id"] == 0, md

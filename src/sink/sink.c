@@ -499,6 +499,17 @@ static int setup_parts(floe_sink *s, floe_error *err)
     if (s->upsert && !s->keeper && um && strcmp(um, "copy-on-write") == 0)
         on_warning(s, "the table's write.update.mode is copy-on-write, which needs the key index "
                       "of position mode: this sink writes equality deletes (merge-on-read)");
+    const json_t *spec = floe__metadata_spec_by_id(s->table->loaded->metadata,
+                                                   s->table->spec_id);
+    if (s->upsert && !s->keeper && floe__table_partitioned(s->table) && spec) {
+        bool scoped = floe__spec_covered_by(spec, s->wcfg.eq_ids, s->wcfg.n_eq_ids);
+        floe__sink_notice(s, "%s.%s is partitioned by %s: its equality deletes are %s", s->ns,
+                          s->name, scoped ? "key columns only" : "a column outside the key",
+                          scoped ? "per partition (global while files of an older spec are "
+                                   "live)"
+                                 : "global (an unpartitioned spec's: readers check them "
+                                   "against every data file)");
+    }
     if (s->keeper) {
         s->wcfg.kx = floe__keeper_kx(s->keeper);
         /* a batch's index log past a sixteenth of the memory is dropped, the
@@ -675,12 +686,7 @@ static int open_table(floe_sink *s, const floe__schema *declared, floe_error *er
         return floe__err_set(err, FLOE_EINVAL, "%s.%s exists at format version %d; "
                              "--format-version %d applies only to a table floe creates",
                              s->ns, s->name, has, v);
-    FLOE_FORWARD(floe__table_check_format(s->table, err));
-    FLOE_RETURN_IF(floe__table_partitioned(s->table) && s->upsert &&
-                   s->opts.delete_mode == FLOE_DELETE_EQUALITY, err, FLOE_EUNSUPPORTED,
-                   "table %s.%s is partitioned: --delete-mode equality does not write "
-                   "partitioned tables yet (position deletes do)", s->ns, s->name);
-    return FLOE_OK;
+    return floe__table_check_format(s->table, err);
 }
 
 static int sink_setup(floe_sink *s, floe_error *err)

@@ -459,15 +459,8 @@ static int repartition(floe_sink *s, uint64_t time, const char *text, const char
         rc = floe__partition_spec_to_json(ps, &spec, err);
     else if (rc == FLOE_OK && !(spec = json_pack("{s:[]}", "fields")))
         rc = FLOE_OOM(err);                 /* "": unpartitioned */
-    bool partitioned = ps && ps->n > 0;
     floe__partition_spec_free(ps);
     FLOE_FORWARD(rc);
-    if (partitioned && s->upsert && s->opts.delete_mode == FLOE_DELETE_EQUALITY) {
-        json_decref(spec);
-        return floe__err_set(err, FLOE_EUNSUPPORTED, "%s.%s: --delete-mode equality does not "
-                             "write partitioned tables yet (position deletes do)", s->ns,
-                             s->name);
-    }
     bool same = s->spec_change ? floe__spec_same_fields(s->spec_change, spec)
                                : floe__table_default_spec_is(s->table, spec);
     if (same) {                             /* the spec it writes in: nothing to do */

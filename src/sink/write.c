@@ -26,7 +26,7 @@ static void batch_free(const floe__writer *w, open_batch *b, bool abort_files)
         return;
     if (abort_files) {
         floe__part_writer_abort(b->data);
-        floe__file_writer_abort(b->eqdel);
+        floe__part_writer_abort(b->eqdel);
         for (size_t i = 0; i < b->adopted.n; i++)
             floe__fileio_remove(w->cfg->table->io, b->adopted.files[i].path, NULL);
     }
@@ -149,10 +149,11 @@ int floe__writer_eq_delete(floe__writer *w, open_batch *b, const uint8_t *key, s
                            floe_error *err)
 {
     if (!b->eqdel)
-        FLOE_FORWARD(floe__file_writer_new(w->cfg->table, FLOE_CONTENT_EQUALITY_DELETES,
-                                           w->cfg->eq_schema, w->cfg->eq_ids, w->cfg->n_eq_ids,
-                                           &w->cfg->eqdel_opts, &b->eqdel, err));
-    FLOE_FORWARD(floe__file_writer_write(b->eqdel, key, len, NULL, NULL, err));
+        FLOE_FORWARD(floe__part_writer_new_deletes(w->cfg->table, w->cfg->eq_schema,
+                                                   w->cfg->eq_ids, w->cfg->n_eq_ids,
+                                                   w->cfg->spec, &w->cfg->eqdel_opts,
+                                                   &w->budget, &b->eqdel, err));
+    FLOE_FORWARD(floe__part_writer_write(b->eqdel, key, len, NULL, NULL, err));
     b->eqdels++;
     w->stats.equality_deletes++;
     return FLOE_OK;
@@ -362,16 +363,16 @@ void floe__sealed_free(floe__sealed *s)
 static int close_files(open_batch *b, floe__content_list *out, floe_error *err)
 {
     floe__part_writer *data = b->data;
-    floe__file_writer *eq = b->eqdel;
+    floe__part_writer *eq = b->eqdel;
     b->data = NULL;
     b->eqdel = NULL;
     int rc = data ? floe__part_writer_close(data, out, err) : FLOE_OK;
     if (rc == FLOE_OK)
         rc = floe__content_list_take(out, &b->adopted, err);
     if (eq && rc == FLOE_OK)
-        rc = floe__file_writer_close(eq, out, err);
+        rc = floe__part_writer_close(eq, out, err);
     else if (eq)
-        floe__file_writer_abort(eq);
+        floe__part_writer_abort(eq);
     return rc;
 }
 

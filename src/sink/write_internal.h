@@ -10,8 +10,8 @@
 
 typedef struct floe__open_batch {
     floe__batch desc;
-    floe__part_writer *data;           /* its data files, one open per partition */
-    floe__file_writer *eqdel;
+    floe__part_writer *data;           /* its data files, rows held per partition */
+    floe__part_writer *eqdel;          /* its equality deletes (per partition, or global) */
     uint64_t rows, posdels, eqdels;
     floe__delrecs dels;                /* its position deletes */
     floe__kx_log *log;                 /* position mode: the rows it indexed */

@@ -51,6 +51,11 @@ typedef struct floe__attempt {
                                         else the table's (t->spec_id) */
     json_t *new_spec;                /* the request's spec as JSON with its ids (owned) */
     bool spec_known;                 /* ... is one the table has (made default again) */
+    int32_t eq_spec;                 /* the unpartitioned spec global equality deletes go in
+                                        (-1: none need one) */
+    json_t *eq_spec_new;             /* ... when this commit adds it (owned), else NULL */
+    bool eq_unscoped;                /* the parent has live data files of another spec than
+                                        spec_id: every equality delete is global */
 } floe__attempt;
 
 /* Plan the parent, find the files req->remove names (and the DVs and

@@ -20,6 +20,12 @@
  * validated when held (floe__datum_validate), so a bad row is refused at
  * its write, not when its tuple is written out.
  *
+ * Equality delete rows (the key columns) go the same way when every source
+ * column of the spec is a key column, so each delete file holds the keys
+ * of one partition; otherwise they stream into files without a tuple,
+ * which the commit makes global (table_commit.c: an unpartitioned spec's,
+ * applying to every data file).
+ *
  * It does not commit (table_commit.c writes the manifests, which carry
  * the tuples) and never decides the spec: it is the table's (t->spec_id)
  * or the one its caller's commit makes the table's.
@@ -88,9 +94,10 @@ static void free_writer(floe__part_writer *w, bool remove_files)
     floe__free(w);
 }
 
-int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json_t *spec,
-                          const floe__file_writer_options *o, floe__part_budget *budget,
-                          floe__part_writer **out, floe_error *err)
+static int make(floe__table *t, floe__content content, const floe__schema *schema,
+                const int32_t *eq_ids, size_t n_eq_ids, const json_t *spec,
+                const floe__file_writer_options *o, floe__part_budget *budget,
+                floe__part_writer **out, floe_error *err)
 {
     FLOE_RETURN_IF(!t || !schema || !out, err, FLOE_EINVAL, "partition writer: NULL argument");
     FLOE_FORWARD(floe__table_check_format(t, err));
@@ -110,7 +117,7 @@ int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json
         rc = floe__err_wrap(err, rc, "table %s.%s: partition spec %d", t->ns, t->name,
                             (int)json_integer_value(json_object_get(spec, "spec-id")));
     if (rc == FLOE_OK)
-        rc = floe__file_writer_new(t, FLOE_CONTENT_DATA, schema, NULL, 0, o, &w->fw, err);
+        rc = floe__file_writer_new(t, content, schema, eq_ids, n_eq_ids, o, &w->fw, err);
     if (rc != FLOE_OK) {
         free_writer(w, false);
         return rc;
@@ -118,6 +125,47 @@ int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json
     w->target = floe__file_writer_target(w->fw);
     *out = w;
     return FLOE_OK;
+}
+
+int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json_t *spec,
+                          const floe__file_writer_options *o, floe__part_budget *budget,
+                          floe__part_writer **out, floe_error *err)
+{
+    return make(t, FLOE_CONTENT_DATA, schema, NULL, 0, spec, o, budget, out, err);
+}
+
+bool floe__spec_covered_by(const json_t *spec, const int32_t *ids, size_t n)
+{
+    const json_t *f;
+    size_t i;
+    json_array_foreach(json_object_get(spec, "fields"), i, f) {
+        json_int_t src = json_integer_value(json_object_get(f, "source-id"));
+        bool found = false;
+        for (size_t k = 0; !found && k < n; k++)
+            found = ids[k] == src;
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+int floe__part_writer_new_deletes(floe__table *t, const floe__schema *eq_schema,
+                                  const int32_t *eq_ids, size_t n_eq_ids, const json_t *spec,
+                                  const floe__file_writer_options *o, floe__part_budget *budget,
+                                  floe__part_writer **out, floe_error *err)
+{
+    if (!spec && t)
+        spec = floe__metadata_spec_by_id(t->loaded->metadata, t->spec_id);
+    if (spec && floe__spec_covered_by(spec, eq_ids, n_eq_ids))
+        return make(t, FLOE_CONTENT_EQUALITY_DELETES, eq_schema, eq_ids, n_eq_ids, spec, o,
+                    budget, out, err);
+    json_t *global = json_pack("{s:i, s:[]}", "spec-id", 0, "fields");
+    if (!global)
+        return FLOE_OOM(err);
+    int rc = make(t, FLOE_CONTENT_EQUALITY_DELETES, eq_schema, eq_ids, n_eq_ids, global, o,
+                  budget, out, err);
+    json_decref(global);
+    return rc;
 }
 
 /* ---- slots by tuple ---------------------------------------------------------------------- */

@@ -24,7 +24,8 @@ struct floe_table {
 
 struct floe_file_writer {
     floe__file_writer *w;
-    floe__part_writer *pw;           /* instead of w: data of a partitioned table */
+    floe__part_writer *pw;           /* instead of w: a partitioned table's data or
+                                        equality deletes (part_writer.c) */
     uint64_t rows;                   /* rows written through pw */
     const floe__schema *schema;
     floe__schema *own_schema;        /* equality deletes: the projected key schema */
@@ -277,14 +278,13 @@ static int new_writer(floe_table *t, floe__content content, floe__schema *own,
     floe__file_writer_options o;
     internal_options(opts, &o);
     bool part = floe__table_partitioned(t->t);
-    int rc = part && content != FLOE_CONTENT_DATA
-                 ? floe__err_set(err, FLOE_EUNSUPPORTED, "table %s.%s is partitioned: floe "
-                                 "writes no equality deletes into partitioned tables yet",
-                                 t->t->ns, t->t->name)
-             : part ? floe__part_writer_new(t->t, w->schema, NULL, opts ? &o : NULL, NULL, &w->pw,
-                                            err)
-                    : floe__file_writer_new(t->t, content, w->schema, ids, n_ids,
-                                            opts ? &o : NULL, &w->w, err);
+    int rc = !part ? floe__file_writer_new(t->t, content, w->schema, ids, n_ids,
+                                           opts ? &o : NULL, &w->w, err)
+             : content == FLOE_CONTENT_DATA
+                 ? floe__part_writer_new(t->t, w->schema, NULL, opts ? &o : NULL, NULL, &w->pw,
+                                         err)
+                 : floe__part_writer_new_deletes(t->t, w->schema, ids, n_ids, NULL,
+                                                 opts ? &o : NULL, NULL, &w->pw, err);
     if (rc != FLOE_OK) {
         floe_schema_free(own);
         floe__free(w);

@@ -78,6 +78,7 @@ static void attempt_cleanup(attempt *a, bool remove_files)
     floe__plan_free(a->plan);
     json_decref(a->new_schema);
     json_decref(a->new_spec);
+    json_decref(a->eq_spec_new);
     floe__free(a->removed);
     floe__free(a->merged);
     floe__free(a->dir);
@@ -154,11 +155,21 @@ static int new_snapshot_id(const floe__metadata *md, int64_t *out, floe_error *e
 
 /* ---- manifests ----------------------------------------------------------------------------- */
 
+/* Whether the caller's file f is a global equality delete (attempt_eq_scope). */
+static bool eq_global(const attempt *a, const floe__content_file *f)
+{
+    return a->eq_spec >= 0 && f->content == FLOE_CONTENT_EQUALITY_DELETES &&
+           (a->eq_unscoped || f->partition.len == 0);
+}
+
 /* The spec id of the i-th file new_entries considers: the caller's are of
- * the table's spec, the deletes this attempt wrote of their data file's. */
+ * the table's spec (global equality deletes of an unpartitioned one), the
+ * deletes this attempt wrote of their data file's. */
 static int32_t new_spec(const attempt *a, size_t i)
 {
-    return i < a->req->n_files ? a->spec_id : a->written_specs[i - a->req->n_files];
+    if (i >= a->req->n_files)
+        return a->written_specs[i - a->req->n_files];
+    return eq_global(a, &a->req->files[i]) ? a->eq_spec : a->spec_id;
 }
 
 /* Spec `id` as JSON: the request's new one, else the table's. */
@@ -166,6 +177,8 @@ static const json_t *spec_json(const attempt *a, int32_t id)
 {
     if (a->new_spec && id == a->spec_id)
         return a->new_spec;
+    if (a->eq_spec_new && id == a->eq_spec)
+        return a->eq_spec_new;
     return floe__metadata_spec_by_id(a->md, id);
 }
 
@@ -190,6 +203,8 @@ static int new_entries(attempt *a, bool deletes, int32_t spec_id, floe__manifest
         *e = (floe__manifest_entry){.status = 1, .has_snapshot_id = true,
                                     .snapshot_id = a->snapshot_id};
         e->file = *f;
+        if (i < r->n_files && eq_global(a, f))
+            floe__buf_init(&e->file.partition, 0);   /* the unpartitioned spec's: no tuple */
         e->file.has_first_row_id = false;       /* new data files inherit (v3) */
         if (!deletes && r->has_data_sequence_number) {
             e->has_sequence_number = true;
@@ -243,14 +258,17 @@ static int write_manifest_of(attempt *a, bool deletes, int32_t spec_id, size_t k
 }
 
 /* The new manifests of one kind, one per spec their files are of (the
- * table's first): a manifest describes files of one spec. */
+ * table's first, then global equality deletes'): a manifest describes
+ * files of one spec. */
 static int write_manifest(attempt *a, bool deletes, floe_error *err)
 {
     FLOE_FORWARD(write_manifest_of(a, deletes, a->spec_id, 0, err));
     size_t k = 1;
+    if (deletes && a->eq_spec >= 0 && a->eq_spec != a->spec_id)
+        FLOE_FORWARD(write_manifest_of(a, deletes, a->eq_spec, k++, err));
     for (size_t i = a->req->n_files; deletes && i < a->req->n_files + a->written.n; i++) {
         int32_t spec = new_spec(a, i);
-        bool seen = spec == a->spec_id;
+        bool seen = spec == a->spec_id || spec == a->eq_spec;
         for (size_t j = a->req->n_files; !seen && j < i; j++)
             seen = new_spec(a, j) == spec;
         if (!seen)
@@ -267,6 +285,19 @@ static bool only_deleted(const floe__manifest_file *m)
     return m->added_files == 0 && m->existing_files == 0 && m->deleted_files > 0;
 }
 
+/* Append the manifests snapshot s's list names to out. */
+static int read_list(const attempt *a, const floe__snapshot *s, floe__manifest_list *out,
+                     floe_error *err)
+{
+    floe__buf data;
+    floe__buf_init(&data, FLOE_MANIFEST_MAX_BYTES);
+    int rc = floe__fileio_read_all(a->t->io, s->manifest_list, &data, err);
+    if (rc == FLOE_OK)
+        rc = floe__manifest_list_parse(data.data, data.len, out, err);
+    floe__buf_free(&data);
+    return rc;
+}
+
 /* Append every manifest of the parent snapshot, as its list has them,
  * except those rewritten[i] replaced and those with nothing live. */
 static int carry_parent(attempt *a, const bool *rewritten, floe_error *err)
@@ -279,13 +310,8 @@ static int carry_parent(attempt *a, const bool *rewritten, floe_error *err)
     FLOE_RETURN_IF(!s->manifest_list, err, FLOE_EUNSUPPORTED,
                    "snapshot %lld has no manifest list (a v1 snapshot with inline manifests)",
                    (long long)a->parent);
-    floe__buf data;
-    floe__buf_init(&data, FLOE_MANIFEST_MAX_BYTES);
     size_t from = a->list.n;
-    int rc = floe__fileio_read_all(a->t->io, s->manifest_list, &data, err);
-    if (rc == FLOE_OK)
-        rc = floe__manifest_list_parse(data.data, data.len, &a->list, err);
-    floe__buf_free(&data);
+    int rc = read_list(a, s, &a->list, err);
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "carrying the manifests of snapshot %lld forward (%s)",
                               (long long)a->parent, s->manifest_list);
@@ -505,12 +531,17 @@ static int schema_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
 static int spec_change(attempt *a, json_t *reqs, json_t *ups, floe_error *err)
 {
     size_t at = 0;
-    if (!a->spec_known)
+    if (a->new_spec && !a->spec_known)
         FLOE_FORWARD(insert_at(ups, at++, json_pack("{s:s, s:O}", "action", "add-spec", "spec",
                                                     a->new_spec), err));
-    FLOE_FORWARD(insert_at(ups, at, json_pack("{s:s, s:i}", "action", "set-default-spec",
-                                              "spec-id", a->spec_known ? (int)a->spec_id : -1),
-                           err));
+    if (a->eq_spec_new)                 /* not the default: global equality deletes' */
+        FLOE_FORWARD(insert_at(ups, at++, json_pack("{s:s, s:O}", "action", "add-spec", "spec",
+                                                    a->eq_spec_new), err));
+    if (a->new_spec)                    /* -1 is the last added: name it when that is not it */
+        FLOE_FORWARD(insert_at(ups, at, json_pack("{s:s, s:i}", "action", "set-default-spec",
+                                                  "spec-id", a->spec_known || a->eq_spec_new
+                                                                 ? (int)a->spec_id : -1),
+                               err));
     FLOE_FORWARD(insert_at(reqs, json_array_size(reqs),
                            json_pack("{s:s, s:i}", "type", "assert-default-spec-id",
                                      "default-spec-id",
@@ -563,7 +594,7 @@ static int build_change(attempt *a, json_t **reqs, json_t **ups, floe_error *err
                       uuid ? uuid : "", "type", "assert-ref-snapshot-id", "ref", ref_of(a),
                       "snapshot-id", a->parent < 0 ? json_null() : json_integer(a->parent));
     int rc = *ups && *reqs ? FLOE_OK : FLOE_OOM(err);
-    if (rc == FLOE_OK && a->req->spec)
+    if (rc == FLOE_OK && (a->req->spec || a->eq_spec_new))
         rc = spec_change(a, *reqs, *ups, err);
     if (rc == FLOE_OK && a->req->schema)
         rc = schema_change(a, *reqs, *ups, err);
@@ -684,12 +715,76 @@ static int attempt_spec(attempt *a, floe_error *err)
                ? FLOE_OK : FLOE_OOM(err);
 }
 
+/* Whether the parent snapshot has live data files of a spec other than
+ * the request's. */
+static int other_specs_live(attempt *a, bool *out, floe_error *err)
+{
+    *out = false;
+    const floe__snapshot *s = a->parent < 0 ? NULL : floe__metadata_snapshot_by_id(a->md,
+                                                                                   a->parent);
+    if (!s || !s->manifest_list)
+        return FLOE_OK;                /* carry_parent says what is wrong with it */
+    floe__manifest_list l = {0};
+    int rc = read_list(a, s, &l, err);
+    for (size_t i = 0; rc == FLOE_OK && i < l.n; i++) {
+        const floe__manifest_file *m = &l.items[i];
+        if (m->content == 0 && m->added_files + m->existing_files > 0 && m->spec_id != a->spec_id)
+            *out = true;
+    }
+    floe__manifest_list_clear(&l);
+    return rc;
+}
+
+/* Equality deletes on a partitioned spec.  A file holding one partition's
+ * keys (a tuple) applies to that partition's data files of the same spec
+ * only, which finds every row of its keys when the spec's source columns
+ * are key columns (part_writer.c writes tuples only then) and every live
+ * data file is of that spec.  Otherwise (a file without a tuple, or a
+ * parent with live data files of another spec, after an evolution) the
+ * delete is global: it goes in an unpartitioned spec, which applies to
+ * every data file, the table's or one this commit adds (next free id,
+ * after the request's new spec, as a catalog numbers them). */
+static int attempt_eq_scope(attempt *a, floe_error *err)
+{
+    a->eq_spec = -1;
+    bool any = false, tuples = false, bare = false;
+    for (size_t i = 0; i < a->req->n_files; i++) {
+        const floe__content_file *f = &a->req->files[i];
+        if (f->content != FLOE_CONTENT_EQUALITY_DELETES)
+            continue;
+        any = true;
+        tuples |= f->partition.len > 0;
+        bare |= f->partition.len == 0;
+    }
+    if (!any || json_array_size(json_object_get(spec_json(a, a->spec_id), "fields")) == 0)
+        return FLOE_OK;
+    if (tuples)
+        FLOE_FORWARD(other_specs_live(a, &a->eq_unscoped, err));
+    if (!bare && !a->eq_unscoped)
+        return FLOE_OK;
+    int32_t max = a->new_spec && !a->spec_known ? a->spec_id : -1;
+    const json_t *spec;
+    size_t i;
+    json_array_foreach(floe__metadata_specs(a->md), i, spec) {
+        int32_t sid = (int32_t)json_integer_value(json_object_get(spec, "spec-id"));
+        if (json_array_size(json_object_get(spec, "fields")) == 0) {
+            a->eq_spec = sid;
+            return FLOE_OK;
+        }
+        max = sid > max ? sid : max;
+    }
+    a->eq_spec = max + 1;
+    a->eq_spec_new = json_pack("{s:i, s:[]}", "spec-id", (int)a->eq_spec, "fields");
+    return a->eq_spec_new ? FLOE_OK : FLOE_OOM(err);
+}
+
 /* Build and write everything up to the catalog call. */
 static int prepare(attempt *a, floe_error *err)
 {
     FLOE_FORWARD(check_request(a, err));
     FLOE_FORWARD(attempt_schema(a, err));
     FLOE_FORWARD(attempt_spec(a, err));
+    FLOE_FORWARD(attempt_eq_scope(a, err));
     for (size_t i = 0; i < a->req->n_files; i++)
         floe__commit_count(&a->added, &a->req->files[i]);
     FLOE_FORWARD(new_snapshot_id(a->md, &a->snapshot_id, err));

@@ -180,6 +180,17 @@ typedef struct floe__part_writer floe__part_writer;
 int floe__part_writer_new(floe__table *t, const floe__schema *schema, const json_t *spec,
                           const floe__file_writer_options *o, floe__part_budget *budget,
                           floe__part_writer **out, floe_error *err);
+/* Equality delete rows of eq_schema (the key columns, field ids eq_ids):
+ * routed by `spec` (NULL: the table's) when every source column of it is a
+ * key column (floe__spec_covered_by), each file then holding one
+ * partition's keys; else written without a tuple, as a global delete (the
+ * commit puts such files in an unpartitioned spec). */
+int floe__part_writer_new_deletes(floe__table *t, const floe__schema *eq_schema,
+                                  const int32_t *eq_ids, size_t n_eq_ids, const json_t *spec,
+                                  const floe__file_writer_options *o, floe__part_budget *budget,
+                                  floe__part_writer **out, floe_error *err);
+/* Whether every source column of partition spec `spec` (JSON) is among ids. */
+bool floe__spec_covered_by(const json_t *spec, const int32_t *ids, size_t n);
 /* Append a row; *path and *pos (either may be NULL) as floe__file_writer_write's
  * (the path stays valid until the writer is closed or aborted). */
 int floe__part_writer_write(floe__part_writer *w, const uint8_t *row, size_t len,
