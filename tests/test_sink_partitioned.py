@@ -349,3 +349,22 @@ def test_spark_created_table_with_spark_writes_between_runs(floe, tmp_path):
         con.close()
     assert sorted([canon(*r) for r in rows], key=repr) == want, "DuckDB"
     check_partitions(db, wh, "demo.sp")
+
+
+def test_append_partitioned_by_the_update_time(floe, tmp_path):
+    """Append mode partitions by its _timestamp column (the update's time, a
+    long) with truncate; every snapshot equals the model for Java, DuckDB
+    and pyiceberg and every file holds one partition.  hour() on it is
+    refused with what to use instead."""
+    stream = Stream(305, steps=30, keys=20)
+    src = tmp_path / "changes.ndjson"
+    src.write_text(stream.text())
+    floe(*sink_args(tmp_path, "append", stream, 15), "--partition-by", "truncate(10, _timestamp)",
+         "--input", src)
+    check_snapshots(tmp_path, stream, "append")
+    data, _ = check_partitions(f"{tmp_path}/catalog.db", f"file://{tmp_path}/wh", TABLE)
+    assert len({d[1] for d in data.values()}) > 2, data
+    other = sink_args(tmp_path / "x", "append", stream, 15)
+    (tmp_path / "x").mkdir()
+    r = floe(*other, "--partition-by", "hour(_timestamp)", "--input", src, check=False)
+    assert r.returncode != 0 and "truncate(W, col)" in r.stderr, r.stderr

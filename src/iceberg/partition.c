@@ -144,8 +144,14 @@ int floe__transform_result(const floe__transform *t, const floe__field *src,
     if (!accepts(t->kind, src->kind)) {
         floe__type_name(src, false, ty, sizeof ty);
         floe__transform_text(t, tr, sizeof tr);
+        bool dated = t->kind == FLOE_TR_YEAR || t->kind == FLOE_TR_MONTH ||
+                     t->kind == FLOE_TR_DAY || t->kind == FLOE_TR_HOUR;
+        bool number = src->kind == FLOE_K_INT || src->kind == FLOE_K_LONG;
         return floe__err_set(err, FLOE_ESCHEMA, "transform %s does not apply to column %s of "
-                             "type %s", tr, src->name ? src->name : "?", ty);
+                             "type %s%s", tr, src->name ? src->name : "?", ty,
+                             dated && number ? " (year, month, day and hour take dates and "
+                                               "timestamps; a number is partitioned by "
+                                               "truncate(W, col) or bucket(N, col))" : "");
     }
     *result = (floe__field){.kind = src->kind, .precision = src->precision,
                             .scale = src->scale, .length = src->length};
