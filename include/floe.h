@@ -537,8 +537,10 @@ typedef struct floe_position_delete_writer floe_position_delete_writer;
 
 /* Position deletes: each (data file path, row position) deletes one row of
  * a data file (of an earlier snapshot, or of this commit).  Kept in memory
- * and written sorted when added to a commit.  FLOE_EUNSUPPORTED on a
- * partitioned table (not yet written). */
+ * and written sorted when added to a commit.  On a partitioned table the
+ * commit writes them when submitted, each data file's into a file-scoped
+ * delete file (a deletion vector on format 3) with that file's partition
+ * (so floe_commit_file_count does not count them). */
 int floe_position_delete_writer_new(floe_table *table, const floe_write_options *opts,
                                     floe_position_delete_writer **out, floe_error *err);
 int floe_position_delete_add(floe_position_delete_writer *w, const char *data_file,

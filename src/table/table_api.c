@@ -33,11 +33,15 @@ struct floe_file_writer {
 
 struct floe_position_delete_writer {
     floe__posdel_writer *w;
+    floe__posdel_set *set;           /* instead of w on a partitioned table: the commit writes
+                                        them, each in its data file's partition */
 };
 
 struct floe_commit {
     floe_table *table;
     floe__content_list files;
+    floe__posdel_set *deletes;       /* partitioned tables' position deletes, written by the
+                                        commit (NULL: none) */
     json_t *props;
     bool keep_files;                 /* committed, or maybe committed */
     bool spent;                      /* committed */
@@ -366,15 +370,14 @@ int floe_position_delete_writer_new(floe_table *t, const floe_write_options *opt
 {
     FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "floe_position_delete_writer_new: NULL "
                                                  "argument");
-    FLOE_RETURN_IF(floe__table_partitioned(t->t), err, FLOE_EUNSUPPORTED, "table %s.%s is "
-                   "partitioned: floe writes no position deletes into partitioned tables yet",
-                   t->t->ns, t->t->name);
     floe_position_delete_writer *w = floe__calloc(1, sizeof *w);
     if (!w)
         return FLOE_OOM(err);
     floe__file_writer_options o;
     internal_options(opts, &o);
-    int rc = floe__posdel_writer_new(t->t, opts ? &o : NULL, &w->w, err);
+    int rc = floe__table_partitioned(t->t) ? floe__posdel_set_new(&w->set, err)
+                                           : floe__posdel_writer_new(t->t, opts ? &o : NULL,
+                                                                     &w->w, err);
     if (rc != FLOE_OK) {
         floe__free(w);
         return rc;
@@ -387,12 +390,18 @@ int floe_position_delete_add(floe_position_delete_writer *w, const char *data_fi
                              floe_error *err)
 {
     FLOE_RETURN_IF(!w, err, FLOE_EINVAL, "floe_position_delete_add: NULL writer");
-    return floe__posdel_add(w->w, data_file, pos, err);
+    if (!w->set)
+        return floe__posdel_add(w->w, data_file, pos, err);
+    FLOE_RETURN_IF(!data_file || !*data_file, err, FLOE_EINVAL,
+                   "position delete: empty data file path");
+    FLOE_RETURN_IF(pos > (uint64_t)INT64_MAX, err, FLOE_EINVAL,
+                   "position delete: position %llu is past 2^63-1", (unsigned long long)pos);
+    return floe__posdel_set_add(w->set, data_file, pos, err);
 }
 
 uint64_t floe_position_delete_count(const floe_position_delete_writer *w)
 {
-    return w ? floe__posdel_count(w->w) : 0;
+    return !w ? 0 : w->set ? floe__posdel_set_count(w->set) : floe__posdel_count(w->w);
 }
 
 void floe_position_delete_writer_abort(floe_position_delete_writer *w)
@@ -400,6 +409,7 @@ void floe_position_delete_writer_abort(floe_position_delete_writer *w)
     if (!w)
         return;
     floe__posdel_writer_abort(w->w);
+    floe__posdel_set_free(w->set);
     floe__free(w);
 }
 
@@ -449,8 +459,18 @@ int floe_commit_add_position_deletes(floe_commit *c, floe_position_delete_writer
         floe_position_delete_writer_abort(w);
         return rc != FLOE_OK ? rc : floe__err_set(err, FLOE_EINVAL, "NULL writer");
     }
-    rc = floe__posdel_writer_close(w->w, &c->files, err);
-    floe__free(w);
+    if (w->set && !c->deletes) {
+        c->deletes = w->set;
+        w->set = NULL;
+    }
+    for (size_t i = 0; rc == FLOE_OK && w->set && i < floe__posdel_set_files(w->set); i++)
+        rc = floe__posdel_set_add_all(c->deletes, floe__posdel_set_path(w->set, i),
+                                      floe__posdel_set_positions(w->set, i), err);
+    if (rc == FLOE_OK && w->w) {
+        rc = floe__posdel_writer_close(w->w, &c->files, err);
+        w->w = NULL;
+    }
+    floe_position_delete_writer_abort(w);
     return rc;
 }
 
@@ -480,6 +500,7 @@ int floe_commit_submit(floe_commit *c, int64_t base_snapshot_id, int64_t *snapsh
         .n_files = c->files.n,
         .summary = c->props,
         .base_snapshot_id = base_snapshot_id,
+        .deletes = c->deletes,
     };
     int64_t id = -1;
     int rc = floe__table_commit(c->table->t, &req, &id, err);
@@ -503,6 +524,7 @@ void floe_commit_free(floe_commit *c)
         for (size_t i = 0; i < c->files.n; i++)
             floe__fileio_remove(c->table->t->io, c->files.files[i].path, NULL);
     floe__content_list_clear(&c->files);
+    floe__posdel_set_free(c->deletes);
     json_decref(c->props);
     floe__free(c);
 }

@@ -1235,6 +1235,136 @@ TEST(public_api)
     floe_error_free(err);
 }
 
+/* The public writers on a partitioned table (bucket[4] of id): data rows
+ * land one file per bucket; position deletes (of this commit's rows and of
+ * an earlier one's) are written by the commit, each file-scoped to its data
+ * file with that file's tuple; equality deletes on the key (which covers
+ * the spec) carry their bucket.  The live rows are what is left. */
+static int sum_ids(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
+{
+    (void)len;
+    (void)pos;
+    (void)err;
+    *(int64_t *)ctx += (int64_t)floe__get_le64(row + 1);
+    return FLOE_OK;
+}
+
+TEST(public_api_partitioned)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, "papi"), FLOE_OK);
+    CHECK_EQ_INT(create_bucketed(&e, "pp", 4), FLOE_OK);
+    char uri[400], wh[400];
+    snprintf(uri, sizeof uri, "sqlite:%s/catalog.db", e.dir);
+    snprintf(wh, sizeof wh, "file://%s/wh", e.dir);
+    floe_connect_options co;
+    floe_connect_options_init(&co);
+    co.catalog = uri;
+    co.warehouse = wh;
+    co.catalog_name = "floe";
+    floe_catalog *c = NULL;
+    floe_table *t = NULL;
+    CHECK_EQ_INT(floe_catalog_open(&co, &c, e.err), FLOE_OK);
+    if (c)
+        CHECK_EQ_INT(floe_table_open(c, "db.pp", NULL, NULL, &t, e.err), FLOE_OK);
+    floe_row *row = NULL;
+    if (t)
+        CHECK_EQ_INT(floe_row_new(floe_table_schema(t), &row, e.err), FLOE_OK);
+    enum { N = 40 };
+    char *paths[N] = {0};
+    uint64_t poss[N];
+    int64_t total = 0;
+    for (int round = 0; row && round < 2; round++) {
+        floe_commit *cm = NULL;
+        CHECK_EQ_INT(floe_commit_new(t, &cm, e.err), FLOE_OK);
+        floe_position_delete_writer *pd = NULL;
+        CHECK_EQ_INT(floe_position_delete_writer_new(t, NULL, &pd, e.err), FLOE_OK);
+        if (round == 0) {                /* 40 rows; rows 3 and 7 deleted in the same commit */
+            floe_file_writer *w = NULL;
+            CHECK_EQ_INT(floe_data_writer_new(t, NULL, &w, e.err), FLOE_OK);
+            for (int i = 0; w && i < N; i++) {
+                char json[32];
+                int n = snprintf(json, sizeof json, "{\"id\": %d}", i);
+                const char *path = NULL;
+                CHECK_EQ_INT(floe_row_set_json(row, json, (size_t)n, e.err), FLOE_OK);
+                CHECK_EQ_INT(floe_file_writer_write(w, row, &path, &poss[i], e.err), FLOE_OK);
+                paths[i] = path ? floe__strdup(path) : NULL;
+                total += i;
+            }
+            for (int i = 3; paths[i] && i <= 7; i += 4) {
+                CHECK_EQ_INT(floe_position_delete_add(pd, paths[i], poss[i], e.err), FLOE_OK);
+                total -= i;
+            }
+            CHECK_EQ_INT(floe_commit_add_files(cm, w, e.err), FLOE_OK);
+            CHECK_EQ_INT(floe_commit_file_count(cm), 4);      /* one file per bucket */
+        } else {                         /* rows 12 and 13 by position, 20 by key */
+            for (int i = 12; paths[i] && i <= 13; i++) {
+                CHECK_EQ_INT(floe_position_delete_add(pd, paths[i], poss[i], e.err), FLOE_OK);
+                total -= i;
+            }
+            floe_file_writer *eq = NULL;
+            const char *key[] = {"id"};
+            CHECK_EQ_INT(floe_equality_delete_writer_new(t, key, 1, NULL, &eq, e.err), FLOE_OK);
+            floe_row *k = NULL;
+            if (eq)
+                CHECK_EQ_INT(floe_row_new(floe_file_writer_schema(eq), &k, e.err), FLOE_OK);
+            if (k) {
+                CHECK_EQ_INT(floe_row_set_json(k, "{\"id\": 20}", 10, e.err), FLOE_OK);
+                CHECK_EQ_INT(floe_file_writer_write(eq, k, NULL, NULL, e.err), FLOE_OK);
+                total -= 20;
+            }
+            floe_row_free(k);
+            CHECK_EQ_INT(floe_commit_add_files(cm, eq, e.err), FLOE_OK);
+        }
+        CHECK_EQ_INT(floe_position_delete_count(pd), 2);
+        CHECK_EQ_INT(floe_commit_add_position_deletes(cm, pd, e.err), FLOE_OK);
+        CHECK_EQ_INT(floe_commit_submit(cm, floe_table_current_snapshot_id(t), NULL, e.err),
+                     FLOE_OK);
+        floe_commit_free(cm);
+    }
+    floe__plan *p = NULL;
+    if (t)
+        CHECK_EQ_INT(floe__table_plan(floe__table_of(t), floe_table_current_snapshot_id(t), &p,
+                                      e.err), FLOE_OK);
+    if (p) {
+        CHECK_EQ_INT(p->n_data, 4);
+        size_t posfiles = 0, eqfiles = 0;
+        for (size_t i = 0; i < p->n_deletes; i++) {
+            const floe__plan_file *d = &p->deletes[i];
+            if (d->file.content == FLOE_CONTENT_EQUALITY_DELETES) {
+                eqfiles++;
+                CHECK(d->file.partition.len > 0);         /* the key covers the spec */
+                continue;
+            }
+            posfiles++;
+            bool found = false;                           /* its data file's tuple */
+            for (size_t k = 0; k < p->n_data; k++)
+                if (d->file.referenced_data_file &&
+                    strcmp(d->file.referenced_data_file, p->data[k].f.file.path) == 0)
+                    found = d->spec_id == p->data[k].f.spec_id &&
+                            d->file.partition.len == p->data[k].f.file.partition.len &&
+                            memcmp(d->file.partition.data, p->data[k].f.file.partition.data,
+                                   d->file.partition.len) == 0;
+            CHECK(found);
+        }
+        CHECK(posfiles >= 1 && eqfiles == 1);
+        floe__live *l = NULL;
+        CHECK_EQ_INT(floe__live_new(e.io, p, floe__table_of(t)->schema, &l, e.err), FLOE_OK);
+        int64_t sum = 0;
+        if (l)
+            CHECK_EQ_INT(floe__live_rows_each(l, sum_ids, &sum, e.err), FLOE_OK);
+        CHECK_EQ_INT(sum, total);
+        floe__live_free(l);
+        floe__plan_free(p);
+    }
+    for (int i = 0; i < N; i++)
+        floe__free(paths[i]);
+    floe_row_free(row);
+    floe_table_free(t);
+    floe_catalog_free(c);
+    env_close(&e);
+}
+
 /* ---- out of memory ------------------------------------------------------------------------------ */
 
 /* Whether an armed allocation failure is still pending: probe up to n+1
@@ -1401,6 +1531,7 @@ int main(void)
     RUN(partitioned_writer_commits_tuples);
     RUN(refuses_partitioned_and_v1_tables);
     RUN(public_api);
+    RUN(public_api_partitioned);
     RUN(out_of_memory_in_manifests);
     RUN(out_of_memory_in_commits);
     remove_tmp();
