@@ -225,6 +225,23 @@ static int slot_for(floe__part_writer *w, slot **out, floe_error *err)
     return FLOE_OK;
 }
 
+/* Finished files (rc: how making them went) into w->done, stamped with
+ * `tuple` (NULL: unpartitioned); on any failure they are removed.  Clears
+ * files either way. */
+static int keep(floe__part_writer *w, floe__content_list *files, const floe__buf *tuple, int rc,
+                floe_error *err)
+{
+    for (size_t k = 0; rc == FLOE_OK && tuple && k < files->n; k++)
+        rc = floe__buf_append(&files->files[k].partition, tuple->data, tuple->len, err);
+    if (rc == FLOE_OK)
+        rc = floe__content_list_take(&w->done, files, err);
+    if (rc != FLOE_OK)
+        for (size_t k = 0; k < files->n; k++)
+            floe__fileio_remove(w->t->io, files->files[k].path, NULL);
+    floe__content_list_clear(files);
+    return rc;
+}
+
 /* Write slot s's held rows as its file, stamped with its tuple; the slot
  * stays, empty, for the tuple's next rows (a new file). */
 static int write_out(floe__part_writer *w, slot *s, floe_error *err)
@@ -244,14 +261,7 @@ static int write_out(floe__part_writer *w, slot *s, floe_error *err)
     floe__content_list files = {0};
     if (rc == FLOE_OK)
         rc = floe__file_writer_take(w->fw, &files, err);
-    for (size_t k = 0; rc == FLOE_OK && k < files.n; k++)
-        rc = floe__buf_append(&files.files[k].partition, s->tuple.data, s->tuple.len, err);
-    if (rc == FLOE_OK)
-        rc = floe__content_list_take(&w->done, &files, err);
-    if (rc != FLOE_OK)
-        for (size_t k = 0; k < files.n; k++)
-            floe__fileio_remove(w->t->io, files.files[k].path, NULL);
-    floe__content_list_clear(&files);
+    rc = keep(w, &files, &s->tuple, rc, err);
     floe__buf_free(&s->rows);
     s->n_rows = 0;
     recount(w, &s->held, 0);
@@ -371,12 +381,7 @@ int floe__part_writer_close(floe__part_writer *w, floe__content_list *out, floe_
         w->fw = NULL;
         recount(w, &w->fw_held, 0);
         rc = floe__file_writer_close(fw, &files, err);
-        if (rc == FLOE_OK)
-            rc = floe__content_list_take(&w->done, &files, err);
-        if (rc != FLOE_OK)
-            for (size_t k = 0; k < files.n; k++)
-                floe__fileio_remove(w->t->io, files.files[k].path, NULL);
-        floe__content_list_clear(&files);
+        rc = keep(w, &files, NULL, rc, err);
     }
     if (rc == FLOE_OK)
         rc = floe__content_list_take(out, &w->done, err);
