@@ -11,7 +11,6 @@
 #include "iceberg/partition_internal.h"
 #include "maint/maint_internal.h"
 
-#define DEFAULT_TARGET ((uint64_t)512 << 20)
 #define SMALL_RATIO 0.75
 
 static uint64_t metadata_bytes(const floe__metadata *md)
@@ -42,8 +41,8 @@ int floe__debt(floe__table *t, floe_table_debt *out, floe_error *err)
     memset(out, 0, sizeof *out);
     const floe__metadata *md = t->loaded->metadata;
     int64_t target = floe__metadata_property_int(md, "write.target-file-size-bytes",
-                                                 (int64_t)DEFAULT_TARGET);
-    out->target_file_size = target > 0 ? (uint64_t)target : DEFAULT_TARGET;
+                                                 (int64_t)FLOE__DEFAULT_TARGET_FILE_SIZE);
+    out->target_file_size = target > 0 ? (uint64_t)target : FLOE__DEFAULT_TARGET_FILE_SIZE;
     floe__plan *p = NULL;
     FLOE_FORWARD_CTX(floe__table_plan(t, -1, &p, err), err, "planning %s.%s", t->ns, t->name);
     const floe__plan_totals *tot = &p->totals;
@@ -153,8 +152,8 @@ int floe__partition_debt(floe__table *t, size_t max, char **out, floe_error *err
     *out = NULL;
     int64_t target = floe__metadata_property_int(t->loaded->metadata,
                                                  "write.target-file-size-bytes",
-                                                 (int64_t)DEFAULT_TARGET);
-    uint64_t small = target > 0 ? (uint64_t)target : DEFAULT_TARGET;
+                                                 (int64_t)FLOE__DEFAULT_TARGET_FILE_SIZE);
+    uint64_t small = target > 0 ? (uint64_t)target : FLOE__DEFAULT_TARGET_FILE_SIZE;
     floe__plan *p = NULL;
     FLOE_FORWARD_CTX(floe__table_plan(t, -1, &p, err), err, "planning %s.%s", t->ns, t->name);
     size_t n = p->n_data + p->n_deletes;

@@ -196,6 +196,8 @@ static int commit_copy(floe_pg *pg, floe__mtable *t, uint64_t at, bool *other,
 #define DEFAULT_WORKERS 2
 #define MIN_RANGE_PAGES 8192
 #define RANGES_PER_WORKER 4
+#define HEAP_PER_FILE_BYTE 4              /* heap bytes per byte of Parquet, at least */
+#define PAGE_BYTES 8192                   /* Postgres's usual block size */
 #define WAIT_MS 100
 
 typedef struct copy_table {
@@ -276,19 +278,32 @@ static int heap_size(floe__pg_conn *c, const floe__mtable *t, uint64_t *pages, u
 }
 
 /* How many page ranges t is copied in: one unless the server scans TID
- * ranges (Postgres 14) and t is large enough for several. */
-static void plan_ranges(const floe_pg *pg, const floe__mtable *t, uint64_t pages, uint64_t *n,
+ * ranges (Postgres 14) and t is large enough for several.  A range's rows
+ * make at least one data file of their own (staged as the range finishes),
+ * so ranges are not made smaller than what fills a file at the table's
+ * target size (heap pages hold about HEAP_PER_FILE_BYTE times the bytes of
+ * their Parquet), unless the table is so small that only one range per
+ * worker keeps every worker busy: then each worker's share is one range.
+ * Many small files would be compacted right after the copy (reading and
+ * writing every row once more); a few are left as they are.  Beyond that,
+ * RANGES_PER_WORKER ranges each even out the workers' speeds and bound
+ * what a kill loses. */
+static void plan_ranges(const floe_pg *pg, const copy_table *ct, uint64_t pages, uint64_t *n,
                         uint64_t *per)
 {
     *n = 1;
     *per = 0;
     int workers = copy_workers(pg);
-    if (t->partitioned || pg->server_version < 140000 ||
+    if (ct->t->partitioned || pg->server_version < 140000 ||
         (workers < 2 && !pg->opts.copy_range_pages))
         return;
     uint64_t size = pg->opts.copy_range_pages;
     if (!size) {
+        uint64_t fill = floe__bulk_target_file_size(ct->bulk) * HEAP_PER_FILE_BYTE / PAGE_BYTES;
+        uint64_t share = pages / (uint64_t)workers + 1;
         size = pages / ((uint64_t)workers * RANGES_PER_WORKER) + 1;
+        if (size < fill)
+            size = fill < share ? fill : share;
         if (size < MIN_RANGE_PAGES)
             size = MIN_RANGE_PAGES;
     }
@@ -398,7 +413,7 @@ static int plan(floe_pg *pg, copy_job *job, uint64_t at, floe_error *err)
             FLOE_FORWARD(plan_resume(job, ct, &cap, err));
             continue;
         }
-        plan_ranges(pg, ct->t, pages, &ranges, &per);
+        plan_ranges(pg, ct, pages, &ranges, &per);
         if (ranges > 1)
             FLOE_FORWARD(stage_ranges(pg, ct, per, ranges, err));
         for (uint64_t r = 0; r < ranges; r++)

@@ -7,10 +7,11 @@
  * and every spill merges the whole disk tier once more.  Here rows are
  * gathered in a chunk (entries in an array, keys in a buffer) within the
  * index's memory limit; a full chunk is sorted in (key hash, key, file,
- * pos) order, the runs' order (radix sort on the hash, then each stretch
- * of equal hashes by the rest), and written as a run; at the end the runs
- * are merged once into the run the index adopts as its disk tier.  Each
- * row is written twice (its chunk's run, the merged run), or once when one
+ * pos) order, the runs' order (entries scattered by their hash's top
+ * bits, then each small bucket sorted), and written as a run; at the end the runs
+ * are merged once, with the last chunk sorted in memory, into the run the
+ * index adopts as its disk tier.  Each row is written twice (its chunk's
+ * run, the merged run), once when it is in the last chunk or when one
  * chunk held every row.  This file owns the chunk, its sort and the merge;
  * the run format is keyindex_run.c's.
  */
@@ -18,33 +19,35 @@
 
 #include "sink/keyindex_internal.h"
 
-/* Bytes a row takes in a chunk besides its key: its entry and two sort
- * pairs (the radix sort's source and destination). */
-#define ROW_BYTES (sizeof(entry) + 2 * sizeof(pair))
-#define RADIX_BITS 16
+/* Bytes a row takes in a chunk besides a key too long to be inline: its
+ * entry and its place in the sorted copy. */
+#define ROW_BYTES (2 * sizeof(entry))
+#define INLINE_KEY 16
+#define MAX_RADIX_BITS 16
+#define SMALL_BUCKET 32                  /* insertion sort up to this many */
 #define MIN_CHUNK ((size_t)1 << 20)
 /* Chunks beyond this buy little (a merge of a few more runs costs less
  * than the memory): the index's budget may be most of --memory-limit. */
 #define MAX_CHUNK ((size_t)128 << 20)
 
+/* A row: sorted by moving entries themselves, so the run is written from
+ * memory read in order; a key of up to INLINE_KEY bytes (most keys) moves
+ * with its entry, a longer one stays in the keys buffer. */
 typedef struct entry {
-    uint64_t hash, pos, rowhash, key_off;
-    uint32_t key_len, file;
+    uint64_t hash, pos, rowhash;
+    uint32_t file, key_len;
+    union {
+        uint8_t in[INLINE_KEY];
+        uint64_t off;                /* into the keys buffer */
+    } key;
 } entry;
-
-typedef struct pair {
-    uint64_t hash;
-    uint64_t i;                      /* into the chunk's entries */
-} pair;
 
 struct floe__kx_builder {
     floe__kx *kx;
     size_t limit;                    /* a chunk's bytes */
-    entry *e;
+    entry *e, *sorted;               /* the chunk; its sorted copy */
     size_t n, cap;
-    floe__buf keys;
-    pair *sorted, *tmp;
-    size_t cap_pairs;
+    floe__buf keys;                  /* keys longer than INLINE_KEY */
     floe__kx_run **runs;
     size_t n_runs;
 };
@@ -74,14 +77,13 @@ void floe__kx_builder_free(floe__kx_builder *b)
     floe__free(b->runs);
     floe__free(b->e);
     floe__free(b->sorted);
-    floe__free(b->tmp);
     floe__buf_free(&b->keys);
     floe__free(b);
 }
 
 static const uint8_t *key_of(const floe__kx_builder *b, const entry *x)
 {
-    return b->keys.data + x->key_off;
+    return x->key_len <= INLINE_KEY ? x->key.in : b->keys.data + x->key.off;
 }
 
 static int cmp_entries(const floe__kx_builder *b, const entry *x, const entry *y)
@@ -90,52 +92,52 @@ static int cmp_entries(const floe__kx_builder *b, const entry *x, const entry *y
                             key_of(b, y), y->key_len, y->file, y->pos);
 }
 
-static int cmp_pairs(const void *x, const void *y, void *arg)
+static int cmp_sorted(const void *x, const void *y, void *arg)
 {
-    const floe__kx_builder *b = arg;
-    return cmp_entries(b, &b->e[((const pair *)x)->i], &b->e[((const pair *)y)->i]);
+    return cmp_entries(arg, x, y);
 }
 
-/* LSD radix sort of the chunk's (hash, index) pairs on the hash; then each
- * stretch of equal hashes in full order (insertion sort: they are rare). */
+/* A stretch of entries whose hashes share their top bits, in full order:
+ * insertion sort (hashes are uniform: a stretch holds a few entries). */
+static void sort_bucket(const floe__kx_builder *b, entry *e, size_t n)
+{
+    if (n > SMALL_BUCKET) {
+        qsort_r(e, n, sizeof *e, cmp_sorted, (void *)b);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        entry x = e[i];
+        size_t j = i;
+        for (; j > 0 && (e[j - 1].hash > x.hash ||
+                         (e[j - 1].hash == x.hash && cmp_entries(b, &e[j - 1], &x) > 0));
+             j--)
+            e[j] = e[j - 1];
+        e[j] = x;
+    }
+}
+
+/* The chunk's entries into b->sorted in (hash, key, file, pos) order: one
+ * counting pass on the hash's top bits scatters them into buckets of a few
+ * entries each, then each bucket is sorted in place. */
 static int sort_chunk(floe__kx_builder *b, floe_error *err)
 {
-    if (b->n > b->cap_pairs) {
-        floe__free(b->sorted);
-        floe__free(b->tmp);
-        b->sorted = floe__malloc(b->n * sizeof(pair));
-        b->tmp = floe__malloc(b->n * sizeof(pair));
-        b->cap_pairs = b->sorted && b->tmp ? b->n : 0;
-        if (!b->cap_pairs)
-            return FLOE_OOM(err);
-    }
-    for (size_t i = 0; i < b->n; i++)
-        b->sorted[i] = (pair){b->e[i].hash, i};
-    size_t *count = floe__calloc((size_t)1 << RADIX_BITS, sizeof *count);
-    if (!count)
+    unsigned bits = 4;
+    while (bits < MAX_RADIX_BITS && ((size_t)1 << (bits + 3)) < b->n)
+        bits++;
+    size_t nb = (size_t)1 << bits;
+    size_t *at = floe__calloc(nb + 1, sizeof *at);
+    if (!at)
         return FLOE_OOM(err);
-    for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
-        memset(count, 0, ((size_t)1 << RADIX_BITS) * sizeof *count);
-        for (size_t i = 0; i < b->n; i++)
-            count[(b->sorted[i].hash >> shift) & 0xFFFF]++;
-        for (size_t d = 0, at = 0; d < ((size_t)1 << RADIX_BITS); d++) {
-            size_t c = count[d];
-            count[d] = at;
-            at += c;
-        }
-        for (size_t i = 0; i < b->n; i++)
-            b->tmp[count[(b->sorted[i].hash >> shift) & 0xFFFF]++] = b->sorted[i];
-        pair *t = b->sorted;
-        b->sorted = b->tmp;
-        b->tmp = t;
-    }
-    floe__free(count);
-    for (size_t i = 0, j; i < b->n; i = j) {      /* equal hashes: key, file, pos */
-        for (j = i + 1; j < b->n && b->sorted[j].hash == b->sorted[i].hash; j++)
-            ;
-        if (j - i > 1)
-            qsort_r(b->sorted + i, j - i, sizeof(pair), cmp_pairs, b);
-    }
+    unsigned shift = 64 - bits;
+    for (size_t i = 0; i < b->n; i++)
+        at[(b->e[i].hash >> shift) + 1]++;
+    for (size_t d = 1; d <= nb; d++)
+        at[d] += at[d - 1];
+    for (size_t i = 0; i < b->n; i++)
+        b->sorted[at[b->e[i].hash >> shift]++] = b->e[i];
+    for (size_t d = 0, from = 0; d < nb; from = at[d++])   /* at[d]: bucket d's end now */
+        sort_bucket(b, b->sorted + from, at[d] - from);
+    floe__free(at);
     return FLOE_OK;
 }
 
@@ -153,7 +155,7 @@ static int write_chunk(floe__kx_builder *b, floe_error *err)
     FLOE_FORWARD(floe__kx_run_writer_new(floe__kx_spill_dir(b->kx), &w, err));
     int rc = FLOE_OK;
     for (size_t i = 0; rc == FLOE_OK && i < b->n; i++) {
-        const entry *x = &b->e[b->sorted[i].i];
+        const entry *x = &b->sorted[i];
         rc = floe__kx_run_put(w, x->hash, key_of(b, x), x->key_len,
                               (floe__kx_loc){x->file, x->pos, x->rowhash}, err);
     }
@@ -172,55 +174,122 @@ int floe__kx_builder_add(floe__kx_builder *b, const uint8_t *key, size_t len, fl
                          floe_error *err)
 {
     FLOE_RETURN_IF(len > FLOE_KX_MAX_KEY, err, FLOE_ELIMIT, "a key of %zu bytes", len);
-    if (b->n && (b->n + 1) * ROW_BYTES + b->keys.len + len > b->limit)
+    size_t outside = len > INLINE_KEY ? len : 0;
+    if (b->n && (b->n + 1) * ROW_BYTES + b->keys.len + outside > b->limit)
         FLOE_FORWARD(write_chunk(b, err));
     if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
+        size_t cap = b->cap ? b->cap * 2 : 4096, most = b->limit / ROW_BYTES + 1;
+        cap = cap > most && most > b->n ? most : cap;
         entry *e = floe__realloc(b->e, cap * sizeof *e);
         if (!e)
             return FLOE_OOM(err);
         b->e = e;
+        floe__free(b->sorted);                       /* made again at the sort */
+        b->sorted = floe__malloc(cap * sizeof *e);
+        if (!b->sorted)
+            return FLOE_OOM(err);
         b->cap = cap;
     }
-    b->e[b->n++] = (entry){floe__kx_key_hash(key, len), loc.pos, loc.rowhash, b->keys.len,
-                           (uint32_t)len, loc.file};
-    return floe__buf_append(&b->keys, key, len, err);
-}
-
-/* The smallest current entry among the cursors (-1: all done). */
-static long smallest(const floe__kx_run_cursor *c, size_t n)
-{
-    long min = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (!c[i].has)
-            continue;
-        const floe__kx_run_cursor *m = min < 0 ? NULL : &c[min];
-        if (!m || floe__kx_cmp_row(c[i].hash, c[i].key, c[i].len, c[i].loc.file, c[i].loc.pos,
-                                   m->hash, m->key, m->len, m->loc.file, m->loc.pos) < 0)
-            min = (long)i;
+    entry *x = &b->e[b->n];
+    *x = (entry){floe__kx_key_hash(key, len), loc.pos, loc.rowhash, loc.file, (uint32_t)len,
+                 {{0}}};
+    if (!outside) {
+        memcpy(x->key.in, key, len);
+    } else {
+        x->key.off = b->keys.len;
+        FLOE_FORWARD(floe__buf_append(&b->keys, key, len, err));
     }
-    return min;
+    b->n++;
+    return FLOE_OK;
 }
 
-/* Every run merged into one. */
-static int merge_runs(floe__kx_builder *b, floe__kx_run **out, floe_error *err)
+/* A merge's input: a run's cursor, or (run NULL) the last chunk, sorted
+ * in memory and never written, its entries shown through the cursor's
+ * fields one by one. */
+typedef struct source {
+    floe__kx_run_cursor c;
+    const entry *at, *end;
+} source;
+
+static void show(const floe__kx_builder *b, source *s)
 {
-    floe__kx_run_cursor *c = floe__calloc(b->n_runs, sizeof *c);
-    if (!c)
-        return FLOE_OOM(err);
+    s->c.has = s->at < s->end;
+    if (s->c.has) {
+        s->c.hash = s->at->hash;
+        s->c.key = key_of(b, s->at);
+        s->c.len = s->at->key_len;
+        s->c.loc = (floe__kx_loc){s->at->file, s->at->pos, s->at->rowhash};
+    }
+}
+
+static int advance(const floe__kx_builder *b, source *s, floe_error *err)
+{
+    if (s->c.run)
+        return floe__kx_run_cursor_next(&s->c, err);
+    s->at++;
+    show(b, s);
+    return FLOE_OK;
+}
+
+static bool before(const source *x, const source *y)
+{
+    return floe__kx_cmp_row(x->c.hash, x->c.key, x->c.len, x->c.loc.file, x->c.loc.pos,
+                            y->c.hash, y->c.key, y->c.len, y->c.loc.file, y->c.loc.pos) < 0;
+}
+
+/* Restore the min-heap h[0..n) of sources from position i down. */
+static void sift(source **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && before(h[l], h[m]))
+            m = l;
+        if (l + 1 < n && before(h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        source *t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Every run and the last chunk (sorted, in memory) merged into one run. */
+static int merge(floe__kx_builder *b, floe__kx_run **out, floe_error *err)
+{
+    size_t ns = b->n_runs + (b->n > 0);
+    source *src = floe__calloc(ns, sizeof *src);
+    source **heap = floe__calloc(ns, sizeof *heap);
     floe__kx_run_writer *w = NULL;
-    int rc = floe__kx_run_writer_new(floe__kx_spill_dir(b->kx), &w, err);
-    size_t opened = 0;
+    int rc = src && heap ? floe__kx_run_writer_new(floe__kx_spill_dir(b->kx), &w, err)
+                         : FLOE_OOM(err);
+    size_t opened = 0, n = 0;
     for (; rc == FLOE_OK && opened < b->n_runs; opened++)
-        rc = floe__kx_run_cursor_init(&c[opened], b->runs[opened], err);
-    for (long m; rc == FLOE_OK && (m = smallest(c, b->n_runs)) >= 0;) {
-        rc = floe__kx_run_put(w, c[m].hash, c[m].key, c[m].len, c[m].loc, err);
+        rc = floe__kx_run_cursor_init(&src[opened].c, b->runs[opened], err);
+    if (rc == FLOE_OK && b->n) {
+        src[ns - 1].at = b->sorted;
+        src[ns - 1].end = b->sorted + b->n;
+        show(b, &src[ns - 1]);
+    }
+    for (size_t i = 0; rc == FLOE_OK && i < ns; i++)
+        if (src[i].c.has)
+            heap[n++] = &src[i];
+    for (size_t i = n / 2; rc == FLOE_OK && i-- > 0;)
+        sift(heap, n, i);
+    while (rc == FLOE_OK && n) {
+        source *m = heap[0];
+        rc = floe__kx_run_put(w, m->c.hash, m->c.key, m->c.len, m->c.loc, err);
         if (rc == FLOE_OK)
-            rc = floe__kx_run_cursor_next(&c[m], err);
+            rc = advance(b, m, err);
+        if (rc == FLOE_OK && !m->c.has)
+            heap[0] = heap[--n];
+        sift(heap, n, 0);
     }
     for (size_t i = 0; i < opened; i++)
-        floe__kx_run_cursor_free(&c[i]);
-    floe__free(c);
+        floe__kx_run_cursor_free(&src[i].c);
+    floe__free(src);
+    floe__free(heap);
     if (rc == FLOE_OK)
         return floe__kx_run_finish(w, out, err);
     floe__kx_run_writer_abort(w);
@@ -229,13 +298,20 @@ static int merge_runs(floe__kx_builder *b, floe__kx_run **out, floe_error *err)
 
 int floe__kx_builder_finish(floe__kx_builder *b, floe_error *err)
 {
-    int rc = write_chunk(b, err);
+    int rc = FLOE_OK;
     floe__kx_run *run = NULL;
-    if (rc == FLOE_OK && b->n_runs == 1) {
-        run = b->runs[0];
-        b->n_runs = 0;
-    } else if (rc == FLOE_OK && b->n_runs > 1) {
-        rc = merge_runs(b, &run, err);
+    if (b->n_runs && b->n) {                 /* the last chunk is merged from memory */
+        rc = sort_chunk(b, err);
+        if (rc == FLOE_OK)
+            rc = merge(b, &run, err);
+    } else if (b->n_runs > 1) {
+        rc = merge(b, &run, err);
+    } else {
+        rc = write_chunk(b, err);            /* one chunk held every row */
+        if (rc == FLOE_OK && b->n_runs) {
+            run = b->runs[0];
+            b->n_runs = 0;
+        }
     }
     if (rc == FLOE_OK && run) {
         rc = floe__kx_adopt_run(b->kx, run, err);

@@ -197,6 +197,11 @@ void floe__bulk_cancel(floe__bulk *b)
     pthread_mutex_unlock(&b->mu);
 }
 
+uint64_t floe__bulk_target_file_size(const floe__bulk *b)
+{
+    return b->fopts.target_file_size ? b->fopts.target_file_size : FLOE__DEFAULT_TARGET_FILE_SIZE;
+}
+
 uint64_t floe__bulk_rows(const floe__bulk *b)
 {
     floe__bulk *m = (floe__bulk *)b;           /* the lock is all that is touched */

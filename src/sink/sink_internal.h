@@ -611,6 +611,8 @@ int floe__bulk_index(floe__bulk *b, int wait_ms, size_t *finished, floe_error *e
  * mints it, and commit with it.  The bulk stays the caller's to free. */
 int floe__bulk_seal(floe__bulk *b, floe_error *err);
 uint64_t floe__bulk_rows(const floe__bulk *b);
+/* The size a data file of the batch rolls over at (the table's setting). */
+uint64_t floe__bulk_target_file_size(const floe__bulk *b);
 /* Staging (sink's thread): from now on each finished part's files wait to
  * be committed to `branch` (a static string), a new line of snapshots
  * whose first has no parent (a branch left by an earlier copy is replaced).

@@ -27,7 +27,6 @@
 
 #include "table/table_internal.h"
 
-#define DEFAULT_TARGET_FILE_SIZE ((uint64_t)512 << 20)
 #define POSDEL_PATH_ID 2147483546
 #define POSDEL_POS_ID 2147483545
 #define POSDEL_MAX_PATH ((size_t)64 << 10)
@@ -118,7 +117,7 @@ int floe__file_writer_new(floe__table *t, floe__content content, const floe__sch
     w->schema = file_schema;
     w->next_number = 1;
     w->pq = o->parquet;
-    w->target = o->target_file_size ? o->target_file_size : DEFAULT_TARGET_FILE_SIZE;
+    w->target = o->target_file_size ? o->target_file_size : FLOE__DEFAULT_TARGET_FILE_SIZE;
     const char *prefix = o->prefix && *o->prefix
                              ? o->prefix : content == FLOE_CONTENT_DATA ? "data" : "delete";
     w->prefix = floe__strdup(prefix);

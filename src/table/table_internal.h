@@ -91,9 +91,12 @@ bool floe__spec_same_fields(const json_t *a, const json_t *b);
  * Rows of one schema into Parquet files under the table's data location,
  * rolled over at a target size.  File names are unique across workers and
  * restarts: "<location>/<prefix>-<uuid>-<n>.parquet". */
+/* write.target-file-size-bytes when a table does not set it. */
+#define FLOE__DEFAULT_TARGET_FILE_SIZE ((uint64_t)512 << 20)
+
 typedef struct floe__file_writer_options {
     floe_parquet_options parquet;
-    uint64_t target_file_size;        /* roll over at this estimated size; 0 = 512 MiB */
+    uint64_t target_file_size;        /* roll over at this estimated size; 0 = the default */
     const char *prefix;               /* file name prefix; NULL = "data" / "delete" */
 } floe__file_writer_options;
 

@@ -169,6 +169,64 @@ TEST(the_disk_tier_agrees_with_a_model_across_spills)
     floe__kx_free(kx);
 }
 
+/* Keys for the bulk builder: "k" and 6 digits, every fourth padded past
+ * what an entry holds inline. */
+static size_t bulk_key(int k, char *out)
+{
+    return (size_t)snprintf(out, 48, "k%06d%s", k, k % 4 ? "" : "-padded-past-sixteen-bytes");
+}
+
+static int count_bulk(void *ctx, const uint8_t *key, size_t len, floe__kx_loc loc,
+                      floe_error *err)
+{
+    (void)err;
+    int *counts = ctx;
+    char digits[7] = {0};
+    if (len >= 7 && key[0] == 'k')
+        memcpy(digits, key + 1, 6);
+    int k = atoi(digits);
+    if (k >= 0 && k < NKEYS && loc.rowhash == (uint64_t)k)
+        counts[k]++;
+    return FLOE_OK;
+}
+
+TEST(a_bulk_build_in_sorted_runs_holds_every_row)
+{
+    floe__kx *kx = open_kx(FLOE_KX_MIN_MEMORY);       /* a chunk holds ~40,000 rows */
+    floe__kx_builder *b = NULL;
+    CHECK_EQ_INT(floe__kx_builder_new(kx, &b, NULL), FLOE_OK);
+    uint32_t f[2] = {file(kx, "f0"), file(kx, "f1")};
+    int want[NKEYS] = {0};
+    char key[48];
+    for (int i = 0; i < 150000; i++) {                /* several runs and a last chunk */
+        int k = (int)(next_rand() % NKEYS);
+        size_t len = bulk_key(k, key);
+        floe__kx_loc loc = {f[i % 2], (uint64_t)i, (uint64_t)k};
+        CHECK_EQ_INT(floe__kx_builder_add(b, (const uint8_t *)key, len, loc, NULL), FLOE_OK);
+        want[k]++;
+    }
+    CHECK_EQ_INT(floe__kx_builder_finish(b, NULL), FLOE_OK);
+    int seen[NKEYS] = {0}, wrong = 0;
+    CHECK_EQ_INT(floe__kx_each(kx, count_bulk, seen, NULL), FLOE_OK);
+    for (int k = 0; k < NKEYS; k++)
+        wrong += seen[k] != want[k];
+    CHECK_EQ_INT(wrong, 0);
+    for (int k = 0; k < NKEYS; k += 7) {              /* found by key, each row once */
+        size_t len = bulk_key(k, key);
+        floe__kx_loc loc;
+        bool found = true;
+        int n = 0;
+        while (found) {
+            CHECK_EQ_INT(floe__kx_take(kx, (const uint8_t *)key, len, (uint64_t)k, &found, &loc,
+                                       NULL), FLOE_OK);
+            n += found;
+            CHECK(!found || loc.rowhash == (uint64_t)k);
+        }
+        CHECK_EQ_INT(n, want[k]);
+    }
+    floe__kx_free(kx);
+}
+
 TEST(a_huge_key_fits)
 {
     floe__kx *kx = open_kx(0);
@@ -666,6 +724,7 @@ int main(void)
     RUN(rows_of_a_key_are_a_multiset_and_prefer_the_matching_row);
     RUN(rows_of_a_retired_file_stop_counting);
     RUN(the_disk_tier_agrees_with_a_model_across_spills);
+    RUN(a_bulk_build_in_sorted_runs_holds_every_row);
     RUN(a_huge_key_fits);
     RUN(memory_per_key);
     RUN(a_restart_has_the_index_of_the_last_commit);
