@@ -7,7 +7,7 @@
  * and every spill merges the whole disk tier once more.  Here rows are
  * gathered in a chunk (entries in an array, keys in a buffer) within the
  * index's memory limit; a full chunk is sorted in (key hash, key, file,
- * pos) order, the runs' order (entries scattered by their hash's top
+ * pos) order, the runs' order (entries scattered by their hash's top 16
  * bits, then each small bucket sorted), and written as a run; at the end the runs
  * are merged once, with the last chunk sorted in memory, into the run the
  * index adopts as its disk tier.  Each row is written twice (its chunk's
@@ -20,10 +20,9 @@
 #include "sink/keyindex_internal.h"
 
 /* Bytes a row takes in a chunk besides a key too long to be inline: its
- * entry and its place in the sorted copy. */
+ * entry and its room in the sort. */
 #define ROW_BYTES (2 * sizeof(entry))
 #define INLINE_KEY 16
-#define MAX_RADIX_BITS 16
 #define SMALL_BUCKET 32                  /* insertion sort up to this many */
 #define MIN_CHUNK ((size_t)1 << 20)
 /* Chunks beyond this buy little (a merge of a few more runs costs less
@@ -45,7 +44,7 @@ typedef struct entry {
 struct floe__kx_builder {
     floe__kx *kx;
     size_t limit;                    /* a chunk's bytes */
-    entry *e, *sorted;               /* the chunk; its sorted copy */
+    entry *e, *sorted;               /* the chunk; room for its sort */
     size_t n, cap;
     floe__buf keys;                  /* keys longer than INLINE_KEY */
     floe__kx_run **runs;
@@ -116,29 +115,41 @@ static void sort_bucket(const floe__kx_builder *b, entry *e, size_t n)
     }
 }
 
-/* The chunk's entries into b->sorted in (hash, key, file, pos) order: one
- * counting pass on the hash's top bits scatters them into buckets of a few
- * entries each, then each bucket is sorted in place. */
-static int sort_chunk(floe__kx_builder *b, floe_error *err)
+/* src's n entries into dst by the 8 bits of their hash at `shift`; end[d]
+ * is then where bucket d ends in dst. */
+static void scatter(const entry *src, entry *dst, size_t n, unsigned shift, size_t end[256])
 {
-    unsigned bits = 4;
-    while (bits < MAX_RADIX_BITS && ((size_t)1 << (bits + 3)) < b->n)
-        bits++;
-    size_t nb = (size_t)1 << bits;
-    size_t *at = floe__calloc(nb + 1, sizeof *at);
-    if (!at)
-        return FLOE_OOM(err);
-    unsigned shift = 64 - bits;
-    for (size_t i = 0; i < b->n; i++)
-        at[(b->e[i].hash >> shift) + 1]++;
-    for (size_t d = 1; d <= nb; d++)
+    size_t at[257] = {0};
+    for (size_t i = 0; i < n; i++)
+        at[((src[i].hash >> shift) & 0xFF) + 1]++;
+    for (size_t d = 1; d <= 256; d++)
         at[d] += at[d - 1];
-    for (size_t i = 0; i < b->n; i++)
-        b->sorted[at[b->e[i].hash >> shift]++] = b->e[i];
-    for (size_t d = 0, from = 0; d < nb; from = at[d++])   /* at[d]: bucket d's end now */
-        sort_bucket(b, b->sorted + from, at[d] - from);
-    floe__free(at);
-    return FLOE_OK;
+    for (size_t i = 0; i < n; i++)
+        dst[at[(src[i].hash >> shift) & 0xFF]++] = src[i];
+    memcpy(end, at, 256 * sizeof *end);
+}
+
+/* The chunk's entries in (hash, key, file, pos) order, in place: two
+ * counting passes on the hash's top 16 bits, 8 at a time (256 buckets keep
+ * each pass's writes in cache), through b->sorted and back, then each
+ * bucket of a few entries sorted.  A chunk holds at most MAX_CHUNK /
+ * ROW_BYTES entries, so buckets hold about 20 at most. */
+static void sort_chunk(floe__kx_builder *b)
+{
+    size_t end[256], end2[256];
+    scatter(b->e, b->sorted, b->n, 56, end);
+    for (size_t d = 0, from = 0; d < 256; from = end[d++]) {
+        size_t len = end[d] - from;
+        entry *in = b->sorted + from, *out = b->e + from;
+        if (len <= SMALL_BUCKET) {
+            memcpy(out, in, len * sizeof *out);
+            sort_bucket(b, out, len);
+            continue;
+        }
+        scatter(in, out, len, 48, end2);
+        for (size_t d2 = 0, f2 = 0; d2 < 256; f2 = end2[d2++])
+            sort_bucket(b, out + f2, end2[d2] - f2);
+    }
 }
 
 /* The chunk, sorted, as one more run; the chunk is empty again. */
@@ -150,12 +161,12 @@ static int write_chunk(floe__kx_builder *b, floe_error *err)
     if (!runs)
         return FLOE_OOM(err);
     b->runs = runs;
-    FLOE_FORWARD(sort_chunk(b, err));
+    sort_chunk(b);
     floe__kx_run_writer *w = NULL;
     FLOE_FORWARD(floe__kx_run_writer_new(floe__kx_spill_dir(b->kx), &w, err));
     int rc = FLOE_OK;
     for (size_t i = 0; rc == FLOE_OK && i < b->n; i++) {
-        const entry *x = &b->sorted[i];
+        const entry *x = &b->e[i];
         rc = floe__kx_run_put(w, x->hash, key_of(b, x), x->key_len,
                               (floe__kx_loc){x->file, x->pos, x->rowhash}, err);
     }
@@ -268,8 +279,8 @@ static int merge(floe__kx_builder *b, floe__kx_run **out, floe_error *err)
     for (; rc == FLOE_OK && opened < b->n_runs; opened++)
         rc = floe__kx_run_cursor_init(&src[opened].c, b->runs[opened], err);
     if (rc == FLOE_OK && b->n) {
-        src[ns - 1].at = b->sorted;
-        src[ns - 1].end = b->sorted + b->n;
+        src[ns - 1].at = b->e;
+        src[ns - 1].end = b->e + b->n;
         show(b, &src[ns - 1]);
     }
     for (size_t i = 0; rc == FLOE_OK && i < ns; i++)
@@ -301,9 +312,8 @@ int floe__kx_builder_finish(floe__kx_builder *b, floe_error *err)
     int rc = FLOE_OK;
     floe__kx_run *run = NULL;
     if (b->n_runs && b->n) {                 /* the last chunk is merged from memory */
-        rc = sort_chunk(b, err);
-        if (rc == FLOE_OK)
-            rc = merge(b, &run, err);
+        sort_chunk(b);
+        rc = merge(b, &run, err);
     } else if (b->n_runs > 1) {
         rc = merge(b, &run, err);
     } else {
