@@ -252,17 +252,20 @@ static int open_output(const char *uri, sync_state *sync, floe__output **out, fl
         return FLOE_OOM(err);
     }
     int rc = make_tmp_name(path, &lo->tmp, err);
+    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+    if (rc == FLOE_OK)
+        lo->fd = open(lo->tmp, flags, 0644);
     const char *slash = strrchr(path, '/');
-    if (rc == FLOE_OK && slash && slash != path) {
+    if (rc == FLOE_OK && lo->fd < 0 && errno == ENOENT && slash && slash != path) {
+        /* its directory first (a file per call would cost a mkdir per level) */
         char *dir = floe__strndup(path, (size_t)(slash - path));
         rc = dir ? mkdirs(dir, err) : FLOE_OOM(err);
         floe__free(dir);
+        if (rc == FLOE_OK)
+            lo->fd = open(lo->tmp, flags, 0644);
     }
-    if (rc == FLOE_OK) {
-        lo->fd = open(lo->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (lo->fd < 0)
-            rc = floe__err_set(err, FLOE_EIO, "cannot create %s: %s", lo->tmp, strerror(errno));
-    }
+    if (rc == FLOE_OK && lo->fd < 0)
+        rc = floe__err_set(err, FLOE_EIO, "cannot create %s: %s", lo->tmp, strerror(errno));
     if (rc != FLOE_OK) {
         local_destroy(lo);
         return rc;
