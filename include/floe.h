@@ -427,7 +427,12 @@ typedef struct floe_maintain_options {
      * 5) change the thresholds. */
     int compact;
     uint64_t target_file_size;       /* 0: write.target-file-size-bytes (512 MiB) */
-    int compact_all;                 /* 1: rewrite every data file */
+    int compact_all;                 /* 1: rewrite every data file (into the current spec) */
+    /* 1: also rewrite the data files written under an older partition spec
+     * into the table's current one, each row into its partition's file
+     * there (without it they keep their spec; compaction packs only files
+     * of the current spec). */
+    int compact_old_specs;
     uint64_t compact_max_bytes;      /* stop starting groups past this much read; 0: no limit */
     /* Expiry (Java's ExpireSnapshots rules and properties; see the doc):
      * snapshots past the age limit beyond the newest retain_last of each
@@ -466,8 +471,7 @@ typedef struct floe_maintain_report {
 /* Run the steps `o` asks for on `table` (reloaded first and after every
  * change).  report (may be NULL) receives what was done, also when a step
  * fails (the steps before it stay done).  Errors: the catalog's and
- * storage's; FLOE_EUNSUPPORTED for tables floe cannot write (partitioned,
- * format 1). */
+ * storage's; FLOE_EUNSUPPORTED for tables floe cannot write (format 1). */
 int floe_table_maintain(floe_table *table, const floe_maintain_options *o,
                         floe_maintain_report *report, floe_error *err);
 
@@ -712,8 +716,9 @@ typedef struct floe_sink_options {
     /* The partition spec of a table the sink creates, in Spark's DDL
      * transform syntax ("day(ts), bucket(16, id)", SPEC 4); NULL:
      * unpartitioned.  An existing table is written with its own spec,
-     * whichever writer made it; given and different from that spec, it is
-     * FLOE_EINVAL (changing a table's spec is not supported yet). */
+     * whichever writer made it; given and different from that spec, the
+     * sink's first batch changes the table's spec to it (SPEC 4: files
+     * written before keep theirs). */
     const char *partition_by;
     /* 1: the caller decides when snapshots are made.  Every
      * floe_sink_advance that moves the frontier past what is committed

@@ -18,8 +18,9 @@
 #include "cli/cli_internal.h"
 
 static const char USAGE[] =
-    "floe maintain --table NS.NAME [--compact] [--compact-all] [--target-file-size BYTES] "
-    "[--compact-max-bytes BYTES] [--expire] [--expire-older-than AGE] [--retain-last N] "
+    "floe maintain --table NS.NAME [--compact] [--compact-all] [--compact-old-specs] "
+    "[--target-file-size BYTES] [--compact-max-bytes BYTES] [--expire] "
+    "[--expire-older-than AGE] [--retain-last N] "
     "[--remove-orphans] [--remove-orphans-older-than AGE] [--dry-run] [--json] "
     "[--catalog URI] [--warehouse URI] ...";
 
@@ -155,7 +156,9 @@ static int options(const cli_opt *opts, floe_maintain_options *o)
     o->compact_max_bytes = max_bytes;
     o->retain_last = (int)retain;
     o->compact_all = cli_has(opts, "compact-all");
-    o->compact = o->compact_all || cli_has(opts, "compact") || target || max_bytes;
+    o->compact_old_specs = cli_has(opts, "compact-old-specs");
+    o->compact = o->compact_all || o->compact_old_specs || cli_has(opts, "compact") || target ||
+                 max_bytes;
     o->expire = cli_has(opts, "expire") || cli_has(opts, "expire-older-than") || retain;
     o->remove_orphans = cli_has(opts, "remove-orphans") ||
                         cli_has(opts, "remove-orphans-older-than");
@@ -218,7 +221,9 @@ int cmd_maintain(int argc, char **argv)
     cli_opt opts[] = {
         CLI_TABLE_OPTS,
         {"compact", false, "compact data files (small ones, those with many deletes)", NULL},
-        {"compact-all", false, "rewrite every data file", NULL},
+        {"compact-all", false, "rewrite every data file (into the current partition spec)", NULL},
+        {"compact-old-specs", false, "also rewrite the data files of older partition specs "
+                                     "into the current one", NULL},
         {"target-file-size", true, "size of the files compaction writes "
                                    "(default: write.target-file-size-bytes, 512 MiB)", NULL},
         {"compact-max-bytes", true, "stop starting compaction groups past this much read",

@@ -9,14 +9,16 @@
  * deletes, or when equality deletes apply to it (the costliest deletes to
  * read; rewriting every file older than an equality delete lets the delete
  * go).  Candidates are packed, oldest first, into groups of about the
- * target size, a group within one partition of the table's spec (files
- * of other specs are left as they are: rewriting them into the current
- * spec is not done yet); a group is rewritten when it has min_input_files files,
+ * target size, a group within one partition of the table's spec; a group
+ * is rewritten when it has min_input_files files,
  * fills a file, holds a file with deletes to apply, or holds a file too
  * large.  Groups go in order of need.  Tiered (the sink's own maintenance,
  * which runs every few commits): candidates are packed only with files of
  * their size class (4x wide), so a small new file is not merged into a
- * large one at every round.
+ * large one at every round.  Files of older partition specs are left as
+ * they are unless asked (respec, all): then they are packed, oldest first,
+ * into groups of their own whatever their partition, and each row is
+ * written into the file of its partition under the current spec.
  *
  * Each group commits on its own: new files with the start snapshot's
  * sequence number as data sequence number, the old files removed (their
@@ -85,6 +87,7 @@ typedef struct candidate {
     unsigned tier;                   /* tiered: size class (x4 each, from 64 KiB); else 0 */
     int64_t seq;
     const floe__buf *part;           /* its partition tuple (empty: unpartitioned) */
+    bool respec;                     /* of an older spec: rewritten into the current */
 } candidate;
 
 /* Size classes of 4x each: files merge with files of their size only, so
@@ -102,8 +105,9 @@ static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t
 {
     const floe__plan *p = c->plan;
     const floe__content_file *f = &p->data[i].f.file;
-    if (p->data[i].f.spec_id != c->t->spec_id)
-        return false;                /* rewriting into another spec: not yet */
+    bool respec = p->data[i].f.spec_id != c->t->spec_id;
+    if (respec && !c->o->respec && !c->o->all)
+        return false;                /* left in its spec */
     uint64_t rows = f->metrics.record_count, size = f->metrics.file_size;
     double ratio = rows ? (double)floe__plan_deleted_rows(p, i) / (double)rows : 0;
     bool eq = p->n_eq > p->data[i].eq_from;
@@ -111,12 +115,13 @@ static bool candidate_of(const floe__compaction *c, const thresholds *th, size_t
     bool small = (double)size < th->min_ratio * target;
     bool large = (double)size > th->max_ratio * target;
     bool deletes = ratio >= th->delete_ratio || eq;
-    if (!(c->o->all || small || large || deletes))
+    if (!(c->o->all || respec || small || large || deletes))
         return false;
+    static const floe__buf none = {0};
     *out = (candidate){i, (uint64_t)((double)size * (1 - (ratio > 1 ? 1 : ratio))),
-                       1 + 10 * ratio + (eq ? 10 : 0), large || deletes,
-                       c->o->tiered ? tier_of(size) : 0, p->data[i].f.data_seq,
-                       &f->partition};
+                       1 + 10 * ratio + (eq ? 10 : 0), large || deletes || respec,
+                       c->o->tiered && !respec ? tier_of(size) : 0, p->data[i].f.data_seq,
+                       respec ? &none : &f->partition, respec};
     return true;
 }
 
@@ -127,10 +132,13 @@ static int cmp_part(const floe__buf *a, const floe__buf *b)
     return a->len ? memcmp(a->data, b->data, a->len) : 0;
 }
 
-/* Partition (a group never mixes two), then size class, then age. */
+/* Older specs' files apart; partition (a group never mixes two), then
+ * size class, then age. */
 static int by_tier_seq(const void *x, const void *y)
 {
     const candidate *a = x, *b = y;
+    if (a->respec != b->respec)
+        return a->respec ? -1 : 1;
     int part = cmp_part(a->part, b->part);
     if (part)
         return part;
@@ -188,7 +196,8 @@ static int choose(floe__compaction *c, floe__compact_group **gs, size_t *n_gs, f
     int rc = FLOE_OK;
     for (size_t k = 0; rc == FLOE_OK && k < n; k++) {
         if (g.n && (g.bytes + cs[k].bytes > c->wopts.target_file_size ||
-                    cs[k].tier != cs[k - 1].tier || cmp_part(cs[k].part, cs[k - 1].part))) {
+                    cs[k].tier != cs[k - 1].tier || cs[k].respec != cs[k - 1].respec ||
+                    cmp_part(cs[k].part, cs[k - 1].part))) {
             rc = close_group(c, &th, &g, urgent, gs, n_gs, err);
             urgent = false;
         }
@@ -197,6 +206,7 @@ static int choose(floe__compaction *c, floe__compact_group **gs, size_t *n_gs, f
         if (rc != FLOE_OK)
             break;
         g.files[g.n++] = cs[k].i;
+        g.respec = cs[k].respec;
         g.bytes += cs[k].bytes;
         g.need += cs[k].need;
         urgent |= cs[k].urgent;
@@ -288,7 +298,8 @@ static int carry_file(pending *q, size_t k, const floe__posbitmap *now, char *wh
             continue;                                   /* left out when read */
         const char *path = NULL;
         uint64_t pos = 0;
-        locate(q->files, q->map->first_out[k] + p - below, &path, &pos);
+        locate(q->files, q->map->out_row ? q->map->out_row[k][p] : q->map->first_out[k] + p - below,
+               &path, &pos);
         assert(path);                                   /* the row was copied somewhere */
         if (!q->carried)
             FLOE_FORWARD(floe__posdel_set_new(&q->carried, err));
@@ -496,7 +507,9 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
     *keep_files = false;
     if (rc == FLOE_OK && c->o->before_commit)
         rc = c->o->before_commit(c->o->hook_ctx, err);
-    bool handed = rc == FLOE_OK && c->o->on_moves;
+    /* rows spread over another spec's partitions are not handed over (a
+     * key index reads the new files instead) */
+    bool handed = rc == FLOE_OK && c->o->on_moves && !q->map->out_row;
     if (handed) {                                   /* before the snapshot can be seen */
         floe__compact_moved moved = {q->id, q->paths, q->map, q->files};
         c->o->on_moves(c->o->moves_ctx, &moved);
@@ -572,6 +585,11 @@ int floe__compaction_start(floe__compaction *c, floe_error *err)
 {
     FLOE_FORWARD(floe__table_check_format(c->t, err));
     const floe__metadata *md = c->t->loaded->metadata;
+    int32_t current = floe__metadata_default_spec_id(md);
+    FLOE_RETURN_IF((c->o->respec || c->o->all) && c->t->spec_id != current, err, FLOE_ESTATE,
+                   "the table's partition spec is now %d, the handle was opened with spec %d: "
+                   "open the table again to rewrite files into the current spec", (int)current,
+                   (int)c->t->spec_id);
     FLOE_FORWARD(floe__table_file_options(c->t, FLOE_CONTENT_DATA, &c->wopts, err));
     if (c->o->target_file_size)
         c->wopts.target_file_size = c->o->target_file_size;

@@ -14,6 +14,7 @@ typedef struct floe__compact_group {
     size_t n;
     uint64_t bytes;                  /* their size */
     double need;                     /* how badly they need it (groups go in this order) */
+    bool respec;                     /* files of older specs, rewritten into the current */
 } floe__compact_group;
 
 typedef struct floe__compaction {

@@ -2,7 +2,10 @@
  * compact_rewrite.c - rewriting one compaction group: every row of its
  * data files that no delete deletes, read back through the table's FileIO
  * and written to new data files of the target size, each run of files of
- * one partition into files of that partition.
+ * one partition into files of that partition; or, for files of an older
+ * partition spec, each row into the files of its partition under the
+ * current spec (a partition writer, within RESPEC_MEMORY of held rows),
+ * where each row went recorded row by row.
  *
  * Deletes applied per data file, as a reader would apply them: the
  * table layer's live rows (floe__live: its DV or position delete files,
@@ -18,7 +21,16 @@
  * has no row ids to keep: its rows' _row_id stays null and the new file
  * assigns them.
  */
+#include <inttypes.h>
+
 #include "maint/compact_internal.h"
+
+/* Rows a partition writer holds while rewriting files of an older spec
+ * (the partition holding the most is written out early past it). */
+#define RESPEC_MEMORY ((uint64_t)256 << 20)
+/* out_row while the group is written: the output file's index in the
+ * group's path table above POS_BITS, its position below. */
+#define POS_BITS 40
 
 /* ---- row lineage ------------------------------------------------------------------------ */
 
@@ -105,7 +117,11 @@ typedef struct filtering {
     floe__compaction *c;
     const floe__plan_file *from;     /* the old file */
     floe__posbitmap *skipped;        /* rows left out, recorded */
-    floe__file_writer *w;
+    floe__file_writer *w;            /* into one partition's files, or */
+    floe__part_writer *pw;           /* into the current spec's partitions: */
+    uint64_t *out_row;               /* per old row: where it went (POS_BITS) */
+    uint64_t n_rows;                 /* the old file's */
+    floe__strtab *paths;             /* the output files seen so far */
 } filtering;
 
 /* A row of an old file that a delete deletes: left out, recorded. */
@@ -129,18 +145,29 @@ static int copy_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, flo
         row = x->c->row.data;
         len = x->c->row.len;
     }
-    return floe__file_writer_write(x->w, row, len, NULL, NULL, err);
+    if (!x->pw)
+        return floe__file_writer_write(x->w, row, len, NULL, NULL, err);
+    FLOE_RETURN_IF(pos >= x->n_rows, err, FLOE_EFORMAT, "%s: row %" PRIu64 " past its %" PRIu64
+                   " records", x->from->file.path, pos, x->n_rows);
+    const char *path = NULL;
+    uint64_t at = 0;
+    uint32_t id = 0;
+    FLOE_FORWARD(floe__part_writer_write(x->pw, row, len, &path, &at, err));
+    FLOE_FORWARD(floe__strtab_intern(x->paths, path, &id, err));
+    x->out_row[pos] = (uint64_t)id << POS_BITS | at;
+    return FLOE_OK;
 }
 
-/* Old file k (plan index i) into w; `before`: the rows of the group's
- * writers closed before w. */
+/* Old file k (plan index i) of the group through x (its writer set). */
 static int rewrite_file(floe__compaction *c, size_t i, floe__compact_map *map, size_t k,
-                        floe__file_writer *w, uint64_t before, floe_error *err)
+                        filtering *xp, floe_error *err)
 {
     const floe__plan *p = c->plan;
     const floe__plan_data *pd = &p->data[i];
-    filtering x = {.c = c, .from = &pd->f, .skipped = &map->skipped[k], .w = w};
-    map->first_out[k] = before + floe__file_writer_rows(w);
+    filtering x = *xp;
+    x.c = c;
+    x.from = &pd->f;
+    x.skipped = &map->skipped[k];
     const floe__posbitmap *deleted;
     FLOE_FORWARD(floe__live_positions(c->live, i, &deleted, err));
     if (deleted)
@@ -162,7 +189,10 @@ void floe__compact_map_clear(floe__compact_map *m)
             floe__posbitmap_clear(&m->skipped[k]);
         if (m->pos_deleted)
             floe__posbitmap_clear(&m->pos_deleted[k]);
+        if (m->out_row)
+            floe__free(m->out_row[k]);
     }
+    floe__free(m->out_row);
     floe__free(m->first_out);
     floe__free(m->skipped);
     floe__free(m->pos_deleted);
@@ -191,6 +221,58 @@ static bool same_part(const floe__buf *a, const floe__buf *b)
     return a->len == b->len && (!a->len || memcmp(a->data, b->data, a->len) == 0);
 }
 
+/* Files of an older spec: each row into its partition's file under the
+ * current spec, where it went recorded in map->out_row (as output file and
+ * position while written, then as the output row: the rows of the files
+ * of `out` before it plus its position). */
+static int rewrite_respec(floe__compaction *c, const floe__compact_group *g,
+                          floe__compact_map *map, floe__content_list *out, floe_error *err)
+{
+    map->out_row = floe__calloc(g->n, sizeof *map->out_row);
+    if (!map->out_row)
+        return FLOE_OOM(err);
+    floe__part_budget budget = {RESPEC_MEMORY, 0};
+    floe__strtab paths = {0};
+    filtering x = {.paths = &paths};
+    int rc = floe__part_writer_new(c->t, c->rows, NULL, &c->wopts, &budget, &x.pw, err);
+    for (size_t k = 0; rc == FLOE_OK && k < g->n; k++) {
+        x.n_rows = c->plan->data[g->files[k]].f.file.metrics.record_count;
+        x.out_row = map->out_row[k] = floe__malloc((x.n_rows ? x.n_rows : 1) * sizeof *x.out_row);
+        if (!x.out_row) {
+            rc = FLOE_OOM(err);
+            break;
+        }
+        memset(x.out_row, 0xFF, x.n_rows * sizeof *x.out_row);         /* UINT64_MAX: skipped */
+        rc = rewrite_file(c, g->files[k], map, k, &x, err);
+    }
+    size_t from = out->n;
+    if (rc == FLOE_OK)
+        rc = floe__part_writer_close(x.pw, out, err);             /* frees it either way */
+    else
+        floe__part_writer_abort(x.pw);
+    uint64_t *start = rc == FLOE_OK ? floe__calloc(paths.n + 1, sizeof *start) : NULL;
+    if (rc == FLOE_OK && !start)
+        rc = FLOE_OOM(err);
+    for (size_t i = from, rows = 0; rc == FLOE_OK && i < out->n; i++) {
+        uint32_t id = 0;
+        rc = floe__strtab_intern(&paths, out->files[i].path, &id, err);
+        if (rc == FLOE_OK)
+            start[id] = rows;
+        rows += out->files[i].metrics.record_count;
+    }
+    for (size_t k = 0; rc == FLOE_OK && k < g->n; k++) {
+        uint64_t n = c->plan->data[g->files[k]].f.file.metrics.record_count;
+        for (uint64_t p = 0; p < n; p++) {
+            uint64_t v = map->out_row[k][p];
+            if (v != UINT64_MAX)
+                map->out_row[k][p] = start[v >> POS_BITS] + (v & (((uint64_t)1 << POS_BITS) - 1));
+        }
+    }
+    floe__free(start);
+    floe__strtab_free(&paths);
+    return rc;                        /* on failure the caller removes the files in out */
+}
+
 int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
                           floe__compact_map *map, floe__content_list *out, floe_error *err)
 {
@@ -200,32 +282,36 @@ int floe__compact_rewrite(floe__compaction *c, const floe__compact_group *g,
     map->pos_deleted = floe__calloc(g->n, sizeof *map->pos_deleted);
     if (!map->first_out || !map->skipped || !map->pos_deleted)
         return FLOE_OOM(err);
+    if (g->respec)
+        return rewrite_respec(c, g, map, out, err);
     /* A compaction group holds one partition; copy-on-write's may hold
      * several, each run of files of one partition written by a writer of
      * its own.  Rows are counted across them (first_out), so that a row's
      * place is found in `out` by the files' record counts, in order. */
-    floe__file_writer *w = NULL;
+    filtering x = {0};
     const floe__buf *part = NULL;
     uint64_t before = 0;                       /* rows of the writers closed */
     int rc = FLOE_OK;
     for (size_t k = 0; rc == FLOE_OK && k < g->n; k++) {
         const floe__buf *fp = &c->plan->data[g->files[k]].f.file.partition;
-        if (w && !same_part(part, fp)) {
-            before += floe__file_writer_rows(w);
-            rc = close_writer(w, part, out, err);
-            w = NULL;
+        if (x.w && !same_part(part, fp)) {
+            before += floe__file_writer_rows(x.w);
+            rc = close_writer(x.w, part, out, err);
+            x.w = NULL;
         }
-        if (rc == FLOE_OK && !w)
-            rc = floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &c->wopts, &w,
-                                       err);
+        if (rc == FLOE_OK && !x.w)
+            rc = floe__file_writer_new(c->t, FLOE_CONTENT_DATA, c->rows, NULL, 0, &c->wopts,
+                                       &x.w, err);
         part = fp;
-        if (rc == FLOE_OK)
-            rc = rewrite_file(c, g->files[k], map, k, w, before, err);
+        if (rc == FLOE_OK) {
+            map->first_out[k] = before + floe__file_writer_rows(x.w);
+            rc = rewrite_file(c, g->files[k], map, k, &x, err);
+        }
     }
     if (rc != FLOE_OK) {
-        if (w)
-            floe__file_writer_abort(w);
+        if (x.w)
+            floe__file_writer_abort(x.w);
         return rc;
     }
-    return w ? close_writer(w, part, out, err) : FLOE_OK;
+    return x.w ? close_writer(x.w, part, out, err) : FLOE_OK;
 }

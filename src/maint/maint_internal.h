@@ -141,13 +141,15 @@ int floe__remove_orphans(floe__table *t, const floe__orphan_options *o, floe__or
 /* How a group's rows moved (to carry deletes committed while it was being
  * rewritten onto the new files, and to tell a key index where rows went):
  * old file k's row p went to output row first_out[k] + p - |skipped[k]
- * below p| unless p is in skipped[k].  Output rows run through the group's
- * new files in order. */
+ * below p| unless p is in skipped[k]; or, when rows were spread over the
+ * partitions of another spec (out_row not NULL), to output row
+ * out_row[k][p].  Output rows run through the group's new files in order. */
 typedef struct floe__compact_map {
     size_t n;                        /* the group's files */
     uint64_t *first_out;             /* rows written before old file k's */
     floe__posbitmap *skipped;        /* rows not copied (deleted when read) */
     floe__posbitmap *pos_deleted;    /* of them, those its DV / position deletes deleted */
+    uint64_t **out_row;              /* NULL, or per old file per row (skipped: UINT64_MAX) */
 } floe__compact_map;
 
 void floe__compact_map_clear(floe__compact_map *m);
@@ -172,7 +174,10 @@ typedef struct floe__compact_options {
     double min_file_ratio, max_file_ratio, delete_ratio;
     /* A group of small files is rewritten once it has this many (0: 5). */
     int min_input_files;
-    bool all;                         /* rewrite every live data file */
+    bool all;                         /* rewrite every live data file (into the current spec) */
+    /* Rewrite the data files of older partition specs into the table's
+     * current one (each row into the file of its partition there). */
+    bool respec;
     bool tiered;                      /* group only files of one size class (4x wide) */
     /* Stop starting new groups once this many bytes were read (0: no
      * limit); the groups most in need go first. */

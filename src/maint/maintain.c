@@ -36,6 +36,7 @@ static int compact_step(floe__table *t, const floe_maintain_options *o, floe_mai
 {
     floe__compact_options co = {.target_file_size = o->target_file_size,
                                 .all = o->compact_all != 0,
+                                .respec = o->compact_old_specs != 0,
                                 .max_bytes = o->compact_max_bytes,
                                 .dry_run = o->dry_run != 0};
     floe__compact_result cr;

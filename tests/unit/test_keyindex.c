@@ -576,7 +576,7 @@ static void compacted_init(compacted *c)
     CHECK_EQ_INT(floe__posbitmap_add(&c->skipped[0], 5, NULL), FLOE_OK);
     CHECK_EQ_INT(floe__posbitmap_add(&c->skipped[1], 0, NULL), FLOE_OK);
     c->first_out[1] = 8;
-    c->map = (floe__compact_map){2, c->first_out, c->skipped, NULL};
+    c->map = (floe__compact_map){2, c->first_out, c->skipped, NULL, NULL};
     c->out[0].path = "s3://b/X.parquet";
     c->out[0].metrics.record_count = 5;
     c->out[1].path = "s3://b/Y.parquet";

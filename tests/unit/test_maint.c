@@ -265,6 +265,71 @@ static void carried(int version)
 TEST(compaction_carries_deletes_committed_meanwhile_v2) { carried(2); }
 TEST(compaction_carries_deletes_committed_meanwhile_v3) { carried(3); }
 
+/* The table's spec becomes bucket(4, id) (spec 1); files written before
+ * keep spec 0.  e->t is opened again (a handle writes the spec it opened). */
+static int bucket_spec(env *e)
+{
+    json_t *ups = json_pack("[{s:s, s:{s:i, s:[{s:i, s:i, s:s, s:s}]}}, {s:s, s:i}]", "action",
+                            "add-spec", "spec", "spec-id", 1, "fields", "source-id", 1,
+                            "field-id", 1000, "name", "id_bucket", "transform", "bucket[4]",
+                            "action", "set-default-spec", "spec-id", -1);
+    int rc = floe__table_update(e->t, NULL, ups, e->err);
+    json_decref(ups);
+    floe__table_free(e->t);
+    e->t = NULL;
+    return rc == FLOE_OK ? floe__table_open(e->cat, e->io, "ns", "t", NULL, NULL, &e->t, e->err)
+                         : rc;
+}
+
+/* Files of the older spec: left alone unless asked; asked, rewritten into
+ * the current spec's partitions (a file per bucket), with a delete
+ * committed meanwhile carried onto the row's new file and position. */
+static void respec(int version)
+{
+    env e;
+    CHECK_EQ_INT(env_open(&e, version == 3 ? "respec3" : "respec2", version), FLOE_OK);
+    char first[512], path[512];
+    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
+    for (int f = 1; f < 3; f++)
+        CHECK_EQ_INT(add_rows(&e, f * 100, f * 100 + 100, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);     /* id 3, before */
+    CHECK_EQ_INT(bucket_spec(&e), FLOE_OK);
+    CHECK_EQ_INT(e.t->spec_id, 1);
+    floe__compact_options o = {.min_input_files = 2};
+    floe__compact_result r;
+    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.groups, 0);                                /* not asked: kept */
+    racing x = {&e, NULL, first, 50, false};                 /* id 50, meanwhile */
+    CHECK_EQ_INT(open_other(&e, &x.other), FLOE_OK);
+    o = (floe__compact_options){.respec = true, .before_commit = delete_meanwhile,
+                                .hook_ctx = &x};
+    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(r.groups, 1);
+    CHECK_EQ_INT(r.files_rewritten, 3);
+    CHECK_EQ_INT(r.conflicts, 1);
+    CHECK_EQ_INT(r.deletes_carried, 1);
+    int64_t rows, sum;
+    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
+    CHECK_EQ_INT(rows, 298);                                  /* neither 3 nor 50 is back */
+    CHECK_EQ_INT(sum, (int64_t)299 * 300 / 2 - 3 - 50);
+    floe__plan *p = NULL;
+    CHECK_EQ_INT(floe__table_plan(e.t, -1, &p, e.err), FLOE_OK);
+    CHECK_EQ_INT(p->n_data, 4);                               /* a file per bucket */
+    int other_spec = 0, tuples = 0;
+    for (size_t i = 0; i < p->n_data; i++) {
+        other_spec += p->data[i].f.spec_id != 1;
+        tuples += p->data[i].f.file.partition.len > 0;
+    }
+    CHECK_EQ_INT(other_spec, 0);
+    CHECK_EQ_INT(tuples, 4);
+    floe__plan_free(p);
+    floe__table_free(x.other);
+    env_close(&e);
+}
+
+TEST(compaction_rewrites_older_specs_into_the_current_v2) { respec(2); }
+TEST(compaction_rewrites_older_specs_into_the_current_v3) { respec(3); }
+
 /* Meanwhile main goes back to before the delete of row 3: rows the
  * compaction left out are live again, so its group is given up. */
 static int rollback_meanwhile(void *ctx, floe_error *err)
@@ -591,6 +656,8 @@ int main(void)
     RUN(compaction_applies_deletes_and_drops_them);
     RUN(compaction_carries_deletes_committed_meanwhile_v2);
     RUN(compaction_carries_deletes_committed_meanwhile_v3);
+    RUN(compaction_rewrites_older_specs_into_the_current_v2);
+    RUN(compaction_rewrites_older_specs_into_the_current_v3);
     RUN(compaction_gives_up_when_rows_come_back);
     RUN(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen);
     RUN(compaction_keeps_its_files_when_its_last_attempt_may_have_landed);
