@@ -919,6 +919,7 @@ static int set_metric(rd *r, floe__col_metrics *c, which kind, const floe__avro_
         floe__buf *b = kind == LOWER ? &c->lower : &c->upper;
         floe__buf_reset(b);
         FLOE_FORWARD(floe__buf_append(b, p, n, r->err));
+        floe__buf_shrink(b);                         /* a plan holds every file's */
         *(kind == LOWER ? &c->has_lower : &c->has_upper) = true;
         return FLOE_OK;
     }

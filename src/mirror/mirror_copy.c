@@ -277,17 +277,19 @@ static int heap_size(floe__pg_conn *c, const floe__mtable *t, uint64_t *pages, u
     return FLOE_OK;
 }
 
-/* How many page ranges t is copied in: one unless the server scans TID
- * ranges (Postgres 14) and t is large enough for several.  A range's rows
- * make at least one data file of their own (staged as the range finishes),
- * so ranges are not made smaller than what fills a file at the table's
- * target size (heap pages hold about HEAP_PER_FILE_BYTE times the bytes of
- * their Parquet), unless the table is so small that only one range per
- * worker keeps every worker busy: then each worker's share is one range.
- * Many small files would be compacted right after the copy (reading and
- * writing every row once more); a few are left as they are.  Beyond that,
- * RANGES_PER_WORKER ranges each even out the workers' speeds and bound
- * what a kill loses. */
+uint64_t floe__mirror_range_pages(uint64_t pages, int workers, uint64_t target_file_size)
+{
+    uint64_t fill = target_file_size * HEAP_PER_FILE_BYTE / PAGE_BYTES;
+    uint64_t share = pages / (uint64_t)workers + 1;
+    uint64_t size = pages / ((uint64_t)workers * RANGES_PER_WORKER) + 1;
+    if (size < fill)
+        size = fill < share ? fill : share;
+    return size < MIN_RANGE_PAGES ? MIN_RANGE_PAGES : size;
+}
+
+/* How many page ranges t is copied in (floe__mirror_range_pages says how
+ * large): one unless the server scans TID ranges (Postgres 14) and t is
+ * large enough for several. */
 static void plan_ranges(const floe_pg *pg, const copy_table *ct, uint64_t pages, uint64_t *n,
                         uint64_t *per)
 {
@@ -298,15 +300,8 @@ static void plan_ranges(const floe_pg *pg, const copy_table *ct, uint64_t pages,
         (workers < 2 && !pg->opts.copy_range_pages))
         return;
     uint64_t size = pg->opts.copy_range_pages;
-    if (!size) {
-        uint64_t fill = floe__bulk_target_file_size(ct->bulk) * HEAP_PER_FILE_BYTE / PAGE_BYTES;
-        uint64_t share = pages / (uint64_t)workers + 1;
-        size = pages / ((uint64_t)workers * RANGES_PER_WORKER) + 1;
-        if (size < fill)
-            size = fill < share ? fill : share;
-        if (size < MIN_RANGE_PAGES)
-            size = MIN_RANGE_PAGES;
-    }
+    if (!size)
+        size = floe__mirror_range_pages(pages, workers, floe__bulk_target_file_size(ct->bulk));
     *per = size;
     *n = pages / size + 1;
 }

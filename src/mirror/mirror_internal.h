@@ -400,6 +400,18 @@ int floe__mirror_shape(floe__pg_conn *c, const floe__mtable *t, char **out, floe
  * given `described`, differ from it. */
 int floe__mirror_hold_table(floe_pg *pg, floe__pg_conn *c, const floe__mtable *t,
                             const char *described, bool *changed, floe_error *err);
+/* The heap pages of a range of the initial copy of a table of `pages`
+ * pages by `workers` workers (mirror_copy.c).  A range's rows make at
+ * least one data file of their own (staged as the range finishes), so a
+ * range is not made smaller than what fills a file at target_file_size
+ * (heap pages hold about HEAP_PER_FILE_BYTE times the bytes of their
+ * Parquet), unless that leaves a worker idle: then each worker's share is
+ * one range.  Many small files would be compacted right after the copy
+ * (reading and writing every row once more); a few are left as they are.
+ * A larger table is read in RANGES_PER_WORKER ranges per worker (they even
+ * out the workers' speeds and bound what a kill loses), each at least
+ * MIN_RANGE_PAGES. */
+uint64_t floe__mirror_range_pages(uint64_t pages, int workers, uint64_t target_file_size);
 /* "COPY (SELECT <t's columns> FROM <t>" into b (the caller ends it). */
 int floe__mirror_select_sql(const floe__mtable *t, floe__buf *b, floe_error *err);
 /* COPY t's columns TO STDOUT on c. */

@@ -32,13 +32,13 @@ typedef struct floe__pq_writer floe__pq_writer;
  * bytes 0xff, all code points U+10FFFF) is left out, the lower bound kept. */
 typedef struct floe__col_metrics {
     int32_t field_id;
-    uint64_t column_size;      /* compressed bytes of its column chunks, page headers included */
     bool has_counts;           /* value_count and null_count are meaningful */
+    bool has_nan_count;        /* float and double columns */
+    bool has_lower, has_upper;
+    uint64_t column_size;      /* compressed bytes of its column chunks, page headers included */
     uint64_t value_count;      /* values including nulls (and NaNs) */
     uint64_t null_count;
-    bool has_nan_count;        /* float and double columns */
     uint64_t nan_count;
-    bool has_lower, has_upper;
     floe__buf lower, upper;    /* Iceberg single-value serialization */
 } floe__col_metrics;
 

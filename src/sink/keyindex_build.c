@@ -195,7 +195,7 @@ int floe__kx_builder_add(floe__kx_builder *b, const uint8_t *key, size_t len, fl
         if (!e)
             return FLOE_OOM(err);
         b->e = e;
-        floe__free(b->sorted);                       /* made again at the sort */
+        floe__free(b->sorted);                       /* the sort's room, as large */
         b->sorted = floe__malloc(cap * sizeof *e);
         if (!b->sorted)
             return FLOE_OOM(err);

@@ -21,6 +21,21 @@ void floe__buf_free(floe__buf *b)
     b->len = b->cap = 0;
 }
 
+void floe__buf_shrink(floe__buf *b)
+{
+    if (b->len == b->cap)
+        return;
+    if (b->len == 0) {
+        floe__buf_free(b);
+        return;
+    }
+    uint8_t *p = floe__realloc(b->data, b->len);
+    if (p) {
+        b->data = p;
+        b->cap = b->len;
+    }
+}
+
 int floe__buf_grow(floe__buf *b, size_t extra, floe_error *err)
 {
     if (b->max == 0)

@@ -85,6 +85,9 @@ typedef struct floe__buf {
 
 void floe__buf_init(floe__buf *b, size_t max);
 void floe__buf_free(floe__buf *b);             /* releases memory; reusable */
+/* Give back the capacity past len (best effort): for small values kept
+ * long and in numbers, e.g. a data file's column bounds. */
+void floe__buf_shrink(floe__buf *b);
 static inline void floe__buf_reset(floe__buf *b) { b->len = 0; }
 int floe__buf_grow(floe__buf *b, size_t extra, floe_error *err);
 static inline int floe__buf_reserve(floe__buf *b, size_t extra, floe_error *err)

@@ -235,30 +235,47 @@ static int open_other(env *e, floe__table **out)
     return floe__table_open(e->cat, e->io, "ns", "t", NULL, NULL, out, e->err);
 }
 
-static void carried(int version)
+/* Table `name`: three files of ids [0, 300), id 3 deleted; *first (cap
+ * 512) the first file. */
+static void three_files(env *e, const char *name, int version, char *first)
 {
-    env e;
-    CHECK_EQ_INT(env_open(&e, version == 3 ? "carry3" : "carry2", version), FLOE_OK);
-    char first[512], path[512];
-    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
+    CHECK_EQ_INT(env_open(e, name, version), FLOE_OK);
+    char path[512];
+    CHECK_EQ_INT(add_rows(e, 0, 100, first, 512), FLOE_OK);
     for (int f = 1; f < 3; f++)
-        CHECK_EQ_INT(add_rows(&e, f * 100, f * 100 + 100, path, sizeof path), FLOE_OK);
-    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);     /* id 3, before */
-    racing x = {&e, NULL, first, 50, false};                 /* id 50, meanwhile */
-    CHECK_EQ_INT(open_other(&e, &x.other), FLOE_OK);
-    floe__compact_options o = {.min_input_files = 2, .before_commit = delete_meanwhile,
-                               .hook_ctx = &x};
+        CHECK_EQ_INT(add_rows(e, f * 100, f * 100 + 100, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(delete_row(e, e->t, first, 3), FLOE_OK);     /* id 3, before */
+}
+
+/* Compact e's table with options o while another writer deletes id 50 of
+ * file `first`: the group conflicts once, carries that delete, and neither
+ * id 3 nor 50 is back. */
+static floe__compact_result compact_racing(env *e, const char *first, floe__compact_options o)
+{
+    racing x = {e, NULL, first, 50, false};                  /* id 50, meanwhile */
+    CHECK_EQ_INT(open_other(e, &x.other), FLOE_OK);
+    o.before_commit = delete_meanwhile;
+    o.hook_ctx = &x;
     floe__compact_result r;
-    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(floe__compact(e->t, &o, &r, e->err), FLOE_OK);
     CHECK_EQ_INT(r.groups, 1);
     CHECK_EQ_INT(r.conflicts, 1);
     CHECK_EQ_INT(r.deletes_carried, 1);
     int64_t rows, sum;
-    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
+    CHECK_EQ_INT(live(e, &rows, &sum), FLOE_OK);
     CHECK_EQ_INT(rows, 298);                                  /* neither 3 nor 50 is back */
     CHECK_EQ_INT(sum, (int64_t)299 * 300 / 2 - 3 - 50);
-    CHECK_EQ_INT(data_files(&e), 1);
     floe__table_free(x.other);
+    return r;
+}
+
+static void carried(int version)
+{
+    env e;
+    char first[512];
+    three_files(&e, version == 3 ? "carry3" : "carry2", version, first);
+    compact_racing(&e, first, (floe__compact_options){.min_input_files = 2});
+    CHECK_EQ_INT(data_files(&e), 1);
     env_close(&e);
 }
 
@@ -287,31 +304,23 @@ static int bucket_spec(env *e)
 static void respec(int version)
 {
     env e;
-    CHECK_EQ_INT(env_open(&e, version == 3 ? "respec3" : "respec2", version), FLOE_OK);
-    char first[512], path[512];
-    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
-    for (int f = 1; f < 3; f++)
-        CHECK_EQ_INT(add_rows(&e, f * 100, f * 100 + 100, path, sizeof path), FLOE_OK);
-    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);     /* id 3, before */
+    char first[512];
+    three_files(&e, version == 3 ? "respec3" : "respec2", version, first);
+    floe__table *stale = NULL;                                /* opened before the change */
+    CHECK_EQ_INT(open_other(&e, &stale), FLOE_OK);
     CHECK_EQ_INT(bucket_spec(&e), FLOE_OK);
     CHECK_EQ_INT(e.t->spec_id, 1);
-    floe__compact_options o = {.min_input_files = 2};
+    floe__compact_options o = {.respec = true};
     floe__compact_result r;
+    CHECK_EQ_INT(floe__compact(stale, &o, &r, e.err), FLOE_ESTATE);
+    CHECK(strstr(floe_error_message(e.err), "open the table again") != NULL);
+    floe_error_clear(e.err);
+    floe__table_free(stale);
+    o = (floe__compact_options){.min_input_files = 2};
     CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
     CHECK_EQ_INT(r.groups, 0);                                /* not asked: kept */
-    racing x = {&e, NULL, first, 50, false};                 /* id 50, meanwhile */
-    CHECK_EQ_INT(open_other(&e, &x.other), FLOE_OK);
-    o = (floe__compact_options){.respec = true, .before_commit = delete_meanwhile,
-                                .hook_ctx = &x};
-    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
-    CHECK_EQ_INT(r.groups, 1);
+    r = compact_racing(&e, first, (floe__compact_options){.respec = true});
     CHECK_EQ_INT(r.files_rewritten, 3);
-    CHECK_EQ_INT(r.conflicts, 1);
-    CHECK_EQ_INT(r.deletes_carried, 1);
-    int64_t rows, sum;
-    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
-    CHECK_EQ_INT(rows, 298);                                  /* neither 3 nor 50 is back */
-    CHECK_EQ_INT(sum, (int64_t)299 * 300 / 2 - 3 - 50);
     floe__plan *p = NULL;
     CHECK_EQ_INT(floe__table_plan(e.t, -1, &p, e.err), FLOE_OK);
     CHECK_EQ_INT(p->n_data, 4);                               /* a file per bucket */
@@ -323,7 +332,6 @@ static void respec(int version)
     CHECK_EQ_INT(other_spec, 0);
     CHECK_EQ_INT(tuples, 4);
     floe__plan_free(p);
-    floe__table_free(x.other);
     env_close(&e);
 }
 
