@@ -254,9 +254,8 @@ static int rewrite_respec(floe__compaction *c, const floe__compact_group *g,
     if (rc == FLOE_OK && !start)
         rc = FLOE_OOM(err);
     for (size_t i = from, rows = 0; rc == FLOE_OK && i < out->n; i++) {
-        uint32_t id = 0;
-        rc = floe__strtab_intern(&paths, out->files[i].path, &id, err);
-        if (rc == FLOE_OK)
+        size_t id;                    /* every file written was named by a row */
+        if (floe__pathmap_get(&paths.index, out->files[i].path, &id) && id < paths.n)
             start[id] = rows;
         rows += out->files[i].metrics.record_count;
     }
