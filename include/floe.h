@@ -399,6 +399,10 @@ typedef struct floe_table_debt {
     uint64_t metadata_bytes;         /* the current metadata file, as JSON */
     uint64_t metadata_log_files;     /* earlier metadata files its log lists */
     uint64_t target_file_size;       /* write.target-file-size-bytes (default 512 MiB) */
+    /* Live data files written under an older partition spec than the
+     * table's current one (floe maintain --compact-old-specs rewrites them
+     * into it; readers cannot prune them by the current spec). */
+    uint64_t old_spec_data_files;
 } floe_table_debt;
 
 /* Read the table's debt (its manifests are read; the metadata as last

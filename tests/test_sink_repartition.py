@@ -145,9 +145,10 @@ def test_partition_by_on_a_rerun_changes_the_spec(floe, tmp_path):
 def test_auto_maintenance_compacts_in_the_new_spec(tmp_path):
     """The sink's own maintenance follows the table's spec: after a change
     it compacts the files written in the new spec (a replace snapshot whose
-    manifest of the new spec removes files), and the table stays exact."""
+    manifest of the new spec removes files), leaves the older spec's files
+    (counted in floe_table_old_spec_data_files), and the table stays exact."""
     from test_sink_maintain import AutoSink
-    from test_sink_position import Running, check_position
+    from test_sink_position import Running, check_position, metric
     stream = Stream(43, steps=160, keys=30, burst=0.3)
     sink = AutoSink(tmp_path, stream, interval=3, expire=False)
     lines = with_respecs(stream, ["bucket(2, id)"]).splitlines()
@@ -166,6 +167,9 @@ def test_auto_maintenance_compacts_in_the_new_spec(tmp_path):
     run.proc.stdin.write(lines[at] + "\n")           # not an update: not counted as one
     run.send(lines[at + 1:])
     run.wait_for(compacted_in_new_spec, timeout=300)
+    # the older spec's files stay (the sink does not rewrite them) and say so
+    run.wait_for(lambda: (metric(run.port, "floe_table_old_spec_data_files") or 0) > 0,
+                 timeout=300)
     run.finish()
     check_position(sink)
 
@@ -194,15 +198,26 @@ def test_old_specs_compacted_into_the_current_one(floe, tmp_path, variant):
         t = pyiceberg_catalog(db, wh).load_table(TABLE)
         return sorted(task.file.spec_id for task in t.scan().plan_files()), t
 
-    maintain = ["maintain", "--table", TABLE, "--catalog", f"sqlite:{db}", "--warehouse", wh]
+    where = ["--table", TABLE, "--catalog", f"sqlite:{db}", "--warehouse", wh]
+
+    def inspected():
+        text = floe("inspect", *where).stdout
+        debt = json.loads(floe("inspect", *where, "--json").stdout)["debt"]
+        return text, debt["old_spec_data_files"]
+
     before, _ = live_specs()
     assert {0, 1} & set(before) and 2 in before, before
-    floe(*maintain, "--compact")
+    floe("maintain", *where, "--compact")
     kept, _ = live_specs()
     assert {0, 1} & set(kept), f"plain compaction rewrote the old specs' files: {kept}"
-    r = floe(*maintain, "--compact-old-specs")
+    text, old = inspected()                            # says so, and what to run
+    assert old == len([s for s in kept if s != 2]), (old, kept)
+    assert "floe maintain --compact-old-specs" in text, text
+    r = floe("maintain", *where, "--compact-old-specs")
     after, t = live_specs()
     assert set(after) == {2}, (after, r.stdout)
+    text, old = inspected()
+    assert old == 0 and "older specs" not in text, text
     assert t.current_snapshot().summary.operation.value == "replace"
     check_partitions(db, wh, TABLE)
     floe(*sink_args(tmp_path, variant, stream, 10), "--input", whole)

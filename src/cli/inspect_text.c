@@ -260,6 +260,10 @@ static void print_debt(const inspect_view *v)
            d->data_manifests + d->delete_manifests, d->data_manifests, d->delete_manifests,
            d->snapshots, d->oldest_snapshot_age_ms < 0 ? 0 : d->oldest_snapshot_age_ms / 1e3,
            d->metadata_bytes, d->metadata_log_files);
+    if (d->old_spec_data_files)
+        printf("  older specs     %" PRIu64 " data files of an older partition spec (floe "
+               "maintain --compact-old-specs rewrites them into the current one)\n",
+               d->old_spec_data_files);
 }
 
 /* The text of member k of o (a number's or a string's), NULL when absent. */
@@ -278,6 +282,8 @@ static void print_tuple(const cli_json *part)
         printf("?");
         return;
     }
+    if (!part->n)
+        printf("(unpartitioned)");
     for (size_t i = 0; i < part->n; i++) {
         const cli_json *x = &part->items[i];
         printf("%s%s=%s", i ? ", " : "", part->keys[i],

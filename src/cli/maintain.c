@@ -62,10 +62,13 @@ static void print_debt(const char *label, const floe_table_debt *d)
     char meta[32], age[32];
     human_bytes(d->metadata_bytes, meta, sizeof meta);
     human_age(d->oldest_snapshot_age_ms, age, sizeof age);
-    printf("%-10s data files %" PRIu64 " (%" PRIu64 " small), delete files %" PRIu64
+    char older[64] = "";
+    if (d->old_spec_data_files)
+        snprintf(older, sizeof older, ", %" PRIu64 " of older specs", d->old_spec_data_files);
+    printf("%-10s data files %" PRIu64 " (%" PRIu64 " small%s), delete files %" PRIu64
            " (%" PRIu64 " DVs, %" PRIu64 " equality), deleted rows %.1f%%, manifests %" PRIu64
            ", snapshots %" PRIu64 " (oldest %s), metadata %s\n",
-           label, d->data_files, d->small_data_files, d->delete_files, d->deletion_vectors,
+           label, d->data_files, d->small_data_files, older, d->delete_files, d->deletion_vectors,
            d->equality_delete_files, 100 * d->deleted_ratio,
            d->data_manifests + d->delete_manifests, d->snapshots, age, meta);
 }

@@ -66,12 +66,13 @@ void cli_debt_json(const floe_table_debt *d)
            ",\"equality_deletes\":%" PRIu64 ",\"deleted_ratio\":%.6f,\"data_manifests\":%"
            PRIu64 ",\"delete_manifests\":%" PRIu64 ",\"snapshots\":%" PRIu64
            ",\"oldest_snapshot_age_ms\":%" PRId64 ",\"metadata_bytes\":%" PRIu64
-           ",\"metadata_log_files\":%" PRIu64 ",\"target_file_size\":%" PRIu64 "}",
+           ",\"metadata_log_files\":%" PRIu64 ",\"target_file_size\":%" PRIu64
+           ",\"old_spec_data_files\":%" PRIu64 "}",
            d->data_files, d->small_data_files, d->data_bytes, d->data_rows, d->delete_files,
            d->position_delete_files, d->deletion_vectors, d->equality_delete_files,
            d->deleted_rows, d->equality_deletes, d->deleted_ratio, d->data_manifests,
            d->delete_manifests, d->snapshots, d->oldest_snapshot_age_ms, d->metadata_bytes,
-           d->metadata_log_files, d->target_file_size);
+           d->metadata_log_files, d->target_file_size, d->old_spec_data_files);
 }
 
 int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o)

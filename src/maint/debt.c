@@ -56,10 +56,13 @@ int floe__debt(floe__table *t, floe_table_debt *out, floe_error *err)
     out->deleted_rows = tot->pos_deletes;
     out->equality_deletes = tot->eq_deletes;
     out->deleted_ratio = tot->data_rows ? (double)tot->pos_deletes / (double)tot->data_rows : 0;
-    for (size_t i = 0; i < p->n_data; i++)
+    int32_t spec = floe__metadata_default_spec_id(md);
+    for (size_t i = 0; i < p->n_data; i++) {
         if ((double)p->data[i].f.file.metrics.file_size <
             SMALL_RATIO * (double)out->target_file_size)
             out->small_data_files++;
+        out->old_spec_data_files += p->data[i].f.spec_id != spec;
+    }
     for (size_t i = 0; i < p->manifests.n; i++) {
         if (p->manifests.items[i].content == 0)
             out->data_manifests++;
