@@ -257,7 +257,8 @@ static int open_output(const char *uri, sync_state *sync, floe__output **out, fl
         lo->fd = open(lo->tmp, flags, 0644);
     const char *slash = strrchr(path, '/');
     if (rc == FLOE_OK && lo->fd < 0 && errno == ENOENT && slash && slash != path) {
-        /* its directory first (a file per call would cost a mkdir per level) */
+        /* no directory yet: made now (making it before every file would cost a
+         * mkdir per path level, each failing) */
         char *dir = floe__strndup(path, (size_t)(slash - path));
         rc = dir ? mkdirs(dir, err) : FLOE_OOM(err);
         floe__free(dir);
