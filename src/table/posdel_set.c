@@ -4,9 +4,9 @@
  * hash map the table layer uses wherever files are matched by path
  * (position delete sets, scan planning, commits).
  *
- * A set owns its paths and bitmaps.  Files are kept in the order they were
- * first added; floe__posdel_set_sorted gives them in path (byte) order,
- * which is the order the commit writes them in.
+ * A set owns its paths (interned, strtab.c) and bitmaps.  Files are kept
+ * in the order they were first added; floe__posdel_set_sorted gives them
+ * in path (byte) order, which is the order the commit writes them in.
  */
 #include <stdlib.h>
 
@@ -85,10 +85,9 @@ int floe__pathmap_put(floe__pathmap *m, const char *path, size_t value, bool *ex
 /* ---- position delete sets ----------------------------------------------------------------- */
 
 struct floe__posdel_set {
-    char **paths;                    /* in the order first added */
-    floe__posbitmap *pos;
-    size_t n, cap;
-    floe__pathmap index;             /* path -> i */
+    floe__strtab paths;              /* the data files, in the order first added */
+    floe__posbitmap *pos;            /* per path index */
+    size_t cap;                      /* of pos */
     uint64_t count;
 };
 
@@ -102,45 +101,31 @@ void floe__posdel_set_free(floe__posdel_set *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->n; i++) {
-        floe__free(s->paths[i]);
+    for (size_t i = 0; i < s->paths.n; i++)
         floe__posbitmap_clear(&s->pos[i]);
-    }
-    floe__free(s->paths);
+    floe__strtab_free(&s->paths);
     floe__free(s->pos);
-    floe__pathmap_clear(&s->index);
     floe__free(s);
 }
 
 /* The bitmap of `path`, added (empty) when new. */
 static int slot_of(floe__posdel_set *s, const char *path, size_t *i, floe_error *err)
 {
-    if (floe__pathmap_get(&s->index, path, i))
+    if (floe__pathmap_get(&s->paths.index, path, i))
         return FLOE_OK;
     FLOE_RETURN_IF(!*path, err, FLOE_EINVAL, "position deletes: empty data file path");
-    if (s->n == s->cap) {
+    if (s->paths.n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
-        char **p = floe__realloc(s->paths, cap * sizeof *p);
-        if (!p)
-            return FLOE_OOM(err);
-        s->paths = p;
         floe__posbitmap *b = floe__realloc(s->pos, cap * sizeof *b);
         if (!b)
             return FLOE_OOM(err);
         s->pos = b;
         s->cap = cap;
     }
-    char *copy = floe__strdup(path);
-    if (!copy)
-        return FLOE_OOM(err);
-    int rc = floe__pathmap_put(&s->index, copy, s->n, NULL, err);
-    if (rc != FLOE_OK) {
-        floe__free(copy);
-        return rc;
-    }
-    s->paths[s->n] = copy;
-    memset(&s->pos[s->n], 0, sizeof s->pos[s->n]);
-    *i = s->n++;
+    uint32_t at;
+    FLOE_FORWARD(floe__strtab_intern(&s->paths, path, &at, err));
+    memset(&s->pos[at], 0, sizeof s->pos[at]);
+    *i = at;
     return FLOE_OK;
 }
 
@@ -168,22 +153,22 @@ int floe__posdel_set_add_all(floe__posdel_set *s, const char *data_path,
 }
 
 uint64_t floe__posdel_set_count(const floe__posdel_set *s) { return s ? s->count : 0; }
-size_t floe__posdel_set_files(const floe__posdel_set *s) { return s ? s->n : 0; }
+size_t floe__posdel_set_files(const floe__posdel_set *s) { return s ? s->paths.n : 0; }
 
 const char *floe__posdel_set_path(const floe__posdel_set *s, size_t i)
 {
-    return i < s->n ? s->paths[i] : NULL;
+    return i < s->paths.n ? s->paths.s[i] : NULL;
 }
 
 const floe__posbitmap *floe__posdel_set_positions(const floe__posdel_set *s, size_t i)
 {
-    return i < s->n ? &s->pos[i] : NULL;
+    return i < s->paths.n ? &s->pos[i] : NULL;
 }
 
 const floe__posbitmap *floe__posdel_set_find(const floe__posdel_set *s, const char *path)
 {
     size_t i;
-    return s && floe__pathmap_get(&s->index, path, &i) ? &s->pos[i] : NULL;
+    return s && floe__pathmap_get(&s->paths.index, path, &i) ? &s->pos[i] : NULL;
 }
 
 static int cmp_paths(const void *a, const void *b, void *ctx)
@@ -194,11 +179,12 @@ static int cmp_paths(const void *a, const void *b, void *ctx)
 
 int floe__posdel_set_sorted(const floe__posdel_set *s, size_t **order, floe_error *err)
 {
-    *order = floe__malloc((s->n ? s->n : 1) * sizeof **order);
+    size_t n = s->paths.n;
+    *order = floe__malloc((n ? n : 1) * sizeof **order);
     if (!*order)
         return FLOE_OOM(err);
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < n; i++)
         (*order)[i] = i;
-    qsort_r(*order, s->n, sizeof **order, cmp_paths, s->paths);
+    qsort_r(*order, n, sizeof **order, cmp_paths, s->paths.s);
     return FLOE_OK;
 }
