@@ -25,7 +25,8 @@ CC      ?= cc
 PQ_INC  := $(shell pkg-config --cflags-only-I libpq 2>/dev/null || echo -I/usr/include/postgresql)
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla \
            -Wstrict-prototypes -Wmissing-prototypes -Iinclude -Isrc $(PQ_INC) $(OPT) $(EXTRA_CFLAGS)
-LDLIBS  := -lzstd -lsnappy -lz -lsqlite3 -ljansson -lcurl -lpq -lm -lpthread
+# librdkafka (Debian: librdkafka-dev) for the Kafka source.
+LDLIBS  := -lzstd -lsnappy -lz -lsqlite3 -ljansson -lcurl -lpq -lrdkafka -lm -lpthread
 
 LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))

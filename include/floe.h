@@ -1217,6 +1217,121 @@ typedef struct floe_pg_slot_info {
 int floe_pg_slot_info_get(const char *source, const char *slot, floe_pg_slot_info *out,
                           floe_error *err);
 
+/* ----------------------------------------------------------------------
+ * Kafka into Iceberg (docs/kafka.md).
+ *
+ * One consumer reads topics from a Kafka cluster; each topic feeds one
+ * floe sink (sink id "kafka:<topic>") and so one Iceberg table.  Every
+ * message of a topic gets the next time of that table's input (message i
+ * after the table's resume frontier t: time t + i, in the order the
+ * consumer receives them, which is each partition's order), so updates of
+ * one key keep their partition's order.  Snapshots are made on a wall
+ * clock (commit_interval_ms); each records, in its summary property
+ * floe.kafka.offsets, the cluster id, the topic and per partition the next
+ * offset to read.  A restart seeks every partition there, so nothing is
+ * lost or doubled whatever kills the process; Kafka's group offsets are
+ * committed after the Iceberg commit, for monitoring only.  A floe_kafka
+ * is driven from one thread (floe_kafka_run); floe_kafka_stop and
+ * floe_kafka_stats_get may be called from any thread.
+ * ---------------------------------------------------------------------- */
+typedef struct floe_kafka floe_kafka;
+
+typedef enum floe_kafka_format {
+    /* The message key is the row's key (a JSON object of the key columns,
+     * or the bare value of a single key column), the value the whole row
+     * (a JSON object); a null value deletes the key (a compacted topic's
+     * tombstone).  Upsert mode; needs sink.key. */
+    FLOE_KAFKA_UPSERT = 0,
+    /* Each value is one row (a JSON object), appended; a null value is
+     * skipped.  Append mode. */
+    FLOE_KAFKA_APPEND = 1,
+} floe_kafka_format;
+
+typedef enum floe_kafka_bad {
+    FLOE_KAFKA_BAD_FAIL = 0,        /* a message that does not parse halts the run */
+    FLOE_KAFKA_BAD_SKIP = 1,        /* it is skipped and counted (bad_messages) */
+} floe_kafka_bad;
+
+/* Options; start from floe_kafka_options_init().  Every string is copied
+ * by floe_kafka_open. */
+typedef struct floe_kafka_options {
+    const char *brokers;            /* "host:port,..." (required) */
+    const char *topics;             /* "t1,t2" (required) */
+    floe_kafka_format format;
+    /* The Iceberg table of a topic: NAMESPACE.topic, with NAMESPACE this
+     * (NULL: "kafka"), unless table_map says "topic=ns.name,...". */
+    const char *namespace_name;
+    const char *table_map;
+    /* The consumer group whose offsets are committed (after each Iceberg
+     * commit, for monitoring: where reading resumes is the table's
+     * record); NULL: "floe". */
+    const char *group;
+    /* librdkafka configuration passed through, {"k1", "v1", ..., NULL}
+     * (security.protocol, sasl.*, ssl.*, ...); values are never printed. */
+    const char *const *kafka_properties;
+    /* For every topic's sink: schema (the rows' column list; NULL: the
+     * existing table's), key, connect, compression, compression_level,
+     * target_file_size, memory_limit (for each topic), spill_dir,
+     * delete_mode, index_dir, format_version, sink_version, maintain,
+     * maintain_budget, orphan_age_ms, orphan_interval_ms, properties,
+     * partition_by, on_warning and warning_ctx.  The other fields are
+     * floe's to set. */
+    floe_sink_options sink;
+    uint64_t commit_interval_ms;    /* wall clock between snapshots; 0: 10000 */
+    floe_kafka_bad on_bad_message;
+    /* 1: stop (floe_kafka_run returns FLOE_OK) once every partition is
+     * read and committed up to the end it had when floe_kafka_open
+     * looked. */
+    int stop_at_end;
+    /* When this descriptor becomes readable, floe_kafka_run stops as
+     * floe_kafka_stop makes it; -1 (the default): none. */
+    int stop_fd;
+    /* Milliseconds to wait for the brokers (metadata, the cluster id,
+     * offsets) at open; 0: 30000. */
+    uint64_t timeout_ms;
+    /* What floe does and finds (tables resumed, offsets sought): one
+     * sentence each; may be NULL. */
+    void (*on_notice)(void *ctx, const char *message);
+    void *notice_ctx;
+} floe_kafka_options;
+
+void floe_kafka_options_init(floe_kafka_options *opts);
+
+/* Connect, learn the cluster id and each topic's partitions, open every
+ * topic's sink and find where each table stands: the offsets its last
+ * commit records.  Refused (FLOE_ESTATE) when a table was fed from
+ * another cluster (a cluster replaced or rebuilt: its offsets mean
+ * nothing here), when a recorded offset is past the end of its partition
+ * (the topic was deleted and created again) or before its start (the
+ * messages between were deleted: they would be lost), or when the topic
+ * has fewer partitions than recorded.  FLOE_ENOTFOUND for a topic the
+ * cluster does not have; FLOE_ENET when the brokers cannot be reached
+ * within timeout_ms. */
+int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error *err);
+/* Read and commit until floe_kafka_stop, stop_fd or (stop_at_end) the
+ * end; what was read before a stop is committed first.  A stop is
+ * FLOE_EINTERRUPTED, the end FLOE_OK.  A message that does not parse:
+ * FLOE_EINPUT naming topic, partition and offset (on_bad_message FAIL). */
+int floe_kafka_run(floe_kafka *k, floe_error *err);
+void floe_kafka_stop(floe_kafka *k);
+void floe_kafka_free(floe_kafka *k);
+
+typedef struct floe_kafka_stats {
+    uint64_t topics, partitions;
+    uint64_t messages, bytes;        /* read (key and value bytes) */
+    uint64_t bad_messages;           /* skipped (on_bad_message SKIP) */
+    uint64_t tombstones;             /* null values: deletes (upsert), skipped (append) */
+    uint64_t snapshots_committed;
+    /* Messages in the partitions past what is committed, as of the last
+     * look at their ends (each commit looks). */
+    uint64_t lag_messages;
+} floe_kafka_stats;
+void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out);
+/* The sink of topic i (0 <= i < stats.topics), its topic and table. */
+floe_sink *floe_kafka_sink(floe_kafka *k, size_t i);
+const char *floe_kafka_topic(const floe_kafka *k, size_t i);
+const char *floe_kafka_table(const floe_kafka *k, size_t i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,6 +40,7 @@ declare -A below=(
     [maint]="util schema io avro parquet iceberg catalog table"
     [sink]="util schema io avro parquet iceberg catalog table maint source"
     [mirror]="util schema io avro parquet iceberg catalog table maint source sink"
+    [kafka]="util schema io avro parquet iceberg catalog table maint source sink"
     [cli]=""
 )
 for f in $(find src -name '*.[ch]'); do

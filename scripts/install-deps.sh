@@ -2,7 +2,7 @@
 # Installs what building and testing floe needs: Debian packages (compiler,
 # libraries, valgrind, a JDK and Maven), the Python readers the tests check
 # floe against (and pyspark), the Java reader, Spark's Iceberg runtime and
-# Apache's REST catalog server (Maven),
+# Apache's REST catalog server and Apache Kafka's broker (Maven),
 # and versitygw, the S3 server of the S3 tests (built with Go into $GOBIN
 # or $(go env GOPATH)/bin).
 # Safe to run again: it skips what is already there.
@@ -18,8 +18,8 @@ demo=false
 [ "${1:-}" = "--demo" ] && demo=true
 
 APT_PACKAGES="build-essential pkg-config libzstd-dev libsnappy-dev zlib1g-dev \
-libsqlite3-dev libjansson-dev libcurl4-openssl-dev libpq-dev postgresql valgrind python3 \
-python3-pip"
+libsqlite3-dev libjansson-dev libcurl4-openssl-dev libpq-dev librdkafka-dev postgresql valgrind \
+python3 python3-pip"
 if ! $demo; then
     command -v mvn >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES maven"
     command -v javac >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES default-jdk-headless"
@@ -70,6 +70,10 @@ fi
 # in tests/requirements.txt).
 if [ ! -d tests/spark/jars ] || [ tests/spark/pom.xml -nt tests/spark/jars ]; then
     mvn -q -B -f tests/spark/pom.xml dependency:copy-dependencies && touch tests/spark/jars
+fi
+# Apache Kafka (a single KRaft node) for the Kafka tests (tests/kafkaserver.py).
+if [ ! -d tests/kafka/jars ] || [ tests/kafka/pom.xml -nt tests/kafka/jars ]; then
+    mvn -q -B -f tests/kafka/pom.xml dependency:copy-dependencies && touch tests/kafka/jars
 fi
 # versitygw: an S3 server that verifies SigV4, for tests/test_s3*.py.
 VERSITYGW_VERSION=v1.7.0

@@ -181,8 +181,25 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
                               "20%", NULL},                                                 \
     {"orphan-age", true, "orphan files older than this are removed (default 1d)", NULL},    \
     {"orphan-interval", true, "look for orphan files this often (default 1h; 0: never)", NULL}
+/* The sink options the sources (floe pg, floe kafka) take for every table
+ * (besides --memory-limit and --spill-dir, which each says its own way). */
+#define CLI_SOURCE_SINK_OPTS                                                               \
+    {"compression", true, "zstd, snappy, gzip or none (default: the table's "              \
+                          "write.parquet.compression-codec, else zstd)", NULL},            \
+    {"target-file-size", true, "data file roll-over size (default 512m)", NULL},            \
+    {"delete-mode", true, "position (default) or equality", NULL},                          \
+    CLI_MAINTAIN_OPTS,                                                                     \
+    {"format-version", true, "Iceberg format of tables floe creates: 2 (default) or 3",    \
+     NULL},                                                                                \
+    {"index-dir", true, "where the key indexes are kept between runs", NULL},              \
+    {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL}
 /* Those options into `o`: 0, or -1 (reported) when one is malformed. */
 int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o);
+/* The sink options of the sources (floe pg, floe kafka), given as
+ * CLI_SOURCE_SINK_OPTS: --compression, --delete-mode, --target-file-size,
+ * --memory-limit, --sink-version, --format-version and the maintenance
+ * options, into `o`: 0, or -1 (reported) when one is malformed. */
+int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o);
 /* Fill `o` from those options (pointers into argv). */
 void cli_connect_options(const cli_opt *opts, floe_connect_options *o);
 /* Open the catalog the options name (must_exist: never create one);
@@ -334,5 +351,6 @@ int cmd_inspect(int argc, char **argv);
 int cmd_sink(int argc, char **argv);
 int cmd_maintain(int argc, char **argv);
 int cmd_pg(int argc, char **argv);
+int cmd_kafka(int argc, char **argv);
 
 #endif

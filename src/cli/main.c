@@ -18,6 +18,7 @@ static const command COMMANDS[] = {
     {"append", cmd_append, "append NDJSON rows to an Iceberg table as one snapshot"},
     {"inspect", cmd_inspect, "show a table's snapshots, summaries and floe frontier"},
     {"maintain", cmd_maintain, "compact a table, expire its snapshots, remove orphan files"},
+    {"kafka", cmd_kafka, "stream Kafka topics into Iceberg tables, exactly once"},
     {"pg", cmd_pg, "mirror Postgres tables into Iceberg tables through logical replication"},
     {"sink", cmd_sink, "stream an NDJSON changelog into an Iceberg table, exactly once"},
     {"to-parquet", cmd_to_parquet, "write NDJSON rows to one Parquet file with Iceberg field ids"},

@@ -136,40 +136,6 @@ static int wall_ms(const cli_opt *opts, const char *name, uint64_t *ms)
     return 0;
 }
 
-static int sink_numbers(const cli_opt *opts, floe_sink_options *o)
-{
-    size_t mem = 0, target = 0;
-    const char *codec = cli_get(opts, "compression"), *dm = cli_get(opts, "delete-mode");
-    if (codec) {
-        int c = floe_compression_from_name(codec);
-        if (c < 0) {
-            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
-            return -1;
-        }
-        o->compression = (floe_compression)c;
-    }
-    if (dm && strcmp(dm, "position") != 0 && strcmp(dm, "equality") != 0) {
-        cli_say("floe: --delete-mode must be position or equality, not '%s'\n", dm);
-        return -1;
-    }
-    o->delete_mode = dm && strcmp(dm, "equality") == 0 ? FLOE_DELETE_EQUALITY
-                                                        : FLOE_DELETE_POSITION;
-    uint64_t fv = 0;
-    if (cli_size_opt(opts, "target-file-size", &target) != 0 ||
-        cli_size_opt(opts, "memory-limit", &mem) != 0 ||
-        cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
-        cli_u64_opt(opts, "format-version", &fv) != 0 || cli_maintain_opts(opts, o) != 0)
-        return -1;
-    if (cli_has(opts, "format-version") && fv != 2 && fv != 3) {
-        cli_say("floe: --format-version must be 2 or 3, not %" PRIu64 "\n", fv);
-        return -1;
-    }
-    o->format_version = (int)fv;
-    o->target_file_size = target;
-    o->memory_limit = mem;
-    return 0;
-}
-
 static int stop_at(const cli_opt *opts, floe_pg_options *o)
 {
     const char *v = cli_get(opts, "stop-at");
@@ -212,7 +178,7 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     o->sink.warning_ctx = r;
     o->stop_fd = cli_signals_fd();
     size_t txn = 0;
-    if (sink_numbers(opts, &o->sink) != 0 || wall_ms(opts, "commit-interval", &o->commit_interval_ms) ||
+    if (cli_sink_numbers(opts, &o->sink) != 0 || wall_ms(opts, "commit-interval", &o->commit_interval_ms) ||
         wall_ms(opts, "idle-commit-interval", &o->idle_commit_interval_ms) || stop_at(opts, o) ||
         cli_size_opt(opts, "txn-memory", &txn) != 0)
         return -1;
@@ -590,19 +556,11 @@ int cmd_pg(int argc, char **argv)
                                "parallel, a large table in page ranges (default 2)", NULL},
         {"copy-range-pages", true, "heap pages of one range of a table's copy (default: from "
                                    "its size, at least 8192)", NULL},
-        {"compression", true, "zstd, snappy, gzip or none (default: the table's "
-                                 "write.parquet.compression-codec, else zstd)", NULL},
-        {"target-file-size", true, "data file roll-over size (default 512m)", NULL},
-        {"delete-mode", true, "position (default) or equality", NULL},
-        CLI_MAINTAIN_OPTS,
-        {"format-version", true, "Iceberg format of tables floe creates: 2 (default) or 3",
-         NULL},
-        {"index-dir", true, "where the key indexes are kept between runs", NULL},
+        CLI_SOURCE_SINK_OPTS,
         {"memory-limit", true, "memory for all tables' held updates and key indexes "
                                "(default 1g)", NULL},
         {"spill-dir", true, "where spilled updates and in-progress transactions go "
                             "(default $TMPDIR or /tmp)", NULL},
-        {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL},
         {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},
         {"metrics-linger", true, "after the run, keep serving them this long", NULL},
         {"progress-interval", true, "redraw the status line this often", NULL},

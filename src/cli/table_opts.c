@@ -1,6 +1,7 @@
 /*
- * table_opts.c - what the table commands (append, inspect) share: opening
- * the catalog their options name, and JSON string output.
+ * table_opts.c - what the table commands (append, inspect, and the sources
+ * pg and kafka) share: opening the catalog their options name, the sinks'
+ * numbers and maintenance options, and JSON string output.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -105,5 +106,39 @@ int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o)
         return -1;
     if (cli_has(opts, "orphan-interval") && o->orphan_interval_ms == 0)
         o->orphan_interval_ms = -1;                    /* 0: never */
+    return 0;
+}
+
+int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o)
+{
+    size_t mem = 0, target = 0;
+    const char *codec = cli_get(opts, "compression"), *dm = cli_get(opts, "delete-mode");
+    if (codec) {
+        int c = floe_compression_from_name(codec);
+        if (c < 0) {
+            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
+            return -1;
+        }
+        o->compression = (floe_compression)c;
+    }
+    if (dm && strcmp(dm, "position") != 0 && strcmp(dm, "equality") != 0) {
+        cli_say("floe: --delete-mode must be position or equality, not '%s'\n", dm);
+        return -1;
+    }
+    o->delete_mode = dm && strcmp(dm, "equality") == 0 ? FLOE_DELETE_EQUALITY
+                                                        : FLOE_DELETE_POSITION;
+    uint64_t fv = 0;
+    if (cli_size_opt(opts, "target-file-size", &target) != 0 ||
+        cli_size_opt(opts, "memory-limit", &mem) != 0 ||
+        cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
+        cli_u64_opt(opts, "format-version", &fv) != 0 || cli_maintain_opts(opts, o) != 0)
+        return -1;
+    if (cli_has(opts, "format-version") && fv != 2 && fv != 3) {
+        cli_say("floe: --format-version must be 2 or 3, not %" PRIu64 "\n", fv);
+        return -1;
+    }
+    o->format_version = (int)fv;
+    o->target_file_size = target;
+    o->memory_limit = mem;
     return 0;
 }

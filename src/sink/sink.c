@@ -862,6 +862,8 @@ const char *floe__sink_resume_property(const floe_sink *s, const char *key)
     return snap ? floe__snapshot_summary_get(snap, key) : NULL;
 }
 
+void floe__sink_expect_absent_keys(floe_sink *s) { s->wcfg.absent_keys_expected = true; }
+
 int floe_sink_complete(const floe_sink *s) { return s->complete; }
 
 const char *floe_sink_index_report(const floe_sink *s)

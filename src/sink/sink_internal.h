@@ -216,6 +216,9 @@ typedef struct floe__writer_config {
     uint64_t data_memory;
     floe__warn_fn warn;                 /* primary-key violations etc.; may be NULL */
     void *warn_ctx;
+    /* A retraction by key of a key with no live row is how its source says
+     * "insert or replace" (a Kafka upsert topic): counted, not warned. */
+    bool absent_keys_expected;
     size_t kx_log_max;                  /* bytes of a batch's key index log (floe__kx_log) */
 } floe__writer_config;
 
@@ -565,6 +568,9 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
 /* Whether a partition spec change (e.g. a rerun's --partition-by) waits
  * for the sink's next snapshot. */
 bool floe__sink_spec_pending(const floe_sink *s);
+/* From now on a retraction by key that finds no live row is expected (a
+ * source that upserts by key), not warned about. */
+void floe__sink_expect_absent_keys(floe_sink *s);
 
 /* ---- the snapshot batch in bulk (sink_bulk.c) ------------------------------------------
  * A fresh sink's snapshot batch (floe_sink_set_as_of(time) set, nothing

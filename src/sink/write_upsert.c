@@ -152,8 +152,9 @@ static int retract_older(resolving *r, const uint8_t *row, uint32_t len, uint64_
     }
     if (!found) {
         w->stats.retract_missing++;
-        floe__writer_warn(w, "a retraction of key %s at time %llu has no live row to retract; "
-                          "ignored", key_text(r), (unsigned long long)time);
+        if (!w->cfg->absent_keys_expected)
+            floe__writer_warn(w, "a retraction of key %s at time %llu has no live row to "
+                              "retract; ignored", key_text(r), (unsigned long long)time);
         return FLOE_OK;
     }
     /* len 0: by key, any row; a row hashed in another schema has other bytes */

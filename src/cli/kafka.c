@@ -1,0 +1,300 @@
+/*
+ * kafka.c - `floe kafka`: Kafka topics into Iceberg tables, exactly once
+ * (docs/kafka.md).
+ *
+ *   floe kafka --brokers HOST:PORT,... --topics T1,T2 --format upsert|append
+ *              [--schema COLUMNS] [--key COLS] [--table NS.NAME | --table-map T=NS.NAME,...]
+ *
+ * The library does the work (floe_kafka_*): this file turns options into
+ * floe_kafka_options, prints notices, warnings and the summary, and maps
+ * the outcome to the exit status.  Values of --kafka-property are never
+ * printed (they may hold SASL passwords).
+ */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli_internal.h"
+
+static const char USAGE[] =
+    "floe kafka --brokers HOST:PORT,... --topics T1,T2 --format upsert|append "
+    "[--schema COLUMNS|@FILE] [--key COLS] [--table NS.NAME] [--table-map TOPIC=NS.NAME,...] "
+    "[--namespace NS] [--group ID] [--kafka-property KEY=VALUE]... "
+    "[--on-bad-message fail|skip] [--stop-at end] [--commit-interval DURATION] "
+    "[--partition-by SPEC] [--catalog URI] [--warehouse URI] [...]";
+
+static const char NOTES[] =
+    "formats:\n"
+    "  upsert   the message key is the row's key (a JSON object of the --key columns, or\n"
+    "           the bare JSON value of a single key column), the value the whole row (a\n"
+    "           JSON object); a null value (a tombstone) deletes the key\n"
+    "  append   each value is a row (a JSON object), appended; null values are skipped\n"
+    "\n"
+    "tables:\n"
+    "  Each topic goes to its own Iceberg table, NAMESPACE.TOPIC (--namespace, default\n"
+    "  kafka), unless --table (one topic) or --table-map names it.  A table floe creates\n"
+    "  takes the columns of --schema; an existing one keeps its own.\n"
+    "\n"
+    "exactly once:\n"
+    "  Every --commit-interval (wall clock) each table with new messages commits one\n"
+    "  snapshot recording, for every partition of its topic, the next offset to read\n"
+    "  (summary property floe.kafka.offsets, with the cluster id).  A rerun seeks there:\n"
+    "  kill it at any moment and run the same command again; nothing is lost or doubled.\n"
+    "  The consumer group's offsets (--group) are committed after each snapshot, for\n"
+    "  monitoring only.  A table fed from another cluster, or whose offsets the topic no\n"
+    "  longer holds (deleted and created again, or deleted by retention), is refused.\n"
+    "\n"
+    "exit status:\n"
+    "  0    --stop-at end was reached: everything read is committed\n"
+    "  1    the run halted (the message says why); tables stay at their last commits\n"
+    "  2    bad options: nothing was created\n"
+    "  75   a failure that may pass (brokers or catalog unreachable): run it again\n"
+    "  129, 130, 143   stopped by SIGHUP, SIGINT, SIGTERM (what was read is committed first)\n";
+
+static const cli_command CMD = {"kafka", USAGE, NOTES};
+
+#define MAX_WARNINGS 20
+#define MAX_PROPERTIES 64
+
+typedef struct run {
+    floe_kafka *k;
+    floe_error *err;
+    bool quiet;
+    uint64_t started_ns;
+    _Atomic uint64_t warnings;
+} run;
+
+static void on_warning(void *ctx, const char *msg)
+{
+    run *r = ctx;
+    uint64_t n = atomic_fetch_add(&r->warnings, 1) + 1;
+    if (n <= MAX_WARNINGS)
+        cli_say("floe: warning: %s\n", msg);
+    else if (n == MAX_WARNINGS + 1)
+        cli_say("floe: warning: further warnings are counted, not shown\n");
+}
+
+static void on_notice(void *ctx, const char *msg)
+{
+    run *r = ctx;
+    if (!r->quiet)
+        cli_say("floe: %s\n", msg);
+}
+
+/* --kafka-property K=V (repeated) into {"K", "V", ..., NULL}, pointing into
+ * argv (cut at '='). */
+static int kafka_properties(const cli_opt *opts, int argc, char **argv, const char **out)
+{
+    const char *given[MAX_PROPERTIES];
+    size_t n = cli_get_all(opts, argc, argv, "kafka-property", given, MAX_PROPERTIES);
+    if (n >= MAX_PROPERTIES) {
+        cli_say("floe: at most %d --kafka-property options\n", MAX_PROPERTIES - 1);
+        return -1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *eq = strchr(given[i], '=');
+        if (!eq || eq == given[i]) {
+            cli_say("floe: --kafka-property takes KEY=VALUE (the value is not shown)\n");
+            return -1;
+        }
+        *eq = 0;                            /* argv is ours to cut */
+        out[m++] = given[i];
+        out[m++] = eq + 1;
+    }
+    out[m] = NULL;
+    return 0;
+}
+
+static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_options *o,
+                   const char **props, char **map, run *r)
+{
+    floe_kafka_options_init(o);
+    static const char *const required[] = {"brokers", "topics", "format", NULL};
+    if (cli_require(&CMD, opts, required) != 0)
+        return -1;
+    o->brokers = cli_get(opts, "brokers");
+    o->topics = cli_get(opts, "topics");
+    const char *f = cli_get(opts, "format");
+    if (strcmp(f, "upsert") == 0) {
+        o->format = FLOE_KAFKA_UPSERT;
+    } else if (strcmp(f, "append") == 0) {
+        o->format = FLOE_KAFKA_APPEND;
+    } else {
+        cli_say("floe: --format must be upsert or append, not '%s'\n", f);
+        return -1;
+    }
+    o->namespace_name = cli_get(opts, "namespace");
+    o->table_map = cli_get(opts, "table-map");
+    const char *table = cli_get(opts, "table");
+    if (table) {
+        if (o->table_map || strchr(o->topics, ',')) {
+            cli_say("floe: --table names the table of a single topic; with several, use "
+                    "--table-map TOPIC=NS.NAME,...\n");
+            return -1;
+        }
+        size_t n = strlen(o->topics) + strlen(table) + 2;
+        if (!(*map = malloc(n)))
+            return -1;
+        snprintf(*map, n, "%s=%s", o->topics, table);
+        o->table_map = *map;
+    }
+    o->group = cli_get(opts, "group");
+    const char *bad = cli_get(opts, "on-bad-message");
+    if (bad && strcmp(bad, "fail") != 0 && strcmp(bad, "skip") != 0) {
+        cli_say("floe: --on-bad-message must be fail or skip, not '%s'\n", bad);
+        return -1;
+    }
+    o->on_bad_message = bad && strcmp(bad, "skip") == 0 ? FLOE_KAFKA_BAD_SKIP
+                                                        : FLOE_KAFKA_BAD_FAIL;
+    const char *stop = cli_get(opts, "stop-at");
+    if (stop && strcmp(stop, "end") != 0) {
+        cli_say("floe: --stop-at takes 'end' (every partition's end when floe starts), not "
+                "'%s'\n", stop);
+        return -1;
+    }
+    o->stop_at_end = stop != NULL;
+    uint64_t ns = 0;
+    if (cli_wall_duration_opt(opts, "commit-interval", false, &ns) != 0)
+        return -1;
+    o->commit_interval_ms = ns ? (ns / 1000000u ? ns / 1000000u : 1) : 0;
+    ns = 0;
+    if (cli_wall_duration_opt(opts, "timeout", false, &ns) != 0)
+        return -1;
+    o->timeout_ms = ns / 1000000u;
+    if (kafka_properties(opts, argc, argv, props) != 0)
+        return -1;
+    o->kafka_properties = props;
+    o->on_notice = on_notice;
+    o->notice_ctx = r;
+    o->stop_fd = cli_signals_fd();
+    floe_sink_options *so = &o->sink;
+    cli_connect_options(opts, &so->connect);
+    so->key = cli_get(opts, "key");
+    so->partition_by = cli_get(opts, "partition-by");
+    so->index_dir = cli_get(opts, "index-dir");
+    so->spill_dir = cli_get(opts, "spill-dir");
+    so->on_warning = on_warning;
+    so->warning_ctx = r;
+    if (cli_sink_numbers(opts, so) != 0)
+        return -1;
+    r->quiet = cli_has(opts, "quiet");
+    return 0;
+}
+
+static void report_halt(run *r)
+{
+    char chain[16384];
+    cli_chain(r->err, chain, sizeof chain);
+    cli_say("floe: kafka: %s\n", chain);
+    if (floe_error_retryable(r->err))
+        cli_say("floe: this may be transient: run the same command again (each table resumes "
+                "at its last commit)\n");
+    else
+        cli_say("floe: fix the cause and run the same command again: each table stays at its "
+                "last commit (nothing after it is visible)\n");
+}
+
+static void report_done(run *r, const char *how)
+{
+    if (r->quiet)
+        return;
+    floe_kafka_stats st;
+    floe_kafka_stats_get(r->k, &st);
+    double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
+    char bad[64] = "";
+    if (st.bad_messages)
+        snprintf(bad, sizeof bad, ", %" PRIu64 " bad messages skipped", st.bad_messages);
+    cli_say("floe: %s in %.1fs: %" PRIu64 " messages from %" PRIu64 " partitions of %" PRIu64
+            " topics (%" PRIu64 " tombstones%s), %" PRIu64 " snapshots; everything read is "
+            "committed\n", how, secs, st.messages, st.partitions, st.topics, st.tombstones, bad,
+            st.snapshots_committed);
+}
+
+static int open_and_run(run *r, const floe_kafka_options *o)
+{
+    r->started_ns = cli_now_ns();
+    if (floe_kafka_open(o, &r->k, r->err) != FLOE_OK) {
+        report_halt(r);
+        return floe_error_code(r->err) == FLOE_EINVAL ? CLI_EXIT_USAGE
+               : floe_error_retryable(r->err)          ? CLI_EXIT_TRANSIENT
+                                                       : CLI_EXIT_FAILED;
+    }
+    int rc = floe_kafka_run(r->k, r->err);
+    if (rc == FLOE_EINTERRUPTED && cli_signals_caught()) {
+        char buf[32];
+        int sig = cli_signals_caught();
+        report_done(r, cli_signal_name(sig, buf, sizeof buf));
+        return 128 + sig;
+    }
+    if (rc != FLOE_OK) {
+        report_halt(r);
+        return floe_error_retryable(r->err) ? CLI_EXIT_TRANSIENT : CLI_EXIT_FAILED;
+    }
+    report_done(r, "done");
+    return CLI_EXIT_OK;
+}
+
+int cmd_kafka(int argc, char **argv)
+{
+    cli_opt opts[] = {
+        {"brokers", true, "bootstrap brokers, HOST:PORT,... (required)", NULL},
+        {"topics", true, "topics to read, T1,T2 (required)", NULL},
+        {"format", true, "upsert or append (required; see below)", NULL},
+        {"schema", true, "columns of tables floe creates, or @FILE (default: the table's)",
+         NULL},
+        {"key", true, "key columns (upsert), a,b", NULL},
+        {"table", true, "the Iceberg table of the one topic, NS.NAME", NULL},
+        {"table-map", true, "Iceberg tables of topics, TOPIC=NS.NAME,...", NULL},
+        {"namespace", true, "Iceberg namespace of the tables (default kafka)", NULL},
+        {"group", true, "consumer group whose offsets follow the commits (default floe)",
+         NULL},
+        {"kafka-property", true, "a librdkafka setting KEY=VALUE (security.protocol, sasl.*, "
+                                 "ssl.*, ...); may repeat; values are never printed", NULL},
+        {"on-bad-message", true, "fail (default) or skip a message that does not parse",
+         NULL},
+        {"stop-at", true, "end: stop once every partition is committed up to its end at the "
+                          "start", NULL},
+        {"commit-interval", true, "wall clock between snapshots (default 10s)", NULL},
+        {"timeout", true, "how long to wait for the brokers at the start (default 30s)", NULL},
+        CLI_PARTITION_BY_OPT,
+        CLI_CATALOG_OPTS,
+        CLI_SOURCE_SINK_OPTS,
+        {"memory-limit", true, "memory for each table's held updates and key index "
+                               "(default 768m)", NULL},
+        {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
+        {"quiet", false, "no notices or summary (errors and warnings shown)", NULL},
+        {NULL, false, NULL, NULL},
+    };
+    int p = cli_parse(&CMD, argc, argv, opts);
+    if (p != 0)
+        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (cli_signals_start() != 0) {
+        cli_say("floe: cannot set up the stop signals\n");
+        return CLI_EXIT_FAILED;
+    }
+    run r = {0};
+    r.err = floe_error_new();
+    floe_kafka_options o;
+    const char *props[2 * MAX_PROPERTIES + 1];
+    char *map = NULL, *schema = NULL;
+    int status = CLI_EXIT_FAILED;
+    if (r.err && options(opts, argc, argv, &o, props, &map, &r) != 0) {
+        status = CLI_EXIT_USAGE;
+    } else if (r.err) {
+        const char *s = cli_get(opts, "schema");
+        if (s && !(schema = cli_schema_text(s))) {
+            status = CLI_EXIT_USAGE;
+        } else {
+            o.sink.schema = schema;
+            status = open_and_run(&r, &o);
+        }
+    }
+    floe_kafka_free(r.k);
+    floe_error_free(r.err);
+    free(map);
+    free(schema);
+    return status;
+}

@@ -1,0 +1,763 @@
+/*
+ * kafka.c - Kafka topics into Iceberg tables, exactly once from the table
+ * alone (floe_kafka_*, docs/kafka.md).
+ *
+ * One librdkafka consumer, its partitions assigned by hand (every partition
+ * of every topic named), feeds one sink per topic.  A topic's messages take
+ * consecutive times of its table's input, starting at the table's resume
+ * frontier, so the frontier counts the messages a table has taken.  Every
+ * commit_interval_ms each topic with new messages sets the summary property
+ * floe.kafka.offsets (cluster id, topic, per partition the next offset to
+ * read) and advances its sink past the last message: the sink commits
+ * exactly the messages the property says were read (commit_on_advance).  At
+ * open each table's last record says where to seek; a record from another
+ * cluster, or offsets outside what the partition holds, is refused rather
+ * than skipped or read twice.  Kafka's group offsets follow each commit, for
+ * monitoring only.
+ */
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sink/sink_internal.h"
+#include "util/util_internal.h"
+
+#define OFFSETS_PROP "floe.kafka.offsets"
+#define DEFAULT_TIMEOUT_MS 30000u
+#define DEFAULT_COMMIT_MS 10000u
+#define POLL_MS 100
+#define BATCH 1024
+
+typedef struct part {
+    int32_t id;
+    int64_t next;                 /* the next offset to read (and to record) */
+    int64_t end;                  /* the partition's end when last looked at */
+    int64_t stop;                 /* stop_at_end: the end at open */
+    int64_t committed;            /* the next offset the table records */
+} part;
+
+typedef struct topic {
+    char *name, *table, *sink_id;
+    floe_sink *sink;
+    floe_row *row, *keyrow;
+    part *parts;
+    size_t n_parts;
+    uint64_t time;                /* the time of the next message */
+    uint64_t committed_time;      /* the frontier committed */
+    char *key_col;                /* the single key column, for bare keys; NULL: several */
+} topic;
+
+struct floe_kafka {
+    floe_kafka_options o;
+    floe__arena *strings;
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *queue;
+    char *cluster;
+    topic *topics;
+    size_t n_topics;
+    atomic_bool stop;
+    uint64_t last_commit_ns;
+    floe__buf text, key;
+    _Atomic uint64_t messages, bytes, bad, tombstones, snapshots, lag;
+};
+
+static void notice(const floe_kafka *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(const floe_kafka *k, const char *fmt, ...)
+{
+    if (!k->o.on_notice)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    k->o.on_notice(k->o.notice_ctx, msg);
+}
+
+void floe_kafka_options_init(floe_kafka_options *o)
+{
+    memset(o, 0, sizeof *o);
+    floe_sink_options_init(&o->sink);
+    o->stop_fd = -1;
+}
+
+/* ---- options --------------------------------------------------------------------------------- */
+
+static int own(floe_kafka *k, const char **s)
+{
+    return floe__arena_own_str(k->strings, s);
+}
+
+/* The table of `name` by table_map ("t=ns.name,..."), else NAMESPACE.name. */
+static char *table_of(const floe_kafka *k, const char *name)
+{
+    const char *map = k->o.table_map;
+    size_t n = strlen(name);
+    for (const char *p = map; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq && (size_t)(eq - p) == n && memcmp(p, name, n) == 0)
+            return floe__strndup(eq + 1, len - (size_t)(eq - p) - 1);
+        p = comma ? comma + 1 : p + len;
+    }
+    return floe__sprintf("%s.%s", k->o.namespace_name ? k->o.namespace_name : "kafka", name);
+}
+
+/* Every table_map entry names a topic read here. */
+static int check_map(const floe_kafka *k, floe_error *err)
+{
+    for (const char *p = k->o.table_map; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        FLOE_RETURN_IF(!eq || eq == p || eq + 1 == p + len, err, FLOE_EINVAL,
+                       "table_map: '%.*s' is not TOPIC=NS.NAME", (int)len, p);
+        bool known = false;
+        for (size_t i = 0; i < k->n_topics; i++)
+            known |= strlen(k->topics[i].name) == (size_t)(eq - p) &&
+                     memcmp(k->topics[i].name, p, (size_t)(eq - p)) == 0;
+        FLOE_RETURN_IF(!known, err, FLOE_EINVAL, "table_map names topic '%.*s', which is not "
+                       "one of the topics read", (int)(eq - p), p);
+        p = comma ? comma + 1 : p + len;
+    }
+    return FLOE_OK;
+}
+
+static int split_topics(floe_kafka *k, floe_error *err)
+{
+    const char *t = k->o.topics;
+    FLOE_RETURN_IF(!t || !*t, err, FLOE_EINVAL, "no topics to read");
+    size_t n = 1;
+    for (const char *p = t; *p; p++)
+        n += *p == ',';
+    k->topics = floe__calloc(n, sizeof *k->topics);
+    if (!k->topics)
+        return FLOE_OOM(err);
+    for (const char *p = t; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        FLOE_RETURN_IF(!len, err, FLOE_EINVAL, "topics: an empty name in '%s'", t);
+        topic *tp = &k->topics[k->n_topics];
+        if (!(tp->name = floe__strndup(p, len)))
+            return FLOE_OOM(err);
+        for (size_t i = 0; i < k->n_topics; i++)
+            FLOE_RETURN_IF(strcmp(k->topics[i].name, tp->name) == 0, err, FLOE_EINVAL,
+                           "topics: '%s' is named twice", tp->name);
+        k->n_topics++;
+        p = comma ? comma + 1 : p + len;
+    }
+    return FLOE_OK;
+}
+
+/* ---- the consumer ------------------------------------------------------------------------------ */
+
+static int conf_set(rd_kafka_conf_t *c, const char *key, const char *value, floe_error *err)
+{
+    char why[512];
+    if (rd_kafka_conf_set(c, key, value, why, sizeof why) != RD_KAFKA_CONF_OK)
+        return floe__err_set(err, FLOE_EINVAL, "Kafka property %s: %s", key, why);
+    return FLOE_OK;
+}
+
+static int consumer_new(floe_kafka *k, floe_error *err)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    if (!c)
+        return FLOE_OOM(err);
+    int rc = conf_set(c, "bootstrap.servers", k->o.brokers, err);
+    if (rc == FLOE_OK)
+        rc = conf_set(c, "group.id", k->o.group ? k->o.group : "floe", err);
+    if (rc == FLOE_OK)
+        rc = conf_set(c, "enable.auto.commit", "false", err);
+    if (rc == FLOE_OK)
+        rc = conf_set(c, "enable.auto.offset.store", "false", err);
+    if (rc == FLOE_OK)
+        rc = conf_set(c, "enable.partition.eof", "false", err);
+    if (rc == FLOE_OK)
+        rc = conf_set(c, "log_level", "3", err);      /* errors only: they come back as errors */
+    for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2) {
+        FLOE_RETURN_IF(!p[1], err, FLOE_EINVAL, "Kafka property %s has no value", p[0]);
+        rc = conf_set(c, p[0], p[1], err);
+    }
+    char why[512];
+    if (rc == FLOE_OK && !(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, why, sizeof why))) {
+        rd_kafka_conf_destroy(c);
+        return floe__err_set(err, FLOE_EINVAL, "Kafka consumer: %s", why);
+    }
+    if (rc != FLOE_OK) {
+        rd_kafka_conf_destroy(c);
+        return rc;
+    }
+    rd_kafka_poll_set_consumer(k->rk);
+    k->queue = rd_kafka_queue_get_consumer(k->rk);
+    return k->queue ? FLOE_OK : floe__err_set(err, FLOE_EINTERNAL, "Kafka: no consumer queue");
+}
+
+static int kerr(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int kerr(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    int code = e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                       e == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+                       e == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+                       e == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION
+                   ? FLOE_ENET
+                   : e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ? FLOE_ENOTFOUND
+                   : e == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
+                           e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+                           e == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED
+                       ? FLOE_EAUTH
+                       : FLOE_ENET;
+    return floe__err_set(err, code, "%s: %s", what, rd_kafka_err2str(e));
+}
+
+static int timeout_ms(const floe_kafka *k)
+{
+    uint64_t t = k->o.timeout_ms ? k->o.timeout_ms : DEFAULT_TIMEOUT_MS;
+    return t > INT32_MAX ? INT32_MAX : (int)t;
+}
+
+/* The cluster id and each topic's partitions. */
+static int learn_cluster(floe_kafka *k, floe_error *err)
+{
+    char *id = rd_kafka_clusterid(k->rk, timeout_ms(k));
+    FLOE_RETURN_IF(!id, err, FLOE_ENET, "Kafka: no cluster id from %s within %d ms (are the "
+                   "brokers up?)", k->o.brokers, timeout_ms(k));
+    k->cluster = floe__strdup(id);
+    rd_kafka_mem_free(k->rk, id);
+    if (!k->cluster)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < k->n_topics; i++) {
+        topic *t = &k->topics[i];
+        rd_kafka_topic_t *h = rd_kafka_topic_new(k->rk, t->name, NULL);
+        if (!h)
+            return kerr(err, rd_kafka_last_error(), "Kafka topic %s", t->name);
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 0, h, &md, timeout_ms(k));
+        int rc = FLOE_OK;
+        if (e)
+            rc = kerr(err, e, "Kafka metadata of topic %s", t->name);
+        else if (md->topic_cnt != 1 || md->topics[0].err)
+            rc = md->topic_cnt == 1 &&
+                         md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART
+                     ? floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s does not exist in "
+                                     "cluster %s", t->name, k->cluster)
+                     : kerr(err, md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__FAIL,
+                            "Kafka metadata of topic %s", t->name);
+        else if (!md->topics[0].partition_cnt)
+            rc = floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s has no partitions",
+                               t->name);
+        if (rc == FLOE_OK) {
+            t->n_parts = (size_t)md->topics[0].partition_cnt;
+            t->parts = floe__calloc(t->n_parts, sizeof *t->parts);
+            if (!t->parts)
+                rc = FLOE_OOM(err);
+            for (size_t p = 0; rc == FLOE_OK && p < t->n_parts; p++)
+                t->parts[p].id = md->topics[0].partitions[p].id;
+        }
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(h);
+        FLOE_FORWARD(rc);
+    }
+    return FLOE_OK;
+}
+
+static int watermarks(floe_kafka *k, const topic *t, part *p, int64_t *low, floe_error *err)
+{
+    int64_t lo = 0, hi = 0;
+    rd_kafka_resp_err_t e =
+        rd_kafka_query_watermark_offsets(k->rk, t->name, p->id, &lo, &hi, timeout_ms(k));
+    if (e)
+        return kerr(err, e, "Kafka offsets of %s partition %" PRId32, t->name, p->id);
+    p->end = hi;
+    if (low)
+        *low = lo;
+    return FLOE_OK;
+}
+
+/* ---- where each table stands -------------------------------------------------------------- */
+
+/* The offsets the table recorded with its last commit: {"cluster": ...,
+ * "topic": ..., "partitions": {"0": next, ...}}. */
+static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_error *err)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    int rc = FLOE_OK;
+    const char *cluster = json_string_value(json_object_get(j, "cluster"));
+    const char *name = json_string_value(json_object_get(j, "topic"));
+    json_t *parts = json_object_get(j, "partitions");
+    if (!j || !cluster || !name || !json_is_object(parts)) {
+        rc = floe__err_set(err, FLOE_EFORMAT, "table %s: its %s property is malformed: %s",
+                           t->table, OFFSETS_PROP, text);
+    } else if (strcmp(cluster, k->cluster) != 0) {
+        rc = floe__err_set(err, FLOE_ESTATE, "table %s was fed from Kafka cluster %s, but the "
+                           "brokers %s are cluster %s (a cluster replaced or rebuilt: the "
+                           "offsets the table records mean nothing there); to read topic %s "
+                           "of this cluster from its start into the table, give the sink a "
+                           "new sink version and the new cluster's data will be added to "
+                           "what the table holds", t->table, cluster, k->o.brokers,
+                           k->cluster, t->name);
+    } else if (strcmp(name, t->name) != 0) {
+        rc = floe__err_set(err, FLOE_ESTATE, "table %s records offsets of topic %s, not %s "
+                           "(each table is fed by one topic; see table_map)", t->table, name,
+                           t->name);
+    } else if (json_object_size(parts) > t->n_parts) {
+        rc = floe__err_set(err, FLOE_ESTATE, "table %s records offsets of %zu partitions of "
+                           "topic %s, which has %zu now: the topic was deleted and created "
+                           "again, or partitions were lost", t->table, json_object_size(parts),
+                           t->name, t->n_parts);
+    }
+    for (size_t i = 0; rc == FLOE_OK && i < t->n_parts; i++) {
+        part *p = &t->parts[i];
+        char id[16];
+        snprintf(id, sizeof id, "%" PRId32, p->id);
+        json_t *v = json_object_get(parts, id);
+        int64_t low = 0;
+        rc = watermarks(k, t, p, &low, err);
+        if (rc != FLOE_OK)
+            break;
+        if (!v) {                      /* a partition added since: from its start */
+            p->next = p->committed = low;
+            continue;
+        }
+        FLOE_RETURN_IF(!json_is_integer(v) || json_integer_value(v) < 0, err, FLOE_EFORMAT,
+                       "table %s: %s: partition %s is not an offset", t->table, OFFSETS_PROP,
+                       id);
+        p->next = p->committed = json_integer_value(v);
+        if (p->next > p->end)
+            rc = floe__err_set(err, FLOE_ESTATE, "table %s has read topic %s partition %s up "
+                               "to offset %" PRId64 ", but the partition ends at %" PRId64
+                               ": the topic was deleted and created again (or its messages "
+                               "lost); reading on would skip messages", t->table, t->name, id,
+                               p->next, p->end);
+        else if (p->next < low)
+            rc = floe__err_set(err, FLOE_ESTATE, "table %s has read topic %s partition %s up "
+                               "to offset %" PRId64 ", but the partition now starts at %"
+                               PRId64 ": the messages between were deleted (retention) "
+                               "before floe read them", t->table, t->name, id, p->next, low);
+    }
+    json_decref(j);
+    return rc;
+}
+
+static int fresh_offsets(floe_kafka *k, topic *t, floe_error *err)
+{
+    for (size_t i = 0; i < t->n_parts; i++) {
+        int64_t low = 0;
+        FLOE_FORWARD(watermarks(k, t, &t->parts[i], &low, err));
+        t->parts[i].next = t->parts[i].committed = low;
+    }
+    return FLOE_OK;
+}
+
+static int open_sink(floe_kafka *k, topic *t, floe_error *err)
+{
+    if (!(t->table = table_of(k, t->name)) || !(t->sink_id = floe__sprintf("kafka:%s", t->name)))
+        return FLOE_OOM(err);
+    floe_sink_options so = k->o.sink;
+    so.table = t->table;
+    so.sink_id = t->sink_id;
+    so.mode = k->o.format == FLOE_KAFKA_UPSERT ? FLOE_SINK_MODE_UPSERT : FLOE_SINK_MODE_APPEND;
+    so.commit_on_advance = 1;
+    so.as_of = 0;
+    FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_UPSERT && !so.key, err, FLOE_EINVAL,
+                   "the upsert format needs the key columns (the message key is the row's "
+                   "key)");
+    FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_APPEND && so.key, err, FLOE_EINVAL,
+                   "the append format takes no key columns");
+    int rc = floe_sink_open(&so, &t->sink, err);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "topic %s -> table %s", t->name, t->table);
+    FLOE_RETURN_IF(floe_sink_complete(t->sink), err, FLOE_ESTATE,
+                   "table %s records that its input was closed: nothing more can go in",
+                   t->table);
+    if (k->o.format == FLOE_KAFKA_UPSERT)
+        floe__sink_expect_absent_keys(t->sink);
+    const char *key = k->o.sink.key;
+    if (key && !strchr(key, ',') && !(t->key_col = floe__strdup(key)))
+        return FLOE_OOM(err);
+    FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->row, err));
+    FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->keyrow, err));
+    const char *resume = floe_sink_resume_frontier(t->sink);
+    if (!resume) {                         /* time 0 is the (empty) snapshot batch's */
+        t->time = t->committed_time = 1;
+        return fresh_offsets(k, t, err);
+    }
+    t->time = t->committed_time = strtoull(resume + 1, NULL, 10);
+    const char *rec = floe__sink_resume_property(t->sink, OFFSETS_PROP);
+    FLOE_RETURN_IF(!rec, err, FLOE_ESTATE, "table %s records progress of sink %s at %s but no "
+                   "Kafka offsets (%s): it was not written by floe kafka", t->table,
+                   t->sink_id, resume, OFFSETS_PROP);
+    FLOE_FORWARD(recorded_offsets(k, t, rec, err));
+    notice(k, "topic %s: table %s resumes at its recorded offsets (frontier %s)", t->name,
+           t->table, resume);
+    return FLOE_OK;
+}
+
+static int assign(floe_kafka *k, floe_error *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < k->n_topics; i++)
+        n += k->topics[i].n_parts;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    if (!l)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < k->n_topics; i++) {
+        topic *t = &k->topics[i];
+        for (size_t p = 0; p < t->n_parts; p++) {
+            rd_kafka_topic_partition_t *tp =
+                rd_kafka_topic_partition_list_add(l, t->name, t->parts[p].id);
+            tp->offset = t->parts[p].next;
+            t->parts[p].stop = t->parts[p].end;
+        }
+    }
+    rd_kafka_resp_err_t e = rd_kafka_assign(k->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    return e ? kerr(err, e, "Kafka: assigning the partitions") : FLOE_OK;
+}
+
+int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error *err)
+{
+    *out = NULL;
+    FLOE_RETURN_IF(!opts || !opts->brokers || !*opts->brokers, err, FLOE_EINVAL,
+                   "Kafka: no brokers");
+    FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND, err,
+                   FLOE_EINVAL, "Kafka: unknown format %d", (int)opts->format);
+    floe_kafka *k = floe__calloc(1, sizeof *k);
+    if (!k)
+        return FLOE_OOM(err);
+    k->strings = floe__arena_new(0);
+    floe__buf_init(&k->text, 0);
+    floe__buf_init(&k->key, 0);
+    int rc = k->strings ? FLOE_OK : FLOE_OOM(err);
+    if (rc == FLOE_OK) {
+        k->o = *opts;
+        k->o.kafka_properties = NULL;       /* read only here, by consumer_new */
+        if (own(k, &k->o.brokers) || own(k, &k->o.topics) || own(k, &k->o.namespace_name) ||
+            own(k, &k->o.table_map) || own(k, &k->o.group))
+            rc = FLOE_OOM(err);
+        else
+            rc = floe__sink_options_own(&k->o.sink, k->strings, err);
+    }
+    if (rc == FLOE_OK)
+        rc = split_topics(k, err);
+    if (rc == FLOE_OK)
+        rc = check_map(k, err);
+    if (rc == FLOE_OK) {
+        k->o.kafka_properties = opts->kafka_properties;
+        rc = consumer_new(k, err);
+        k->o.kafka_properties = NULL;
+    }
+    if (rc == FLOE_OK)
+        rc = learn_cluster(k, err);
+    for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
+        rc = open_sink(k, &k->topics[i], err);
+    if (rc == FLOE_OK)
+        rc = assign(k, err);
+    if (rc != FLOE_OK) {
+        floe_kafka_free(k);
+        return rc;
+    }
+    notice(k, "Kafka cluster %s: %zu topic%s", k->cluster, k->n_topics,
+           k->n_topics == 1 ? "" : "s");
+    k->last_commit_ns = floe__monotonic_ns();
+    *out = k;
+    return FLOE_OK;
+}
+
+void floe_kafka_free(floe_kafka *k)
+{
+    if (!k)
+        return;
+    if (k->queue)
+        rd_kafka_queue_destroy(k->queue);
+    if (k->rk) {
+        rd_kafka_consumer_close(k->rk);
+        rd_kafka_destroy(k->rk);
+    }
+    for (size_t i = 0; i < k->n_topics; i++) {
+        topic *t = &k->topics[i];
+        floe_row_free(t->row);
+        floe_row_free(t->keyrow);
+        floe_sink_free(t->sink);
+        floe__free(t->parts);
+        floe__free(t->name);
+        floe__free(t->table);
+        floe__free(t->sink_id);
+        floe__free(t->key_col);
+    }
+    floe__free(k->topics);
+    floe__free(k->cluster);
+    floe__buf_free(&k->text);
+    floe__buf_free(&k->key);
+    floe__arena_free(k->strings);
+    floe__free(k);
+}
+
+void floe_kafka_stop(floe_kafka *k) { atomic_store(&k->stop, true); }
+
+/* ---- messages ---------------------------------------------------------------------------------- */
+
+static topic *topic_of(floe_kafka *k, const char *name, int32_t partition, part **p)
+{
+    for (size_t i = 0; i < k->n_topics; i++) {
+        topic *t = &k->topics[i];
+        if (strcmp(t->name, name) != 0)
+            continue;
+        for (size_t j = 0; j < t->n_parts; j++)
+            if (t->parts[j].id == partition) {
+                *p = &t->parts[j];
+                return t;
+            }
+    }
+    return NULL;
+}
+
+/* The message key as a row of the key columns: a JSON object, or the bare
+ * JSON value of a single key column. */
+static int key_row(floe_kafka *k, topic *t, const char *key, size_t len, floe_error *err)
+{
+    size_t i = 0;
+    while (i < len && (key[i] == ' ' || key[i] == '\t' || key[i] == '\n' || key[i] == '\r'))
+        i++;
+    if (i < len && key[i] == '{')
+        return floe_row_set_json(t->keyrow, key, len, err);
+    FLOE_RETURN_IF(!t->key_col, err, FLOE_EINPUT, "the key is not a JSON object of the key "
+                   "columns (%s)", k->o.sink.key);
+    floe__buf_reset(&k->key);
+    FLOE_FORWARD(floe__buf_append(&k->key, "{\"", 2, err));
+    FLOE_FORWARD(floe__buf_append(&k->key, t->key_col, strlen(t->key_col), err));
+    FLOE_FORWARD(floe__buf_append(&k->key, "\":", 2, err));
+    FLOE_FORWARD(floe__buf_append(&k->key, key, len, err));
+    FLOE_FORWARD(floe__buf_append(&k->key, "}", 1, err));
+    return floe_row_set_json(t->keyrow, (const char *)k->key.data, k->key.len, err);
+}
+
+/* One message at time t->time: its updates, or FLOE_EINPUT saying why not. */
+static int apply(floe_kafka *k, topic *t, const rd_kafka_message_t *m, floe_error *err)
+{
+    const char *value = m->payload;
+    uint64_t time = t->time;
+    if (k->o.format == FLOE_KAFKA_APPEND) {
+        if (!value) {
+            atomic_fetch_add(&k->tombstones, 1);
+            return FLOE_OK;
+        }
+        FLOE_FORWARD(floe_row_set_json(t->row, value, m->len, err));
+        return floe_sink_push(t->sink, t->row, time, 1, err);
+    }
+    FLOE_RETURN_IF(!m->key, err, FLOE_EINPUT, "a message without a key (the upsert format "
+                   "keys rows by the message key)");
+    if (!value) {
+        atomic_fetch_add(&k->tombstones, 1);
+        FLOE_FORWARD(key_row(k, t, m->key, m->key_len, err));
+        return floe_sink_retract_key(t->sink, t->keyrow, time, err);
+    }
+    FLOE_FORWARD(floe_row_set_json(t->row, value, m->len, err));
+    FLOE_FORWARD(floe_sink_retract_key(t->sink, t->row, time, err));
+    return floe_sink_push(t->sink, t->row, time, 1, err);
+}
+
+static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
+{
+    const char *name = rd_kafka_topic_name(m->rkt);
+    if (m->err) {
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            return FLOE_OK;
+        return kerr(err, m->err, "Kafka: reading %s partition %" PRId32, name, m->partition);
+    }
+    part *p = NULL;
+    topic *t = topic_of(k, name, m->partition, &p);
+    FLOE_RETURN_IF(!t, err, FLOE_EINTERNAL, "Kafka: a message of %s partition %" PRId32
+                   ", which is not assigned", name, m->partition);
+    if (m->offset < p->next)
+        return FLOE_OK;                     /* read before (a seek back) */
+    atomic_fetch_add(&k->messages, 1);
+    atomic_fetch_add(&k->bytes, m->len + m->key_len);
+    int rc = apply(k, t, m, err);
+    if (rc == FLOE_EINPUT) {
+        if (k->o.on_bad_message != FLOE_KAFKA_BAD_SKIP)
+            return floe__err_wrap(err, rc, "topic %s partition %" PRId32 " offset %" PRId64
+                                  " (--on-bad-message skip passes over such messages)",
+                                  name, m->partition, m->offset);
+        atomic_fetch_add(&k->bad, 1);
+        floe_error_clear(err);
+        rc = FLOE_OK;
+    }
+    FLOE_FORWARD(rc);
+    t->time++;
+    p->next = m->offset + 1;
+    return FLOE_OK;
+}
+
+/* ---- commits ---------------------------------------------------------------------------------- */
+
+static int offsets_text(floe_kafka *k, const topic *t, floe_error *err)
+{
+    json_t *parts = json_object();
+    json_t *j = json_pack("{s:s, s:s, s:o}", "cluster", k->cluster, "topic", t->name,
+                          "partitions", parts);
+    if (!j)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < t->n_parts; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "%" PRId32, t->parts[i].id);
+        if (json_object_set_new(parts, id, json_integer(t->parts[i].next)) != 0) {
+            json_decref(j);
+            return FLOE_OOM(err);
+        }
+    }
+    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
+    floe__buf_reset(&k->text);
+    int rc = floe__buf_reserve(&k->text, n + 1, err);
+    if (rc == FLOE_OK) {
+        k->text.len = json_dumpb(j, (char *)k->text.data, n, JSON_COMPACT | JSON_SORT_KEYS);
+        k->text.data[k->text.len] = 0;
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* Kafka's group offsets, for monitoring: what the tables record. */
+static void commit_group(floe_kafka *k)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    if (!l)
+        return;
+    for (size_t i = 0; i < k->n_topics; i++)
+        for (size_t p = 0; p < k->topics[i].n_parts; p++)
+            rd_kafka_topic_partition_list_add(l, k->topics[i].name,
+                                              k->topics[i].parts[p].id)->offset =
+                k->topics[i].parts[p].committed;
+    rd_kafka_commit(k->rk, l, 1);            /* async: its outcome changes nothing */
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void update_lag(floe_kafka *k)
+{
+    uint64_t lag = 0;
+    for (size_t i = 0; i < k->n_topics; i++)
+        for (size_t p = 0; p < k->topics[i].n_parts; p++) {
+            part *pt = &k->topics[i].parts[p];
+            int64_t lo = 0, hi = 0;
+            if (rd_kafka_get_watermark_offsets(k->rk, k->topics[i].name, pt->id, &lo, &hi) ==
+                    RD_KAFKA_RESP_ERR_NO_ERROR && hi > pt->end)
+                pt->end = hi;
+            if (pt->end > pt->committed)
+                lag += (uint64_t)(pt->end - pt->committed);
+        }
+    atomic_store(&k->lag, lag);
+}
+
+static int commit_all(floe_kafka *k, floe_error *err)
+{
+    bool any = false;
+    for (size_t i = 0; i < k->n_topics; i++) {
+        topic *t = &k->topics[i];
+        if (t->time == t->committed_time)
+            continue;
+        FLOE_FORWARD(offsets_text(k, t, err));
+        FLOE_FORWARD(floe_sink_set_property(t->sink, OFFSETS_PROP, (const char *)k->text.data,
+                                            err));
+        int rc = floe_sink_advance(t->sink, t->time, err);
+        if (rc != FLOE_OK)
+            return floe__err_wrap(err, rc, "table %s", t->table);
+        t->committed_time = t->time;
+        for (size_t p = 0; p < t->n_parts; p++)
+            t->parts[p].committed = t->parts[p].next;
+        atomic_fetch_add(&k->snapshots, 1);
+        any = true;
+    }
+    if (any)
+        commit_group(k);
+    update_lag(k);
+    k->last_commit_ns = floe__monotonic_ns();
+    return FLOE_OK;
+}
+
+static bool at_end(const floe_kafka *k)
+{
+    for (size_t i = 0; i < k->n_topics; i++)
+        for (size_t p = 0; p < k->topics[i].n_parts; p++)
+            if (k->topics[i].parts[p].next < k->topics[i].parts[p].stop)
+                return false;
+    return true;
+}
+
+static bool stop_asked(floe_kafka *k)
+{
+    if (atomic_load(&k->stop))
+        return true;
+    if (k->o.stop_fd < 0)
+        return false;
+    struct pollfd pf = {.fd = k->o.stop_fd, .events = POLLIN};
+    return poll(&pf, 1, 0) > 0;
+}
+
+int floe_kafka_run(floe_kafka *k, floe_error *err)
+{
+    uint64_t interval_ns = (k->o.commit_interval_ms ? k->o.commit_interval_ms
+                                                    : DEFAULT_COMMIT_MS) * 1000000u;
+    rd_kafka_message_t *msgs[BATCH];
+    for (;;) {
+        if (stop_asked(k)) {
+            FLOE_FORWARD(commit_all(k, err));
+            return floe__err_set(err, FLOE_EINTERRUPTED, "stopped; everything read is "
+                                 "committed");
+        }
+        if (k->o.stop_at_end && at_end(k))
+            return commit_all(k, err);
+        ssize_t n = rd_kafka_consume_batch_queue(k->queue, POLL_MS, msgs, BATCH);
+        FLOE_RETURN_IF(n < 0, err, FLOE_EINTERNAL, "Kafka: %s",
+                       rd_kafka_err2str(rd_kafka_last_error()));
+        int rc = FLOE_OK;
+        for (ssize_t i = 0; i < n; i++) {
+            if (rc == FLOE_OK)
+                rc = message(k, msgs[i], err);
+            rd_kafka_message_destroy(msgs[i]);
+        }
+        FLOE_FORWARD(rc);
+        if (floe__monotonic_ns() - k->last_commit_ns >= interval_ns)
+            FLOE_FORWARD(commit_all(k, err));
+    }
+}
+
+/* ---- what it did ------------------------------------------------------------------------------- */
+
+void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->topics = k->n_topics;
+    for (size_t i = 0; i < k->n_topics; i++)
+        out->partitions += k->topics[i].n_parts;
+    floe_kafka *m = (floe_kafka *)k;             /* the counters are atomic */
+    out->messages = atomic_load(&m->messages);
+    out->bytes = atomic_load(&m->bytes);
+    out->bad_messages = atomic_load(&m->bad);
+    out->tombstones = atomic_load(&m->tombstones);
+    out->snapshots_committed = atomic_load(&m->snapshots);
+    out->lag_messages = atomic_load(&m->lag);
+}
+
+floe_sink *floe_kafka_sink(floe_kafka *k, size_t i) { return i < k->n_topics ? k->topics[i].sink : NULL; }
+const char *floe_kafka_topic(const floe_kafka *k, size_t i)
+{
+    return i < k->n_topics ? k->topics[i].name : NULL;
+}
+const char *floe_kafka_table(const floe_kafka *k, size_t i)
+{
+    return i < k->n_topics ? k->topics[i].table : NULL;
+}

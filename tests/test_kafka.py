@@ -1,0 +1,286 @@
+"""`floe kafka` against a real Kafka broker (KRaft, tests/kafkaserver.py):
+upsert and append topics read back by DuckDB, pyiceberg and Java equal to a
+model of the messages; the offsets each snapshot records (its
+floe.kafka.offsets summary property) move forward without gap or overlap
+and end at the partitions' ends; SIGKILLs mid-run lose and double nothing;
+a replaced cluster, a topic deleted and created again, and a message that
+does not parse are refused with messages that say where and why."""
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+import java_reader
+from conftest import SCALE, floe_bin
+from iceberg_readers import duck, pyiceberg_catalog
+from kafkaserver import KafkaServer, broker
+
+SCHEMA = "id bigint not null, v text, n integer"
+
+
+class Run:
+    """A catalog and warehouse of one test, and `floe kafka` on them."""
+
+    def __init__(self, tmp_path, brokers):
+        self.dir = str(tmp_path)
+        self.db = os.path.join(self.dir, "catalog.db")
+        self.wh = os.path.join(self.dir, "wh")
+        self.brokers = brokers
+
+    def args(self, topic, fmt, *extra):
+        a = [floe_bin(), "kafka", "--brokers", self.brokers, "--topics", topic, "--format", fmt,
+             "--catalog", f"sqlite:{self.db}", "--warehouse", self.wh, "--maintain", "off",
+             "--timeout", f"{int(60 * SCALE)}s", *extra]
+        if fmt == "upsert" and "--key" not in extra:
+            a += ["--key", "id"]
+        if "--schema" not in extra:
+            a += ["--schema", SCHEMA]
+        return [str(x) for x in a]
+
+    def run(self, topic, fmt, *extra, check=True):
+        p = subprocess.run(self.args(topic, fmt, "--stop-at", "end", *extra),
+                           capture_output=True, text=True, timeout=300 * SCALE)
+        if check:
+            assert p.returncode == 0, p.stderr
+        return p
+
+    def table(self, name):
+        return pyiceberg_catalog(self.db, self.wh).load_table(name)
+
+    def rows(self, name, cols=("id", "v", "n")):
+        """{reader: sorted rows} by DuckDB, pyiceberg and Java."""
+        t = self.table(name)
+        sel = ", ".join(cols)
+        con = duck()
+        try:
+            d = con.execute(f"SELECT {sel} FROM iceberg_scan(?)", [t.metadata_location]).fetchall()
+        finally:
+            con.close()
+        p = [tuple(r[c] for c in cols) for r in t.scan().to_arrow().to_pylist()]
+        j = [tuple(r[list(t.schema().column_names).index(c)] for c in cols)
+             for r in java_reader.read_rows(self.db, f"file://{self.wh}", name)]
+        return {"duckdb": sorted(d, key=repr), "pyiceberg": sorted(p, key=repr),
+                "java": sorted(j, key=repr)}
+
+    def offsets(self, name):
+        """[(snapshot id, {partition: next offset})] of the sink's snapshots, oldest first."""
+        t = self.table(name)
+        out = []
+        for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
+            prop = s.summary.additional_properties.get("floe.kafka.offsets") if s.summary else None
+            if prop:
+                out.append((s.snapshot_id, {int(k): v for k, v in
+                                            json.loads(prop)["partitions"].items()}))
+        return out
+
+
+def assert_rows(got, want):
+    for reader, rows in got.items():
+        assert rows == sorted(want, key=repr), f"{reader} differs from the model"
+
+
+def assert_offsets_chain(offs, ends):
+    """Each snapshot's offsets at or past the previous one's; the last at the ends."""
+    for (_, a), (_, b) in zip(offs, offs[1:]):
+        assert all(b[p] >= a[p] for p in a), (a, b)
+    assert offs[-1][1] == ends, (offs[-1][1], ends)
+
+
+def upsert_messages(rng, model, n, parts, keys=50):
+    """n messages over `keys` keys, each key always in partition key % parts
+    (Kafka's rule: a key's order is its partition's); about a tenth are
+    tombstones.  `model` {id: row} follows them."""
+    out = []
+    for i in range(n):
+        k = rng.randrange(keys)
+        if rng.random() < 0.1:
+            out.append((k % parts, {"id": k}, None))
+            model.pop(k, None)
+        else:
+            row = {"id": k, "v": f"v{i}", "n": rng.randrange(1000)}
+            out.append((k % parts, {"id": k}, row))
+            model[k] = (k, row["v"], row["n"])
+    return out
+
+
+def test_upsert_topic_equals_the_model_and_records_its_offsets(tmp_path):
+    b = broker()
+    b.create_topic("up1", 3)
+    r = Run(tmp_path, b.brokers)
+    rng = random.Random(1)
+    model = {}
+    sent = 0
+    for rnd in range(3):
+        msgs = upsert_messages(rng, model, 300, 3)
+        if rnd == 1:                          # bare keys: the JSON value of the one key column
+            msgs = [(p, k["id"], v) for p, k, v in msgs]
+        b.produce("up1", msgs)
+        sent += len(msgs)
+        p = r.run("up1", "upsert", "--group", "g-up1")
+        assert "warning" not in p.stderr      # an insert of a new key is no retraction to warn of
+        assert_rows(r.rows("kafka.up1"), list(model.values()))
+    offs = r.offsets("kafka.up1")
+    assert sum(offs[-1][1].values()) == sent
+    ends = offs[-1][1]
+    assert_offsets_chain(offs, ends)
+    assert b.group_offsets("g-up1", "up1", 3) == ends      # the group follows the table
+    # a run with nothing new commits nothing
+    before = len(r.table("kafka.up1").snapshots())
+    r.run("up1", "upsert")
+    assert len(r.table("kafka.up1").snapshots()) == before
+
+
+def test_append_topic_with_table_map_and_null_values_skipped(tmp_path):
+    b = broker()
+    b.create_topic("ap1", 2)
+    r = Run(tmp_path, b.brokers)
+    msgs = [(i % 2, None, {"id": i, "v": f"r{i}", "n": i % 7}) for i in range(500)]
+    msgs += [(0, None, None), (1, None, None)]
+    b.produce("ap1", msgs)
+    p = r.run("ap1", "append", "--table", "events.ap")
+    assert "2 tombstones" in p.stderr
+    want = [(i, f"r{i}", i % 7) for i in range(500)]
+    assert_rows(r.rows("events.ap"), want)
+    assert r.offsets("events.ap")[-1][1] == {0: 251, 1: 251}
+
+
+def test_sigkills_lose_and_double_nothing(tmp_path):
+    """Append mode shows a doubled message as a doubled row: every id must
+    come exactly once however often floe is killed mid-run."""
+    b = broker()
+    b.create_topic("kill1", 4)
+    r = Run(tmp_path, b.brokers)
+    total = 20000
+    b.produce("kill1", [(i % 4, None, {"id": i, "v": "x" * (i % 13), "n": i % 100})
+                        for i in range(total)])
+    rng = random.Random(7)
+    kills = 0
+    for _ in range(8):
+        proc = subprocess.Popen(r.args("kill1", "append", "--stop-at", "end",
+                                       "--commit-interval", "30ms"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(rng.uniform(0.2, 1.2) * SCALE)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 3, "floe finished before most kills: the test proves little"
+    r.run("kill1", "append")
+    con = duck()
+    try:
+        n, distinct, lo, hi = con.execute(
+            "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM iceberg_scan(?)",
+            [r.table("kafka.kill1").metadata_location]).fetchone()
+    finally:
+        con.close()
+    assert (n, distinct, lo, hi) == (total, total, 0, total - 1)
+    offs = r.offsets("kafka.kill1")
+    assert_offsets_chain(offs, {p: total // 4 for p in range(4)})
+
+
+def test_sigterm_commits_what_was_read(tmp_path):
+    """A stop signal commits what was read (whatever that is when it comes):
+    the offsets recorded then count the rows committed, and a rerun takes
+    exactly the rest."""
+    b = broker()
+    b.create_topic("term1", 1)
+    r = Run(tmp_path, b.brokers)
+    b.produce("term1", [(0, None, {"id": i, "v": None, "n": None}) for i in range(3000)])
+    proc = subprocess.Popen(r.args("term1", "append", "--commit-interval", "600s"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(2 * SCALE)
+    assert proc.poll() is None                # no --stop-at: it waits for more
+    proc.send_signal(signal.SIGTERM)
+    err = proc.communicate(timeout=120 * SCALE)[1]
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    offs = r.offsets("kafka.term1")
+    read = offs[-1][1][0] if offs else 0
+    assert len(r.rows("kafka.term1")["duckdb"]) == read
+    r.run("term1", "append")
+    assert sorted(x[0] for x in r.rows("kafka.term1")["duckdb"]) == list(range(3000))
+
+
+def test_a_message_that_does_not_parse(tmp_path):
+    b = broker()
+    b.create_topic("bad1", 2)
+    r = Run(tmp_path, b.brokers)
+    b.produce("bad1", [(0, None, {"id": 1, "v": "a", "n": 1}), (1, None, {"id": 2, "v": "b", "n": 2})])
+    r.run("bad1", "append")
+    b.produce("bad1", [(1, None, {"id": 3, "v": "c", "n": 3}), (1, None, "not json"),
+                       (1, None, {"id": 4, "v": "d", "n": 4}), (0, None, {"id": "x"})])
+    p = r.run("bad1", "append", "--commit-interval", "600s", check=False)
+    assert p.returncode == 1, p.stderr
+    assert "topic bad1 partition" in p.stderr and "offset" in p.stderr, p.stderr
+    assert "--on-bad-message skip" in p.stderr
+    # nothing of the failed run is visible: the table still holds the first two rows
+    assert_rows(r.rows("kafka.bad1"), [(1, "a", 1), (2, "b", 2)])
+    p = r.run("bad1", "append", "--on-bad-message", "skip")
+    assert "2 bad messages skipped" in p.stderr, p.stderr
+    assert_rows(r.rows("kafka.bad1"), [(1, "a", 1), (2, "b", 2), (3, "c", 3), (4, "d", 4)])
+
+
+def test_upsert_message_without_a_key(tmp_path):
+    b = broker()
+    b.create_topic("nokey1", 1)
+    r = Run(tmp_path, b.brokers)
+    b.produce("nokey1", [(0, None, {"id": 1, "v": "a", "n": 1})])
+    p = r.run("nokey1", "upsert", check=False)
+    assert p.returncode == 1
+    assert "a message without a key" in p.stderr and "topic nokey1 partition 0 offset 0" in p.stderr
+
+
+def test_a_topic_deleted_and_created_again_is_refused(tmp_path):
+    b = broker()
+    b.create_topic("re1", 1)
+    r = Run(tmp_path, b.brokers)
+    b.produce("re1", [(0, {"id": i}, {"id": i, "v": "a", "n": i}) for i in range(10)])
+    r.run("re1", "upsert")
+    b.delete_topic("re1")
+    b.create_topic("re1", 1)
+    b.produce("re1", [(0, {"id": 1}, {"id": 1, "v": "b", "n": 1})])
+    p = r.run("re1", "upsert", check=False)
+    assert p.returncode == 1, p.stderr
+    assert "deleted and created again" in p.stderr and "offset 10" in p.stderr, p.stderr
+    assert len(r.rows("kafka.re1")["duckdb"]) == 10
+
+
+def test_a_replaced_cluster_is_refused(tmp_path):
+    k = KafkaServer()                         # its own: replacing it loses every topic
+    try:
+        k.create_topic("rc1", 1)
+        r = Run(tmp_path, k.brokers)
+        k.produce("rc1", [(0, {"id": 1}, {"id": 1, "v": "a", "n": 1})])
+        r.run("rc1", "upsert")
+        old = k.cluster_id
+        k.replace()
+        assert k.cluster_id != old
+        k.create_topic("rc1", 1)
+        k.produce("rc1", [(0, {"id": 2}, {"id": 2, "v": "b", "n": 2}) for _ in range(3)])
+        p = r.run("rc1", "upsert", check=False)
+        assert p.returncode == 1, p.stderr
+        assert f"fed from Kafka cluster {old}" in p.stderr and k.cluster_id in p.stderr, p.stderr
+        assert r.rows("kafka.rc1")["duckdb"] == [(1, "a", 1)]
+    finally:
+        k.stop()
+
+
+def test_bad_options_create_nothing(tmp_path):
+    b = broker()
+    r = Run(tmp_path, b.brokers)
+    p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topics", "a,b",
+                        "--format", "append", "--table", "x.y"], capture_output=True, text=True)
+    assert p.returncode == 2 and "--table-map" in p.stderr
+    p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topics", "a",
+                        "--format", "debezium-ish"], capture_output=True, text=True)
+    assert p.returncode == 2 and "upsert or append" in p.stderr
+    p = r.run("no_such_topic", "append", check=False)
+    assert p.returncode == 1 and "no_such_topic does not exist" in p.stderr, p.stderr
+    assert not os.path.exists(r.wh)
+    p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topics", "a",
+                        "--format", "append", "--kafka-property", "sasl.password"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "KEY=VALUE" in p.stderr
