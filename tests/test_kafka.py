@@ -284,3 +284,23 @@ def test_bad_options_create_nothing(tmp_path):
                         "--format", "append", "--kafka-property", "sasl.password"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "KEY=VALUE" in p.stderr
+
+
+@pytest.mark.parametrize("extra,word", [(["--sink-version", "0"], "at least 1"),
+                                        (["--format-version", "4"], "2 or 3"),
+                                        (["--compression", "lz4"], "compression"),
+                                        (["--delete-mode", "both"], "position or equality")])
+def test_sources_share_the_sink_options_rules(tmp_path, extra, word):
+    """floe sink, floe pg and floe kafka check the sink options by one set of
+    rules (floe pg took --sink-version 0 as 1 before), before connecting."""
+    cat = ["--catalog", f"sqlite:{tmp_path}/c.db", "--warehouse", f"{tmp_path}/wh"]
+    cmds = [["sink", "--table", "a.b", "--schema", "id bigint", "--key", "id"],
+            ["pg", "--source", "postgres://nobody@127.0.0.1:1/none", "--tables", "public.t"],
+            ["kafka", "--brokers", "127.0.0.1:1", "--topics", "t", "--format", "upsert",
+             "--key", "id"]]
+    for cmd in cmds:
+        p = subprocess.run([floe_bin(), *cmd, *cat, *extra], capture_output=True, text=True,
+                           input="", timeout=60 * SCALE)
+        assert p.returncode == 2, (cmd, p.stderr)
+        assert word in p.stderr, (cmd, p.stderr)
+    assert not os.path.exists(f"{tmp_path}/wh")

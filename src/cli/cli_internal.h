@@ -195,10 +195,12 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
     {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL}
 /* Those options into `o`: 0, or -1 (reported) when one is malformed. */
 int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o);
-/* The sink options of the sources (floe pg, floe kafka), given as
- * CLI_SOURCE_SINK_OPTS: --compression, --delete-mode, --target-file-size,
- * --memory-limit, --sink-version, --format-version and the maintenance
- * options, into `o`: 0, or -1 (reported) when one is malformed. */
+/* The sink options every streaming command takes (floe sink, and the
+ * sources floe pg and floe kafka through CLI_SOURCE_SINK_OPTS):
+ * --compression, --delete-mode, --target-file-size, --memory-limit,
+ * --sink-version (at least 1), --format-version (2 or 3) and the
+ * maintenance options, into `o`, by one set of rules: 0, or -1 (reported)
+ * when one is malformed. */
 int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o);
 /* Fill `o` from those options (pointers into argv). */
 void cli_connect_options(const cli_opt *opts, floe_connect_options *o);

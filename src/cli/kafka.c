@@ -180,6 +180,11 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     so->warning_ctx = r;
     if (cli_sink_numbers(opts, so) != 0)
         return -1;
+    if (o->format == FLOE_KAFKA_APPEND && (so->key || cli_has(opts, "delete-mode"))) {
+        cli_say("floe: the append format takes neither --key nor --delete-mode (it writes no "
+                "deletes)\n");
+        return -1;
+    }
     r->quiet = cli_has(opts, "quiet");
     return 0;
 }

@@ -122,25 +122,6 @@ static int parse_mode(const char *v, floe_sink_mode *out)
     return 0;
 }
 
-static int parse_delete_mode(const cli_opt *opts, floe_sink_options *o)
-{
-    const char *v = cli_get(opts, "delete-mode");
-    if (!v)
-        return 0;
-    if (strcmp(v, "position") == 0)
-        o->delete_mode = FLOE_DELETE_POSITION;
-    else if (strcmp(v, "equality") == 0)
-        o->delete_mode = FLOE_DELETE_EQUALITY;
-    else {
-        cli_say("floe: --delete-mode must be position or equality, not '%s'\n", v);
-        return -1;
-    }
-    if (o->mode == FLOE_SINK_MODE_APPEND || (o->mode == FLOE_SINK_MODE_AUTO && !o->key)) {
-        cli_say("floe: --delete-mode needs upsert mode (append mode writes no deletes)\n");
-        return -1;
-    }
-    return 0;
-}
 
 /* --property KEY=VALUE, as many as given. */
 static int parse_properties(run *r, const cli_opt *opts, int argc, char **argv,
@@ -168,45 +149,18 @@ static int parse_properties(run *r, const cli_opt *opts, int argc, char **argv,
     return 0;
 }
 
-static int parse_format_version(const cli_opt *opts, floe_sink_options *o)
-{
-    uint64_t v = 0;
-    if (cli_u64_opt(opts, "format-version", &v) != 0)
-        return -1;
-    if (cli_has(opts, "format-version") && v != 2 && v != 3) {
-        cli_say("floe: --format-version must be 2 or 3, not %" PRIu64 "\n", v);
-        return -1;
-    }
-    o->format_version = (int)v;
-    return 0;
-}
 
 static int numbers(const cli_opt *opts, floe_sink_options *o)
 {
-    size_t mem = 0, target = 0;
-    const char *codec = cli_get(opts, "compression");
-    if (codec) {
-        int c = floe_compression_from_name(codec);
-        if (c < 0) {
-            cli_say("floe: unknown compression '%s' (zstd, snappy, gzip, none)\n", codec);
-            return -1;
-        }
-        o->compression = (floe_compression)c;
-    }
     if (parse_mode(cli_get(opts, "mode"), &o->mode) != 0 ||
         cli_duration_opt(opts, "commit-interval", &o->commit_interval) != 0 ||
-        cli_u64_opt(opts, "as-of", &o->as_of) != 0 ||
-        cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
-        cli_size_opt(opts, "target-file-size", &target) != 0 ||
-        cli_size_opt(opts, "memory-limit", &mem) != 0 || parse_delete_mode(opts, o) != 0 ||
-        parse_format_version(opts, o) != 0 || cli_maintain_opts(opts, o) != 0)
+        cli_u64_opt(opts, "as-of", &o->as_of) != 0 || cli_sink_numbers(opts, o) != 0)
         return -1;
-    if (cli_has(opts, "sink-version") && o->sink_version == 0) {
-        cli_say("floe: --sink-version must be at least 1\n");
+    if (cli_has(opts, "delete-mode") &&
+        (o->mode == FLOE_SINK_MODE_APPEND || (o->mode == FLOE_SINK_MODE_AUTO && !o->key))) {
+        cli_say("floe: --delete-mode needs upsert mode (append mode writes no deletes)\n");
         return -1;
     }
-    o->target_file_size = target;
-    o->memory_limit = mem;
     return 0;
 }
 

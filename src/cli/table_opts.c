@@ -125,14 +125,19 @@ int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o)
         cli_say("floe: --delete-mode must be position or equality, not '%s'\n", dm);
         return -1;
     }
-    o->delete_mode = dm && strcmp(dm, "equality") == 0 ? FLOE_DELETE_EQUALITY
-                                                        : FLOE_DELETE_POSITION;
+    if (dm)
+        o->delete_mode = strcmp(dm, "equality") == 0 ? FLOE_DELETE_EQUALITY
+                                                     : FLOE_DELETE_POSITION;
     uint64_t fv = 0;
     if (cli_size_opt(opts, "target-file-size", &target) != 0 ||
         cli_size_opt(opts, "memory-limit", &mem) != 0 ||
         cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||
         cli_u64_opt(opts, "format-version", &fv) != 0 || cli_maintain_opts(opts, o) != 0)
         return -1;
+    if (cli_has(opts, "sink-version") && o->sink_version == 0) {
+        cli_say("floe: --sink-version must be at least 1\n");
+        return -1;
+    }
     if (cli_has(opts, "format-version") && fv != 2 && fv != 3) {
         cli_say("floe: --format-version must be 2 or 3, not %" PRIu64 "\n", fv);
         return -1;

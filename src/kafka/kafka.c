@@ -66,19 +66,6 @@ struct floe_kafka {
     _Atomic uint64_t messages, bytes, bad, tombstones, snapshots, lag;
 };
 
-static void notice(const floe_kafka *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void notice(const floe_kafka *k, const char *fmt, ...)
-{
-    if (!k->o.on_notice)
-        return;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    k->o.on_notice(k->o.notice_ctx, msg);
-}
-
 void floe_kafka_options_init(floe_kafka_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -402,8 +389,8 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
                    "Kafka offsets (%s): it was not written by floe kafka", t->table,
                    t->sink_id, resume, OFFSETS_PROP);
     FLOE_FORWARD(recorded_offsets(k, t, rec, err));
-    notice(k, "topic %s: table %s resumes at its recorded offsets (frontier %s)", t->name,
-           t->table, resume);
+    floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s: table %s resumes at its recorded "
+               "offsets (frontier %s)", t->name, t->table, resume);
     return FLOE_OK;
 }
 
@@ -471,8 +458,8 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
         floe_kafka_free(k);
         return rc;
     }
-    notice(k, "Kafka cluster %s: %zu topic%s", k->cluster, k->n_topics,
-           k->n_topics == 1 ? "" : "s");
+    floe__tell(k->o.on_notice, k->o.notice_ctx, "Kafka cluster %s: %zu topic%s", k->cluster,
+               k->n_topics, k->n_topics == 1 ? "" : "s");
     k->last_commit_ns = floe__monotonic_ns();
     *out = k;
     return FLOE_OK;

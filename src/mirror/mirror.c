@@ -33,14 +33,10 @@ int floe_pg_lsn_parse(const char *text, uint64_t *out) { return floe__lsn_parse(
 
 void floe__mirror_notice(floe_pg *pg, const char *fmt, ...)
 {
-    if (!pg->opts.on_notice)
-        return;
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    floe__vtell(pg->opts.on_notice, pg->opts.notice_ctx, fmt, ap);
     va_end(ap);
-    pg->opts.on_notice(pg->opts.notice_ctx, msg);
 }
 
 void floe__mirror_warn(floe_pg *pg, const char *fmt, ...)

@@ -333,14 +333,10 @@ static void on_warning(void *ctx, const char *msg)
 
 void floe__sink_notice(floe_sink *s, const char *fmt, ...)
 {
-    if (!s->opts.on_notice)
-        return;
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    floe__vtell(s->opts.on_notice, s->opts.notice_ctx, fmt, ap);
     va_end(ap);
-    s->opts.on_notice(s->opts.notice_ctx, msg);
 }
 
 static void on_committed(void *ctx, floe__frontier upper, int64_t snapshot_id)

@@ -161,14 +161,10 @@ int floe__writer_eq_delete(floe__writer *w, open_batch *b, const uint8_t *key, s
 
 void floe__writer_warn(floe__writer *w, const char *fmt, ...)
 {
-    if (!w->cfg->warn)
-        return;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    floe__vtell(w->cfg->warn, w->cfg->warn_ctx, fmt, ap);
     va_end(ap);
-    w->cfg->warn(w->cfg->warn_ctx, msg);
 }
 
 /* ---- append mode ------------------------------------------------------------------------ */

@@ -29,6 +29,24 @@ char *floe__sprintf(const char *fmt, ...)
     return s;
 }
 
+void floe__vtell(void (*fn)(void *ctx, const char *message), void *ctx, const char *fmt,
+                 va_list ap)
+{
+    if (!fn)
+        return;
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fn(ctx, msg);
+}
+
+void floe__tell(void (*fn)(void *ctx, const char *message), void *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    floe__vtell(fn, ctx, fmt, ap);
+    va_end(ap);
+}
+
 bool floe__str_starts(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;

@@ -174,6 +174,12 @@ uint64_t floe__hash64(const void *data, size_t n, uint64_t seed);
 /* printf into a new string (caller frees with floe__free); NULL on OOM. */
 char *floe__sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *floe__vsprintf(const char *fmt, va_list ap);
+/* A message for a callback (a notice, a warning): printf into a buffer of
+ * 1 KiB (longer ones are cut) and call fn(ctx, message) unless fn is NULL. */
+void floe__tell(void (*fn)(void *ctx, const char *message), void *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void floe__vtell(void (*fn)(void *ctx, const char *message), void *ctx, const char *fmt,
+                 va_list ap) __attribute__((format(printf, 3, 0)));
 bool floe__str_starts(const char *s, const char *prefix);
 bool floe__str_ends(const char *s, const char *suffix);
 /* Join two URI/path parts with exactly one '/', trimming trailing '/' of a
