@@ -182,6 +182,50 @@ def test_sigkills_lose_and_double_nothing(tmp_path):
     assert_offsets_chain(offs, {p: total // 4 for p in range(4)})
 
 
+def wait_offsets(r, table, want, proc):
+    """Until the table's last commit records offsets `want` (floe still running)."""
+    deadline = time.time() + 120 * SCALE
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            offs = r.offsets(table)
+        except Exception:  # noqa: BLE001 - the table may not exist yet
+            offs = []
+        if offs and offs[-1][1] == want:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{table} never recorded {want}")
+
+
+def test_a_broker_restart_is_waited_out(tmp_path):
+    """The broker goes down and comes back while floe runs: floe waits
+    (librdkafka reconnects), then reads on from where it was; nothing is
+    lost or doubled."""
+    b = broker()
+    b.create_topic("rs1", 2)
+    r = Run(tmp_path, b.brokers)
+    b.produce("rs1", [(i % 2, None, {"id": i, "v": "a", "n": 1}) for i in range(1000)])
+    proc = subprocess.Popen(r.args("rs1", "append", "--commit-interval", "100ms"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_offsets(r, "kafka.rs1", {0: 500, 1: 500}, proc)
+        b.down()
+        time.sleep(3 * SCALE)
+        assert proc.poll() is None              # it waits for the broker
+        b.up()
+        b.produce("rs1", [(i % 2, None, {"id": i, "v": "b", "n": 2}) for i in range(1000, 1600)])
+        wait_offsets(r, "kafka.rs1", {0: 800, 1: 800}, proc)
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=120 * SCALE)[1]
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert "waiting; librdkafka reconnects" in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ids = sorted(x[0] for x in r.rows("kafka.rs1")["duckdb"])
+    assert ids == list(range(1600))
+
+
 def test_sigterm_commits_what_was_read(tmp_path):
     """A stop signal commits what was read (whatever that is when it comes):
     the offsets recorded then count the rows committed, and a rerun takes

@@ -62,6 +62,7 @@ struct floe_kafka {
     size_t n_topics;
     atomic_bool stop;
     uint64_t last_commit_ns;
+    int last_transient;           /* a transient error said once, until a message comes */
     floe__buf text, key;
     _Atomic uint64_t messages, bytes, bad, tombstones, snapshots, lag;
 };
@@ -152,11 +153,34 @@ static int conf_set(rd_kafka_conf_t *c, const char *key, const char *value, floe
     return FLOE_OK;
 }
 
+/* librdkafka's own log lines stay out of stderr: what matters reaches
+ * on_error (below) or comes back as an error of a call. */
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk, (void)level, (void)fac, (void)buf;
+}
+
+/* A client-level error (a broker down, a connection refused): librdkafka
+ * retries by itself; said once until a message comes again. */
+static void on_error(rd_kafka_t *rk, int e, const char *reason, void *opaque)
+{
+    (void)rk;
+    floe_kafka *k = opaque;
+    if (e == k->last_transient)
+        return;
+    k->last_transient = e;
+    floe__tell(k->o.on_notice, k->o.notice_ctx, "Kafka: %s (waiting; librdkafka reconnects "
+               "and retries)", reason);
+}
+
 static int consumer_new(floe_kafka *k, floe_error *err)
 {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     if (!c)
         return FLOE_OOM(err);
+    rd_kafka_conf_set_opaque(c, k);
+    rd_kafka_conf_set_log_cb(c, on_log);
+    rd_kafka_conf_set_error_cb(c, on_error);
     int rc = conf_set(c, "bootstrap.servers", k->o.brokers, err);
     if (rc == FLOE_OK)
         rc = conf_set(c, "group.id", k->o.group ? k->o.group : "floe", err);
@@ -166,8 +190,8 @@ static int consumer_new(floe_kafka *k, floe_error *err)
         rc = conf_set(c, "enable.auto.offset.store", "false", err);
     if (rc == FLOE_OK)
         rc = conf_set(c, "enable.partition.eof", "false", err);
-    if (rc == FLOE_OK)
-        rc = conf_set(c, "log_level", "3", err);      /* errors only: they come back as errors */
+    if (rc == FLOE_OK)                     /* never jump over what was not read */
+        rc = conf_set(c, "auto.offset.reset", "error", err);
     for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2) {
         FLOE_RETURN_IF(!p[1], err, FLOE_EINVAL, "Kafka property %s has no value", p[0]);
         rc = conf_set(c, p[0], p[1], err);
@@ -558,14 +582,40 @@ static int apply(floe_kafka *k, topic *t, const rd_kafka_message_t *m, floe_erro
     return floe_sink_push(t->sink, t->row, time, 1, err);
 }
 
+/* An error the consumer hands out as a message.  librdkafka reconnects
+ * and retries by itself: a broker down or restarting is waited out (and
+ * said once); what reading on cannot mend halts the run. */
+static int consumer_error(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
+{
+    const char *name = m->rkt ? rd_kafka_topic_name(m->rkt) : "(no topic)";
+    char why[512];
+    if (rd_kafka_fatal_error(k->rk, why, sizeof why))
+        return floe__err_set(err, FLOE_ESTATE, "Kafka: %s", why);
+    switch (m->err) {
+    case RD_KAFKA_RESP_ERR__PARTITION_EOF:
+        return FLOE_OK;
+    case RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET:
+    case RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE:
+        return floe__err_set(err, FLOE_ESTATE, "Kafka topic %s partition %" PRId32 ": the "
+                             "next offset to read is out of the partition's range (messages "
+                             "deleted by retention before floe read them, or the topic "
+                             "deleted and created again): %s", name, m->partition,
+                             rd_kafka_message_errstr(m));
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+        return kerr(err, m->err, "Kafka: reading %s", name);
+    default:
+        on_error(k->rk, m->err, rd_kafka_message_errstr(m), k);
+        return FLOE_OK;
+    }
+}
+
 static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
 {
+    if (m->err)
+        return consumer_error(k, m, err);
+    k->last_transient = 0;
     const char *name = rd_kafka_topic_name(m->rkt);
-    if (m->err) {
-        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
-            return FLOE_OK;
-        return kerr(err, m->err, "Kafka: reading %s partition %" PRId32, name, m->partition);
-    }
     part *p = NULL;
     topic *t = topic_of(k, name, m->partition, &p);
     FLOE_RETURN_IF(!t, err, FLOE_EINTERNAL, "Kafka: a message of %s partition %" PRId32
