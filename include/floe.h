@@ -1245,6 +1245,18 @@ typedef enum floe_kafka_format {
     /* Each value is one row (a JSON object), appended; a null value is
      * skipped.  Append mode. */
     FLOE_KAFKA_APPEND = 1,
+    /* Debezium's JSON change events (JsonConverter, with or without the
+     * embedded schema): op c / r / u insert or replace the key's row with
+     * "after", d deletes the key (from the message key, else "before"), t
+     * (TRUNCATE) empties the table at its place in the stream; null values
+     * (the tombstone after a delete) and m (messages) are skipped.  Values
+     * are read by their Debezium logical types (dates as days, timestamps
+     * as micro- or milliseconds, decimals as base64 with their scale, Json
+     * text as JSON, docs/kafka.md).  When an event's embedded schema names a
+     * column the table does not have (ADD COLUMN at the source), the table's
+     * schema evolves there (floe_sink_evolve) to the event's columns.
+     * Upsert mode; needs sink.key. */
+    FLOE_KAFKA_DEBEZIUM = 2,
 } floe_kafka_format;
 
 typedef enum floe_kafka_bad {
@@ -1320,7 +1332,10 @@ typedef struct floe_kafka_stats {
     uint64_t topics, partitions;
     uint64_t messages, bytes;        /* read (key and value bytes) */
     uint64_t bad_messages;           /* skipped (on_bad_message SKIP) */
-    uint64_t tombstones;             /* null values: deletes (upsert), skipped (append) */
+    uint64_t tombstones;             /* null values: deletes (upsert), skipped (append,
+                                        debezium) */
+    uint64_t truncates;              /* debezium: TRUNCATE events */
+    uint64_t schema_changes;         /* debezium: tables evolved to an event's columns */
     uint64_t snapshots_committed;
     /* Messages in the partitions past what is committed, as of the last
      * look at their ends (each commit looks). */

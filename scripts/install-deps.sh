@@ -75,6 +75,10 @@ fi
 if [ ! -d tests/kafka/jars ] || [ tests/kafka/pom.xml -nt tests/kafka/jars ]; then
     mvn -q -B -f tests/kafka/pom.xml dependency:copy-dependencies && touch tests/kafka/jars
 fi
+# Debezium's Postgres connector in a Kafka Connect worker (tests/debezium_connect.py).
+if [ ! -d tests/debezium/jars ] || [ tests/debezium/pom.xml -nt tests/debezium/jars ]; then
+    mvn -q -B -f tests/debezium/pom.xml dependency:copy-dependencies && touch tests/debezium/jars
+fi
 # versitygw: an S3 server that verifies SigV4, for tests/test_s3*.py.
 VERSITYGW_VERSION=v1.7.0
 gobin=$(go env GOBIN 2>/dev/null || true)

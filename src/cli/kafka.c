@@ -2,7 +2,7 @@
  * kafka.c - `floe kafka`: Kafka topics into Iceberg tables, exactly once
  * (docs/kafka.md).
  *
- *   floe kafka --brokers HOST:PORT,... --topics T1,T2 --format upsert|append
+ *   floe kafka --brokers HOST:PORT,... --topics T1,T2 --format debezium|upsert|append
  *              [--schema COLUMNS] [--key COLS] [--table NS.NAME | --table-map T=NS.NAME,...]
  *
  * The library does the work (floe_kafka_*): this file turns options into
@@ -19,7 +19,7 @@
 #include "cli/cli_internal.h"
 
 static const char USAGE[] =
-    "floe kafka --brokers HOST:PORT,... --topics T1,T2 --format upsert|append "
+    "floe kafka --brokers HOST:PORT,... --topics T1,T2 --format debezium|upsert|append "
     "[--schema COLUMNS|@FILE] [--key COLS] [--table NS.NAME] [--table-map TOPIC=NS.NAME,...] "
     "[--namespace NS] [--group ID] [--kafka-property KEY=VALUE]... "
     "[--on-bad-message fail|skip] [--stop-at end] [--commit-interval DURATION] "
@@ -31,6 +31,10 @@ static const char NOTES[] =
     "           the bare JSON value of a single key column), the value the whole row (a\n"
     "           JSON object); a null value (a tombstone) deletes the key\n"
     "  append   each value is a row (a JSON object), appended; null values are skipped\n"
+    "  debezium Debezium's change events (JsonConverter, schema embedded or not): c, r and\n"
+    "           u make \"after\" the key's row, d deletes the key, t (TRUNCATE) empties\n"
+    "           the table there; values are read by their Debezium logical types; a\n"
+    "           column an event's schema adds is added to the table (needs --key)\n"
     "\n"
     "tables:\n"
     "  Each topic goes to its own Iceberg table, NAMESPACE.TOPIC (--namespace, default\n"
@@ -122,8 +126,10 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
         o->format = FLOE_KAFKA_UPSERT;
     } else if (strcmp(f, "append") == 0) {
         o->format = FLOE_KAFKA_APPEND;
+    } else if (strcmp(f, "debezium") == 0) {
+        o->format = FLOE_KAFKA_DEBEZIUM;
     } else {
-        cli_say("floe: --format must be upsert or append, not '%s'\n", f);
+        cli_say("floe: --format must be debezium, upsert or append, not '%s'\n", f);
         return -1;
     }
     o->namespace_name = cli_get(opts, "namespace");
@@ -209,9 +215,12 @@ static void report_done(run *r, const char *how)
     floe_kafka_stats st;
     floe_kafka_stats_get(r->k, &st);
     double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
-    char bad[64] = "";
+    char bad[160] = "";
     if (st.bad_messages)
         snprintf(bad, sizeof bad, ", %" PRIu64 " bad messages skipped", st.bad_messages);
+    if (st.truncates || st.schema_changes)
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), ", %" PRIu64 " truncates, %"
+                 PRIu64 " schema changes", st.truncates, st.schema_changes);
     cli_say("floe: %s in %.1fs: %" PRIu64 " messages from %" PRIu64 " partitions of %" PRIu64
             " topics (%" PRIu64 " tombstones%s), %" PRIu64 " snapshots; everything read is "
             "committed\n", how, secs, st.messages, st.partitions, st.topics, st.tombstones, bad,
@@ -247,7 +256,7 @@ int cmd_kafka(int argc, char **argv)
     cli_opt opts[] = {
         {"brokers", true, "bootstrap brokers, HOST:PORT,... (required)", NULL},
         {"topics", true, "topics to read, T1,T2 (required)", NULL},
-        {"format", true, "upsert or append (required; see below)", NULL},
+        {"format", true, "debezium, upsert or append (required; see below)", NULL},
         {"schema", true, "columns of tables floe creates, or @FILE (default: the table's)",
          NULL},
         {"key", true, "key columns (upsert), a,b", NULL},

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kafka/kafka_internal.h"
 #include "sink/sink_internal.h"
-#include "util/util_internal.h"
 
 #define OFFSETS_PROP "floe.kafka.offsets"
 #define DEFAULT_TIMEOUT_MS 30000u
@@ -64,7 +64,8 @@ struct floe_kafka {
     uint64_t last_commit_ns;
     int last_transient;           /* a transient error said once, until a message comes */
     floe__buf text, key;
-    _Atomic uint64_t messages, bytes, bad, tombstones, snapshots, lag;
+    floe__buf row, scratch;       /* a Debezium row rewritten, and decoding room */
+    _Atomic uint64_t messages, bytes, bad, tombstones, truncates, evolved, snapshots, lag;
 };
 
 void floe_kafka_options_init(floe_kafka_options *o)
@@ -381,12 +382,13 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
     floe_sink_options so = k->o.sink;
     so.table = t->table;
     so.sink_id = t->sink_id;
-    so.mode = k->o.format == FLOE_KAFKA_UPSERT ? FLOE_SINK_MODE_UPSERT : FLOE_SINK_MODE_APPEND;
+    bool upsert = k->o.format != FLOE_KAFKA_APPEND;
+    so.mode = upsert ? FLOE_SINK_MODE_UPSERT : FLOE_SINK_MODE_APPEND;
     so.commit_on_advance = 1;
     so.as_of = 0;
-    FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_UPSERT && !so.key, err, FLOE_EINVAL,
-                   "the upsert format needs the key columns (the message key is the row's "
-                   "key)");
+    FLOE_RETURN_IF(upsert && !so.key, err, FLOE_EINVAL,
+                   "the %s format needs the key columns (the message key is the row's key)",
+                   k->o.format == FLOE_KAFKA_UPSERT ? "upsert" : "debezium");
     FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_APPEND && so.key, err, FLOE_EINVAL,
                    "the append format takes no key columns");
     int rc = floe_sink_open(&so, &t->sink, err);
@@ -395,7 +397,7 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
     FLOE_RETURN_IF(floe_sink_complete(t->sink), err, FLOE_ESTATE,
                    "table %s records that its input was closed: nothing more can go in",
                    t->table);
-    if (k->o.format == FLOE_KAFKA_UPSERT)
+    if (upsert)
         floe__sink_expect_absent_keys(t->sink);
     const char *key = k->o.sink.key;
     if (key && !strchr(key, ',') && !(t->key_col = floe__strdup(key)))
@@ -445,14 +447,17 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     *out = NULL;
     FLOE_RETURN_IF(!opts || !opts->brokers || !*opts->brokers, err, FLOE_EINVAL,
                    "Kafka: no brokers");
-    FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND, err,
-                   FLOE_EINVAL, "Kafka: unknown format %d", (int)opts->format);
+    FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND &&
+                   opts->format != FLOE_KAFKA_DEBEZIUM, err, FLOE_EINVAL,
+                   "Kafka: unknown format %d", (int)opts->format);
     floe_kafka *k = floe__calloc(1, sizeof *k);
     if (!k)
         return FLOE_OOM(err);
     k->strings = floe__arena_new(0);
     floe__buf_init(&k->text, 0);
     floe__buf_init(&k->key, 0);
+    floe__buf_init(&k->row, 0);
+    floe__buf_init(&k->scratch, 0);
     int rc = k->strings ? FLOE_OK : FLOE_OOM(err);
     if (rc == FLOE_OK) {
         k->o = *opts;
@@ -514,6 +519,8 @@ void floe_kafka_free(floe_kafka *k)
     floe__free(k->cluster);
     floe__buf_free(&k->text);
     floe__buf_free(&k->key);
+    floe__buf_free(&k->row);
+    floe__buf_free(&k->scratch);
     floe__arena_free(k->strings);
     floe__free(k);
 }
@@ -557,11 +564,81 @@ static int key_row(floe_kafka *k, topic *t, const char *key, size_t len, floe_er
     return floe_row_set_json(t->keyrow, (const char *)k->key.data, k->key.len, err);
 }
 
+/* The table's schema becomes the columns a Debezium event declares, at
+ * `time` (a column added at the source). */
+static int evolve(floe_kafka *k, topic *t, const json_t *fields, uint64_t time, floe_error *err)
+{
+    FLOE_FORWARD(floe__dbz_columns(fields, &k->text, err));
+    floe_schema *s = NULL;
+    int rc = floe_schema_parse((const char *)k->text.data, &s, err);
+    if (rc == FLOE_OK)
+        rc = floe_sink_evolve(t->sink, time, s, NULL, err);
+    floe_schema_free(s);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "table %s: the columns of a Debezium event (%s)",
+                              t->table, (const char *)k->text.data);
+    floe_row_free(t->row);
+    floe_row_free(t->keyrow);
+    t->row = t->keyrow = NULL;
+    FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->row, err));
+    FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->keyrow, err));
+    atomic_fetch_add(&k->evolved, 1);
+    floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s: table %s takes the columns of a "
+               "Debezium event: %s", t->name, t->table, (const char *)k->text.data);
+    return FLOE_OK;
+}
+
+static int debezium_event(floe_kafka *k, topic *t, const rd_kafka_message_t *m,
+                          const floe__dbz *ev, floe_error *err)
+{
+    uint64_t time = t->time;
+    const floe_schema *s = floe_sink_row_schema(t->sink);
+    switch (ev->op) {
+    case 'm':
+        return FLOE_OK;
+    case 't':
+        atomic_fetch_add(&k->truncates, 1);
+        return floe_sink_truncate(t->sink, time, err);
+    case 'd':
+        if (m->key)
+            FLOE_FORWARD(floe__dbz_key(s, m->key, m->key_len, &k->scratch, &k->row, err));
+        else if (ev->before)
+            FLOE_FORWARD(floe__dbz_row(s, ev->before, ev->before_fields, &k->scratch, &k->row,
+                                       err));
+        else
+            return floe__err_set(err, FLOE_EINPUT, "a Debezium delete without a key or "
+                                 "\"before\"");
+        FLOE_FORWARD(floe_row_set_json(t->keyrow, (const char *)k->row.data, k->row.len, err));
+        return floe_sink_retract_key(t->sink, t->keyrow, time, err);
+    default:                                   /* c, r, u: the key's row is "after" */
+        if (ev->after_fields && floe__dbz_new_columns(ev->after_fields, s)) {
+            FLOE_FORWARD(evolve(k, t, ev->after_fields, time, err));
+            s = floe_sink_row_schema(t->sink);
+        }
+        FLOE_FORWARD(floe__dbz_row(s, ev->after, ev->after_fields, &k->scratch, &k->row, err));
+        FLOE_FORWARD(floe_row_set_json(t->row, (const char *)k->row.data, k->row.len, err));
+        FLOE_FORWARD(floe_sink_retract_key(t->sink, t->row, time, err));
+        return floe_sink_push(t->sink, t->row, time, 1, err);
+    }
+}
+
 /* One message at time t->time: its updates, or FLOE_EINPUT saying why not. */
 static int apply(floe_kafka *k, topic *t, const rd_kafka_message_t *m, floe_error *err)
 {
     const char *value = m->payload;
     uint64_t time = t->time;
+    if (k->o.format == FLOE_KAFKA_DEBEZIUM) {
+        if (!value) {                          /* the tombstone after a delete */
+            atomic_fetch_add(&k->tombstones, 1);
+            return FLOE_OK;
+        }
+        floe__dbz ev;
+        int rc = floe__dbz_parse(value, m->len, &ev, err);
+        if (rc == FLOE_OK)
+            rc = debezium_event(k, t, m, &ev, err);
+        floe__dbz_clear(&ev);
+        return rc;
+    }
     if (k->o.format == FLOE_KAFKA_APPEND) {
         if (!value) {
             atomic_fetch_add(&k->tombstones, 1);
@@ -785,6 +862,8 @@ void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out)
     out->bytes = atomic_load(&m->bytes);
     out->bad_messages = atomic_load(&m->bad);
     out->tombstones = atomic_load(&m->tombstones);
+    out->truncates = atomic_load(&m->truncates);
+    out->schema_changes = atomic_load(&m->evolved);
     out->snapshots_committed = atomic_load(&m->snapshots);
     out->lag_messages = atomic_load(&m->lag);
 }

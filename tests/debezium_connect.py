@@ -1,0 +1,127 @@
+"""Real Debezium: its Postgres connector (io.debezium 3.6.1.Final) in a
+standalone Kafka Connect 4.1 worker, from the jars tests/debezium/pom.xml
+lists (scripts/install-deps.sh copies them into tests/debezium/jars),
+writing JSON change events (JsonConverter, schemas embedded) of a test
+Postgres database (pgserver.py) into the test broker (kafkaserver.py),
+topics PREFIX.<schema>.<table> (PREFIX: dbz_<database>, so
+tests sharing a broker never share a topic).  Started per test, stopped by stop()."""
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import SCALE
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JARS = os.path.join(HERE, "debezium", "jars")
+
+WORKER = """
+bootstrap.servers={brokers}
+key.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+key.converter.schemas.enable={schemas}
+value.converter.schemas.enable={schemas}
+offset.storage.file.filename={dir}/offsets
+offset.flush.interval.ms=500
+listeners=http://127.0.0.1:{rest}
+plugin.discovery=only_scan
+"""
+
+CONNECTOR = """
+name=dbz
+connector.class=io.debezium.connector.postgresql.PostgresConnector
+tasks.max=1
+database.hostname=127.0.0.1
+database.port={pgport}
+database.user=postgres
+database.password=
+database.dbname={db}
+topic.prefix={prefix}
+plugin.name=pgoutput
+slot.name=dbz_{db}
+publication.name=dbz_{db}
+publication.autocreate.mode=filtered
+table.include.list={tables}
+skipped.operations=none
+snapshot.mode=initial
+topic.creation.default.replication.factor=1
+topic.creation.default.partitions=1
+"""
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Debezium:
+    def __init__(self, broker, db, tables, schemas=True):
+        if not glob.glob(os.path.join(JARS, "debezium-connector-postgres-*.jar")):
+            pytest.fail("Debezium's jars are missing: scripts/install-deps.sh fetches them "
+                        "(mvn -f tests/debezium/pom.xml dependency:copy-dependencies)")
+        self.dir = tempfile.mkdtemp(prefix="floe-dbz-")
+        self.prefix = f"dbz_{db.name}"
+        worker = os.path.join(self.dir, "worker.properties")
+        conn = os.path.join(self.dir, "connector.properties")
+        with open(worker, "w") as f:
+            f.write(WORKER.format(brokers=broker.brokers, dir=self.dir, rest=_free_port(),
+                                  schemas="true" if schemas else "false"))
+        with open(conn, "w") as f:
+            f.write(CONNECTOR.format(pgport=db.srv.port, db=db.name, tables=",".join(tables),
+                                     prefix=self.prefix))
+        log4j = os.path.join(self.dir, "log4j.properties")
+        with open(log4j, "w") as f:
+            f.write("log4j.rootLogger=WARN, stderr\n"
+                    "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+                    "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
+                    "log4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n")
+        self.log = open(os.path.join(self.dir, "connect.log"), "w")
+        self.proc = subprocess.Popen(
+            ["java", "-Xmx768m", "-XX:+UseSerialGC", f"-Dlog4j.configuration=file:{log4j}",
+             "-cp", os.path.join(JARS, "*"), "org.apache.kafka.connect.cli.ConnectStandalone",
+             worker, conn], stdout=self.log, stderr=subprocess.STDOUT)
+        self.broker = broker
+
+    def logs(self):
+        with open(os.path.join(self.dir, "connect.log")) as f:
+            return f.read()[-6000:]
+
+    def wait_messages(self, topic, count):
+        """Until `topic` (one partition) holds at least `count` messages."""
+        from confluent_kafka import Consumer, TopicPartition
+        c = Consumer({"bootstrap.servers": self.broker.brokers, "group.id": "dbz-watch",
+                      "log_level": 0})
+        deadline = time.time() + 240 * SCALE
+        try:
+            while time.time() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"Kafka Connect exited: {self.logs()}")
+                try:
+                    hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1]
+                except Exception:  # noqa: BLE001 - the topic is not there yet
+                    hi = -1
+                if hi >= count:
+                    return hi
+                time.sleep(0.5)
+        finally:
+            c.close()
+        raise RuntimeError(f"{topic} never held {count} messages: {self.logs()}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60 * SCALE)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
