@@ -368,3 +368,13 @@ def test_debezium_format_refuses_what_is_not_a_change_event(tmp_path):
                                           "after": {"id": 4, "v": "c", "n": 4, "new": 1}})])
     p = r.run("dbzbad1", "debezium", check=False)
     assert p.returncode == 1 and 'column "new" is not one of the table' in p.stderr, p.stderr
+
+
+def test_a_dotted_topic_names_one_table(tmp_path):
+    """dbz.public.items goes to kafka.dbz_public_items (a table, not namespaces)."""
+    b = broker()
+    b.create_topic("dot.ted.t1", 1)
+    r = Run(tmp_path, b.brokers)
+    b.produce("dot.ted.t1", [(0, None, {"id": 1, "v": "a", "n": 1})])
+    r.run("dot.ted.t1", "append")
+    assert_rows(r.rows("kafka.dot_ted_t1"), [(1, "a", 1)])

@@ -3,9 +3,11 @@
  * alone (floe_kafka_*, docs/kafka.md).
  *
  * One librdkafka consumer, its partitions assigned by hand (every partition
- * of every topic named), feeds one sink per topic.  A topic's messages take
- * consecutive times of its table's input, starting at the table's resume
- * frontier, so the frontier counts the messages a table has taken.  Every
+ * of every topic named), feeds one sink per topic; the formats upsert and
+ * append are read here, Debezium's events in debezium.c.  A topic's
+ * messages take consecutive times of its table's input, from the table's
+ * resume frontier (1 on a fresh table: time 0 is the empty snapshot
+ * batch's).  Every
  * commit_interval_ms each topic with new messages sets the summary property
  * floe.kafka.offsets (cluster id, topic, per partition the next offset to
  * read) and advances its sink past the last message: the sink commits
@@ -82,7 +84,9 @@ static int own(floe_kafka *k, const char **s)
     return floe__arena_own_str(k->strings, s);
 }
 
-/* The table of `name` by table_map ("t=ns.name,..."), else NAMESPACE.name. */
+/* The table of `name` by table_map ("t=ns.name,..."), else NAMESPACE.name
+ * with the topic's dots made underscores (dbz.public.items: items of the
+ * namespace, not a namespace of its own). */
 static char *table_of(const floe_kafka *k, const char *name)
 {
     const char *map = k->o.table_map;
@@ -95,7 +99,12 @@ static char *table_of(const floe_kafka *k, const char *name)
             return floe__strndup(eq + 1, len - (size_t)(eq - p) - 1);
         p = comma ? comma + 1 : p + len;
     }
-    return floe__sprintf("%s.%s", k->o.namespace_name ? k->o.namespace_name : "kafka", name);
+    const char *ns = k->o.namespace_name ? k->o.namespace_name : "kafka";
+    char *t = floe__sprintf("%s.%s", ns, name);
+    for (char *p = t ? t + strlen(ns) + 1 : NULL; p && *p; p++)
+        if (*p == '.')
+            *p = '_';
+    return t;
 }
 
 /* Every table_map entry names a topic read here. */
