@@ -13,16 +13,25 @@ bench/procstat.py): librdkafka draining the append topic to nothing
 (bench_kafka_drain, the client's limit), `floe kafka --format append`,
 `--format upsert` and `--format debezium` (--stop-at end, a 10 s commit
 interval, maintenance off).  Reported as records per CPU-second and the
-ratio of floe append to the drain (target at least 0.5x).  Results also go
-to bench/out/kafka-N.json.  (Kafka Connect's Iceberg sink, the peer the
-issue names for a 10x target, is not run here yet: docs/benchmarks.md.)
+ratio of floe append to the drain (target at least 0.5x).  The peer:
+Apache Iceberg's Kafka Connect sink (iceberg-kafka-connect 1.10.1 in a
+standalone Kafka Connect 4.1.1 worker, JsonConverter without schemas, a
+JdbcCatalog on a SQLite file, the same table created by floe beforehand,
+a 10 s commit interval) appending the append topic; its whole process's CPU
+time until the table holds every row (target: floe append at least 10x its
+records per CPU-second).  Its jars are fetched into bench/kafka_connect/jars
+on the first run.  Results also go to bench/out/kafka-N.json.
 """
 import argparse
+import glob
 import json
 import os
 import random
 import shutil
+import sqlite3
+import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -97,10 +106,115 @@ def floe(b, fmt, d, n):
             "peak_rss_mib": rss, "records_per_cpu_s": n / cpu}
 
 
+CONNECT = os.path.join(HERE, "kafka_connect")
+
+WORKER = """
+bootstrap.servers={brokers}
+key.converter=org.apache.kafka.connect.storage.StringConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter.schemas.enable=false
+offset.storage.file.filename={dir}/offsets
+offset.flush.interval.ms=10000
+listeners=http://127.0.0.1:0
+plugin.discovery=only_scan
+consumer.max.poll.records=10000
+"""
+
+SINK = """
+name=iceberg
+connector.class=org.apache.iceberg.connect.IcebergSinkConnector
+tasks.max=1
+topics=append
+iceberg.tables=bench.lineitem
+iceberg.catalog=floe
+iceberg.catalog.catalog-impl=org.apache.iceberg.jdbc.JdbcCatalog
+iceberg.catalog.uri=jdbc:sqlite:{dir}/catalog.db
+iceberg.catalog.jdbc.schema-version=V1
+iceberg.catalog.warehouse=file://{dir}/wh
+iceberg.control.topic=control-iceberg
+iceberg.control.commit.interval-ms=10000
+"""
+
+
+def cpu_seconds(pid):
+    """utime + stime of a live process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def table_rows(db):
+    """total-records of bench.lineitem's current snapshot (0: none yet)."""
+    try:
+        con = sqlite3.connect(db)
+        row = con.execute("SELECT metadata_location FROM iceberg_tables WHERE "
+                          "table_name = 'lineitem'").fetchone()
+        con.close()
+    except sqlite3.Error:
+        return 0
+    if not row:
+        return 0
+    loc = row[0]
+    path = loc[7:] if loc.startswith("file://") else loc[5:] if loc.startswith("file:") else loc
+    with open(path) as f:
+        md = json.load(f)
+    cur = md.get("current-snapshot-id")
+    for s in md.get("snapshots", []):
+        if s["snapshot-id"] == cur:
+            return int(s["summary"].get("total-records", 0))
+    return 0
+
+
+def kafka_connect(b, n, d):
+    """Iceberg's Kafka Connect sink appending the append topic into a table
+    floe created: the whole JVM's CPU until the table holds n rows."""
+    if not glob.glob(os.path.join(CONNECT, "jars", "iceberg-kafka-connect-*.jar")):
+        subprocess.run(["mvn", "-q", "-B", "-f", os.path.join(CONNECT, "pom.xml"),
+                        "dependency:copy-dependencies"], check=True)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    subprocess.run([FLOE, "sink", "--table", "bench.lineitem", "--schema", sinkdata.SCHEMA,
+                    "--key", "l_orderkey", "--input", "-", "--quiet", "--catalog",
+                    f"sqlite:{d}/catalog.db", "--warehouse", f"{d}/wh"],
+                   input=b'{"progress": 1}\n', check=True, capture_output=True)
+    b.create_topic("control-iceberg", 1)
+    with open(f"{d}/worker.properties", "w") as f:
+        f.write(WORKER.format(brokers=b.brokers, dir=d))
+    with open(f"{d}/sink.properties", "w") as f:
+        f.write(SINK.format(dir=d))
+    with open(f"{d}/log4j.properties", "w") as f:
+        f.write("log4j.rootLogger=WARN, file\nlog4j.appender.file=org.apache.log4j.FileAppender\n"
+                f"log4j.appender.file.File={d}/connect.log\n"
+                "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+                "log4j.appender.file.layout.ConversionPattern=%d %p %c: %m%n\n")
+    t0 = time.time()
+    proc = subprocess.Popen(["java", "-Xmx2g", f"-Dlog4j.configuration=file:{d}/log4j.properties",
+                             "-cp", os.path.join(CONNECT, "jars", "*"),
+                             "org.apache.kafka.connect.cli.ConnectStandalone",
+                             f"{d}/worker.properties", f"{d}/sink.properties"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watch = procstat.PeakWatcher(proc.pid)
+    watch.start()
+    try:
+        while table_rows(f"{d}/catalog.db") < n:
+            if proc.poll() is not None or time.time() - t0 > 1800:
+                with open(f"{d}/connect.log") as f:
+                    raise RuntimeError("Kafka Connect did not finish: " + f.read()[-3000:])
+            time.sleep(0.2)
+        wall, cpu = time.time() - t0, cpu_seconds(proc.pid)
+    finally:
+        watch.stop()
+        proc.terminate()
+        proc.wait()
+    return {"what": "Kafka Connect Iceberg sink (append)", "wall_s": wall, "cpu_s": cpu,
+            "peak_rss_mib": watch.peak, "records_per_cpu_s": n / cpu}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--no-connect", action="store_true", help="leave out Kafka Connect")
     a = ap.parse_args()
     import kafkaserver
     b = kafkaserver.KafkaServer()
@@ -112,14 +226,19 @@ def main():
         for fmt in ("append", "upsert", "debezium"):
             results.append(floe(b, fmt, os.path.join(OUT, f"kafka-{fmt}"), a.rows))
             shutil.rmtree(os.path.join(OUT, f"kafka-{fmt}"), ignore_errors=True)
+        if not a.no_connect:
+            results.append(kafka_connect(b, a.rows, os.path.join(OUT, "kafka-connect")))
+            shutil.rmtree(os.path.join(OUT, "kafka-connect"), ignore_errors=True)
     finally:
         b.stop()
     base = results[0]["records_per_cpu_s"]
+    peer = [r for r in results if r["what"].startswith("Kafka Connect")]
     for r in results:
         r["vs_drain"] = r["records_per_cpu_s"] / base
-        print(f"{r['what']:34s} {r['wall_s']:7.2f} s wall {r['cpu_s']:7.2f} s cpu "
+        vs = f" {r['records_per_cpu_s'] / peer[0]['records_per_cpu_s']:6.1f}x Connect" if peer else ""
+        print(f"{r['what']:36s} {r['wall_s']:7.2f} s wall {r['cpu_s']:7.2f} s cpu "
               f"{r['peak_rss_mib']:6.0f} MiB {r['records_per_cpu_s']:10.0f} rec/cpu-s "
-              f"{r['vs_drain']:.2f}x")
+              f"{r['vs_drain']:.2f}x drain{vs}")
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, f"kafka-{a.rows}.json"), "w") as f:
         json.dump({"rows": a.rows, "partitions": a.partitions, "results": results}, f, indent=1)
