@@ -14,34 +14,105 @@
  * (source/json_row.c), so each value is rewritten by its logical type, or,
  * when the event carries no schema, by the column's type with Debezium's
  * defaults (MicroTime, MicroTimestamp, precise decimals).
+ *
+ * Fast where it can be: the envelope and the rows are scanned in place
+ * (source/json_scan.c), a value is copied as it is unless its column needs
+ * it rewritten (then only that value is parsed), and the embedded schema,
+ * the same in every event of a table until its DDL changes, is parsed once
+ * and kept while its bytes stay the same.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kafka/kafka_internal.h"
+#include "source/source_internal.h"
 
 #define NS_PER_US 1000
 #define US_PER_DAY INT64_C(86400000000)
 
-void floe__dbz_clear(floe__dbz *m)
+void floe__dbz_cache_free(floe__dbz_cache *c)
 {
-    json_decref(m->root);
-    memset(m, 0, sizeof *m);
+    json_decref(c->schema);
+    memset(c, 0, sizeof *c);
 }
 
-/* The payload of JsonConverter's {"schema": ..., "payload": ...}, else v. */
-static json_t *payload_of(json_t *v, json_t **schema)
+static const char *ws(const char *p, const char *end)
 {
-    json_t *p = json_object_get(v, "payload");
-    json_t *s = json_object_get(v, "schema");
-    if (p && s && json_object_size(v) == 2) {
-        *schema = s;
-        return p;
-    }
-    *schema = NULL;
-    return v;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
 }
+
+typedef int (*member_fn)(void *ctx, const floe__json_str *key, const char *v, const char *vend,
+                         floe_error *err);
+
+/* Each member of the object at p (after whitespace): fn with its key and
+ * its value's bytes; *endp after the closing brace. */
+static int each_member(const char *p, const char *end, const char **endp, member_fn fn,
+                       void *ctx, floe_error *err)
+{
+    p = ws(p, end);
+    FLOE_RETURN_IF(p == end || *p != '{', err, FLOE_EINPUT, "not a JSON object");
+    p = ws(p + 1, end);
+    if (p < end && *p == '}') {
+        *endp = p + 1;
+        return FLOE_OK;
+    }
+    for (;;) {
+        floe__json_str key;
+        FLOE_RETURN_IF(p == end || *p != '"', err, FLOE_EINPUT, "an object member without "
+                       "a string key");
+        FLOE_FORWARD(floe__json_scan_string(p, end, &p, &key, err));
+        p = ws(p, end);
+        FLOE_RETURN_IF(p == end || *p != ':', err, FLOE_EINPUT, "no ':' after an object key");
+        const char *v = ws(p + 1, end);
+        FLOE_FORWARD(floe__json_skip_value(v, end, &p, err));
+        FLOE_FORWARD(fn(ctx, &key, v, p, err));
+        p = ws(p, end);
+        if (p < end && *p == ',') {
+            p = ws(p + 1, end);
+            continue;
+        }
+        FLOE_RETURN_IF(p == end || *p != '}', err, FLOE_EINPUT, "no ',' or '}' after an "
+                       "object member");
+        *endp = p + 1;
+        return FLOE_OK;
+    }
+}
+
+typedef struct span {
+    const char *p;
+    size_t n;
+} span;
+
+/* The top level: JsonConverter's {"schema", "payload"} or the envelope itself. */
+typedef struct top {
+    span schema, payload, op, before, after;
+    size_t members;
+} top;
+
+static int top_member(void *ctx, const floe__json_str *key, const char *v, const char *vend,
+                      floe_error *err)
+{
+    (void)err;
+    top *t = ctx;
+    span sp = {v, (size_t)(vend - v)};
+    t->members++;
+    if (floe__json_str_eq(key, "schema"))
+        t->schema = sp;
+    else if (floe__json_str_eq(key, "payload"))
+        t->payload = sp;
+    else if (floe__json_str_eq(key, "op"))
+        t->op = sp;
+    else if (floe__json_str_eq(key, "before"))
+        t->before = sp;
+    else if (floe__json_str_eq(key, "after"))
+        t->after = sp;
+    return FLOE_OK;
+}
+
+static span object_or_none(span s) { return s.n && s.p[0] == '{' ? s : (span){NULL, 0}; }
 
 /* The fields of struct field `name` of an envelope schema, or NULL. */
 static json_t *fields_of(json_t *schema, const char *name)
@@ -56,28 +127,56 @@ static json_t *fields_of(json_t *schema, const char *name)
     return NULL;
 }
 
-static json_t *row_or_null(json_t *v) { return json_is_object(v) ? v : NULL; }
+/* The embedded schema, parsed unless it is the one parsed last. */
+static int schema_of(floe__dbz_cache *c, span s, json_t **out, floe_error *err)
+{
+    uint64_t h = floe__hash64(s.p, s.n, 0);
+    if (!c->schema || c->hash != h || c->len != s.n) {
+        json_error_t je;
+        json_t *j = json_loadb(s.p, s.n, 0, &je);
+        FLOE_RETURN_IF(!j, err, FLOE_EINPUT, "the embedded schema is not JSON: %s", je.text);
+        json_decref(c->schema);
+        c->schema = j;
+        c->hash = h;
+        c->len = s.n;
+    }
+    *out = c->schema;
+    return FLOE_OK;
+}
 
-int floe__dbz_parse(const char *v, size_t n, floe__dbz *out, floe_error *err)
+int floe__dbz_parse(floe__dbz_cache *c, const char *v, size_t n, floe__dbz *out,
+                    floe_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_error_t je;
-    json_t *root = json_loadb(v, n, JSON_REJECT_DUPLICATES, &je);
-    FLOE_RETURN_IF(!root, err, FLOE_EINPUT, "not JSON: %s (at byte %d)", je.text, je.position);
-    out->root = root;
-    json_t *schema = NULL;
-    json_t *env = payload_of(root, &schema);
-    const char *op = json_string_value(json_object_get(env, "op"));
-    FLOE_RETURN_IF(!json_is_object(env) || !op || strlen(op) != 1 || !strchr("crudtm", op[0]),
-                   err, FLOE_EINPUT, "not a Debezium change event (an object with \"op\" one "
-                   "of c, r, u, d, t, m%s)", json_object_get(env, "op") ? "" : "; it has no op");
-    out->op = op[0];
-    out->before = row_or_null(json_object_get(env, "before"));
-    out->after = row_or_null(json_object_get(env, "after"));
-    if (schema) {
-        out->before_fields = fields_of(schema, "before");
-        out->after_fields = fields_of(schema, "after");
+    const char *end = v + n, *after_top;
+    top t = {0};
+    FLOE_FORWARD(each_member(v, end, &after_top, top_member, &t, err));
+    FLOE_RETURN_IF(ws(after_top, end) != end, err, FLOE_EINPUT, "bytes after the JSON object");
+    if (t.members == 2 && t.schema.n && t.payload.n && t.payload.p[0] == '{') {
+        json_t *schema = NULL;
+        if (t.schema.p[0] == '{') {
+            FLOE_FORWARD(schema_of(c, t.schema, &schema, err));
+            out->before_fields = fields_of(schema, "before");
+            out->after_fields = fields_of(schema, "after");
+        }
+        top env = {0};
+        FLOE_FORWARD(each_member(t.payload.p, t.payload.p + t.payload.n, &after_top, top_member,
+                                 &env, err));
+        t = env;
     }
+    floe__json_str op = {0};
+    const char *op_end;
+    if (t.op.n && t.op.p[0] == '"')
+        FLOE_FORWARD(floe__json_scan_string(t.op.p, t.op.p + t.op.n, &op_end, &op, err));
+    FLOE_RETURN_IF(op.len != 1 || op.escaped || !strchr("crudtm", op.raw[0]), err, FLOE_EINPUT,
+                   "not a Debezium change event (an object with \"op\" one of c, r, u, d, t, "
+                   "m%s)", t.op.n ? "" : "; it has no op");
+    out->op = op.raw[0];
+    span b = object_or_none(t.before), a = object_or_none(t.after);
+    out->before = b.p;
+    out->before_len = b.n;
+    out->after = a.p;
+    out->after_len = a.n;
     FLOE_RETURN_IF((out->op == 'c' || out->op == 'r' || out->op == 'u') && !out->after, err,
                    FLOE_EINPUT, "a Debezium '%c' event without \"after\"", out->op);
     return FLOE_OK;
@@ -218,61 +317,108 @@ static int convert(const floe__field *f, const json_t *fs, json_t *v, floe__buf 
     return FLOE_OK;
 }
 
-int floe__dbz_row(const floe_schema *s, json_t *row, const json_t *fields, floe__buf *scratch,
-                  floe__buf *out, floe_error *err)
+/* Whether value v (its first byte) of column f must be rewritten: a
+ * Debezium encoding floe's JSON rows do not read as it is. */
+static bool needs_rewrite(const floe__field *f, const json_t *fs, const char *v, const char *vend)
 {
-    const floe__field *root = &s->root;
-    const char *k;
-    json_t *v;
-    json_object_foreach(row, k, v) {
-        bool known = false;
-        for (uint32_t i = 0; i < root->n_children && !known; i++)
-            known = strcmp(root->children[i].name, k) == 0;
-        FLOE_RETURN_IF(!known, err, FLOE_EINPUT, "column \"%s\" is not one of the table's (a "
-                       "column added at the source: with the event's schema embedded, floe "
-                       "adds it; without, declare it in --schema)", k);
+    char c = *v;
+    switch (f->kind) {
+    case FLOE_K_DATE:
+    case FLOE_K_TIME:
+    case FLOE_K_TIMESTAMP:
+    case FLOE_K_TIMESTAMPTZ:
+        return c == '-' || (c >= '0' && c <= '9');
+    case FLOE_K_DECIMAL:
+        if (c == '{')
+            return true;
+        if (c != '"')
+            return false;
+        if (fs)
+            return strcmp(logical(fs), "org.apache.kafka.connect.data.Decimal") == 0;
+        for (const char *p = v + 1; p < vend - 1; p++)      /* base64 unless a number */
+            if (!strchr("0123456789+-.eE", *p))
+                return true;
+        return false;
+    default:
+        return f->decl == FLOE_D_JSONB && c == '"' &&
+               (!fs || strcmp(logical(fs), "io.debezium.data.Json") == 0);
     }
-    json_t *o = json_object();
-    if (!o)
-        return FLOE_OOM(err);
-    int rc = FLOE_OK;
-    for (uint32_t i = 0; rc == FLOE_OK && i < root->n_children; i++) {
-        const floe__field *f = &root->children[i];
-        json_t *val = json_object_get(row, f->name);
-        if (!val)
-            continue;
-        json_t *c = NULL;
-        rc = convert(f, field_schema(fields, f->name), val, scratch, &c, err);
-        if (rc != FLOE_OK)
-            rc = floe__err_wrap(err, rc, "column \"%s\"", f->name);
-        else if (json_object_set_new(o, f->name, c) != 0)
-            rc = FLOE_OOM(err);
-    }
-    if (rc == FLOE_OK) {
-        size_t len = json_dumpb(o, NULL, 0, JSON_COMPACT);
-        floe__buf_reset(out);
-        rc = floe__buf_reserve(out, len + 1, err);
-        if (rc == FLOE_OK)
-            out->len = json_dumpb(o, (char *)out->data, len, JSON_COMPACT);
-    }
-    json_decref(o);
+}
+
+typedef struct rewrite {
+    const floe_schema *s;
+    const json_t *fields;
+    floe__buf *scratch, *out;
+    size_t n;
+} rewrite;
+
+static int rewrite_member(void *ctx, const floe__json_str *key, const char *v, const char *vend,
+                          floe_error *err)
+{
+    rewrite *r = ctx;
+    const floe__field *f = NULL;
+    for (uint32_t i = 0; i < r->s->root.n_children && !f; i++)
+        if (floe__json_str_eq(key, r->s->root.children[i].name))
+            f = &r->s->root.children[i];
+    FLOE_RETURN_IF(!f, err, FLOE_EINPUT, "column \"%.*s\" is not one of the table's (a column "
+                   "added at the source: with the event's schema embedded, floe adds it; "
+                   "without, declare it in --schema)", (int)key->len, key->raw);
+    floe__buf *o = r->out;
+    bool first = r->n++ == 0;
+    FLOE_FORWARD(floe__buf_append(o, first ? "\"" : ",\"", first ? 1 : 2, err));
+    FLOE_FORWARD(floe__buf_append(o, key->raw, key->len, err));
+    FLOE_FORWARD(floe__buf_append(o, "\":", 2, err));
+    const json_t *fs = NULL;
+    bool candidate = f->kind == FLOE_K_DATE || f->kind == FLOE_K_TIME ||
+                     f->kind == FLOE_K_TIMESTAMP || f->kind == FLOE_K_TIMESTAMPTZ ||
+                     f->kind == FLOE_K_DECIMAL || f->decl == FLOE_D_JSONB;
+    if (candidate && r->fields)
+        fs = field_schema(r->fields, f->name);
+    if (!candidate || !needs_rewrite(f, fs, v, vend))
+        return floe__buf_append(o, v, (size_t)(vend - v), err);
+    json_error_t je;
+    json_t *jv = json_loadb(v, (size_t)(vend - v), JSON_DECODE_ANY, &je);
+    FLOE_RETURN_IF(!jv, err, FLOE_EINPUT, "column \"%s\": %s", f->name, je.text);
+    json_t *c = NULL;
+    int rc = convert(f, fs, jv, r->scratch, &c, err);
+    json_decref(jv);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "column \"%s\"", f->name);
+    size_t len = json_dumpb(c, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+    rc = floe__buf_reserve(o, len + 1, err);
+    if (rc == FLOE_OK)
+        o->len += json_dumpb(c, (char *)o->data + o->len, len, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(c);
     return rc;
 }
 
-int floe__dbz_key(const floe_schema *s, const char *k, size_t n, floe__buf *scratch,
-                  floe__buf *out, floe_error *err)
+int floe__dbz_row(const floe_schema *s, const char *row, size_t n, const json_t *fields,
+                  floe__buf *scratch, floe__buf *out, floe_error *err)
 {
-    json_error_t je;
-    json_t *root = json_loadb(k, n, JSON_REJECT_DUPLICATES, &je);
-    FLOE_RETURN_IF(!root, err, FLOE_EINPUT, "the key is not JSON: %s", je.text);
-    json_t *schema = NULL;
-    json_t *p = payload_of(root, &schema);
-    int rc = json_is_object(p) ? floe__dbz_row(s, p, json_object_get(schema, "fields"), scratch,
-                                               out, err)
-                               : floe__err_set(err, FLOE_EINPUT, "the key is not an object of "
-                                               "the key columns");
-    json_decref(root);
-    return rc;
+    floe__buf_reset(out);
+    FLOE_FORWARD(floe__buf_append(out, "{", 1, err));
+    rewrite r = {s, fields, scratch, out, 0};
+    const char *end;
+    FLOE_FORWARD(each_member(row, row + n, &end, rewrite_member, &r, err));
+    return floe__buf_append(out, "}", 1, err);
+}
+
+int floe__dbz_key(const floe_schema *s, floe__dbz_cache *c, const char *k, size_t n,
+                  floe__buf *scratch, floe__buf *out, floe_error *err)
+{
+    const char *end = k + n, *after;
+    top t = {0};
+    int rc = each_member(k, end, &after, top_member, &t, err);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "the key is not an object of the key columns");
+    if (t.members == 2 && t.schema.n && t.payload.n && t.payload.p[0] == '{') {
+        json_t *schema = NULL;
+        if (t.schema.p[0] == '{')
+            FLOE_FORWARD(schema_of(c, t.schema, &schema, err));
+        return floe__dbz_row(s, t.payload.p, t.payload.n, json_object_get(schema, "fields"),
+                             scratch, out, err);
+    }
+    return floe__dbz_row(s, k, n, NULL, scratch, out, err);
 }
 
 /* ---- the columns a Debezium row schema declares ------------------------------------------ */

@@ -52,6 +52,7 @@ typedef struct topic {
     uint64_t time;                /* the time of the next message */
     uint64_t committed_time;      /* the frontier committed */
     char *key_col;                /* the single key column, for bare keys; NULL: several */
+    floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
 } topic;
 
 struct floe_kafka {
@@ -249,16 +250,11 @@ static int timeout_ms(const floe_kafka *k)
     return t > INT32_MAX ? INT32_MAX : (int)t;
 }
 
-/* The cluster id and each topic's partitions. */
+/* Each topic's partitions, then the cluster id (asked first, it waits for
+ * the client's first metadata refresh, a second away; a metadata request
+ * of our own connects at once and brings the id along). */
 static int learn_cluster(floe_kafka *k, floe_error *err)
 {
-    char *id = rd_kafka_clusterid(k->rk, timeout_ms(k));
-    FLOE_RETURN_IF(!id, err, FLOE_ENET, "Kafka: no cluster id from %s within %d ms (are the "
-                   "brokers up?)", k->o.brokers, timeout_ms(k));
-    k->cluster = floe__strdup(id);
-    rd_kafka_mem_free(k->rk, id);
-    if (!k->cluster)
-        return FLOE_OOM(err);
     for (size_t i = 0; i < k->n_topics; i++) {
         topic *t = &k->topics[i];
         rd_kafka_topic_t *h = rd_kafka_topic_new(k->rk, t->name, NULL);
@@ -272,8 +268,8 @@ static int learn_cluster(floe_kafka *k, floe_error *err)
         else if (md->topic_cnt != 1 || md->topics[0].err)
             rc = md->topic_cnt == 1 &&
                          md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART
-                     ? floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s does not exist in "
-                                     "cluster %s", t->name, k->cluster)
+                     ? floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s does not exist (the "
+                                     "brokers %s)", t->name, k->o.brokers)
                      : kerr(err, md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__FAIL,
                             "Kafka metadata of topic %s", t->name);
         else if (!md->topics[0].partition_cnt)
@@ -292,7 +288,12 @@ static int learn_cluster(floe_kafka *k, floe_error *err)
         rd_kafka_topic_destroy(h);
         FLOE_FORWARD(rc);
     }
-    return FLOE_OK;
+    char *id = rd_kafka_clusterid(k->rk, timeout_ms(k));
+    FLOE_RETURN_IF(!id, err, FLOE_ENET, "Kafka: no cluster id from %s within %d ms (are the "
+                   "brokers up?)", k->o.brokers, timeout_ms(k));
+    k->cluster = floe__strdup(id);
+    rd_kafka_mem_free(k->rk, id);
+    return k->cluster ? FLOE_OK : FLOE_OOM(err);
 }
 
 static int watermarks(floe_kafka *k, const topic *t, part *p, int64_t *low, floe_error *err)
@@ -523,6 +524,8 @@ void floe_kafka_free(floe_kafka *k)
         floe__free(t->table);
         floe__free(t->sink_id);
         floe__free(t->key_col);
+        floe__dbz_cache_free(&t->values);
+        floe__dbz_cache_free(&t->keys);
     }
     floe__free(k->topics);
     floe__free(k->cluster);
@@ -610,10 +613,11 @@ static int debezium_event(floe_kafka *k, topic *t, const rd_kafka_message_t *m,
         return floe_sink_truncate(t->sink, time, err);
     case 'd':
         if (m->key)
-            FLOE_FORWARD(floe__dbz_key(s, m->key, m->key_len, &k->scratch, &k->row, err));
-        else if (ev->before)
-            FLOE_FORWARD(floe__dbz_row(s, ev->before, ev->before_fields, &k->scratch, &k->row,
+            FLOE_FORWARD(floe__dbz_key(s, &t->keys, m->key, m->key_len, &k->scratch, &k->row,
                                        err));
+        else if (ev->before)
+            FLOE_FORWARD(floe__dbz_row(s, ev->before, ev->before_len, ev->before_fields,
+                                       &k->scratch, &k->row, err));
         else
             return floe__err_set(err, FLOE_EINPUT, "a Debezium delete without a key or "
                                  "\"before\"");
@@ -624,7 +628,8 @@ static int debezium_event(floe_kafka *k, topic *t, const rd_kafka_message_t *m,
             FLOE_FORWARD(evolve(k, t, ev->after_fields, time, err));
             s = floe_sink_row_schema(t->sink);
         }
-        FLOE_FORWARD(floe__dbz_row(s, ev->after, ev->after_fields, &k->scratch, &k->row, err));
+        FLOE_FORWARD(floe__dbz_row(s, ev->after, ev->after_len, ev->after_fields, &k->scratch,
+                                   &k->row, err));
         FLOE_FORWARD(floe_row_set_json(t->row, (const char *)k->row.data, k->row.len, err));
         FLOE_FORWARD(floe_sink_retract_key(t->sink, t->row, time, err));
         return floe_sink_push(t->sink, t->row, time, 1, err);
@@ -642,11 +647,8 @@ static int apply(floe_kafka *k, topic *t, const rd_kafka_message_t *m, floe_erro
             return FLOE_OK;
         }
         floe__dbz ev;
-        int rc = floe__dbz_parse(value, m->len, &ev, err);
-        if (rc == FLOE_OK)
-            rc = debezium_event(k, t, m, &ev, err);
-        floe__dbz_clear(&ev);
-        return rc;
+        FLOE_FORWARD(floe__dbz_parse(&t->values, value, m->len, &ev, err));
+        return debezium_event(k, t, m, &ev, err);
     }
     if (k->o.format == FLOE_KAFKA_APPEND) {
         if (!value) {
