@@ -1342,6 +1342,13 @@ typedef struct floe_kafka_stats {
     uint64_t lag_messages;
 } floe_kafka_stats;
 void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out);
+/* Prometheus text: the counters above as floe_kafka_*, each partition's
+ * lag (floe_kafka_partition_lag{topic, partition}: messages past the offset
+ * its table committed, as of the last look at the partition's end) and
+ * every topic's sink metrics (floe_sink_metrics, labelled by sink id:
+ * freshness, commits, files...).  Caller frees (floe_free).  From any
+ * thread. */
+int floe_kafka_metrics(const floe_kafka *k, char **out, floe_error *err);
 /* The sink of topic i (0 <= i < stats.topics), its topic and table. */
 floe_sink *floe_kafka_sink(floe_kafka *k, size_t i);
 const char *floe_kafka_topic(const floe_kafka *k, size_t i);

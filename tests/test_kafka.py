@@ -378,3 +378,42 @@ def test_a_dotted_topic_names_one_table(tmp_path):
     b.produce("dot.ted.t1", [(0, None, {"id": 1, "v": "a", "n": 1})])
     r.run("dot.ted.t1", "append")
     assert_rows(r.rows("kafka.dot_ted_t1"), [(1, "a", 1)])
+
+
+def test_metrics_show_each_partitions_lag(tmp_path):
+    """/metrics: per-partition lag against the table's commits, the message
+    counters and the sink's own metrics; the lag falls to 0 once committed."""
+    import socket
+    import urllib.request
+    b = broker()
+    b.create_topic("met1", 3)
+    r = Run(tmp_path, b.brokers)
+    b.produce("met1", [(i % 3, None, {"id": i, "v": None, "n": None}) for i in range(300)])
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    proc = subprocess.Popen(r.args("met1", "append", "--commit-interval", "200ms",
+                                   "--metrics-addr", f"127.0.0.1:{port}"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_offsets(r, "kafka.met1", {0: 100, 1: 100, 2: 100}, proc)
+        deadline = time.time() + 60 * SCALE
+        while True:                 # the lag is looked at again after each commit
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                          timeout=30 * SCALE).read().decode()
+            lags = [l for l in text.splitlines() if l.startswith("floe_kafka_partition_lag{")]
+            if all(l.endswith(" 0") for l in lags) or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        assert sorted(lags) == [f'floe_kafka_partition_lag{{topic="met1",partition="{p}"}} 0'
+                                for p in range(3)], text
+        assert "floe_kafka_messages_total 300" in text
+        assert 'sink="kafka:met1"' in text                 # the sink's own metrics
+        b.produce("met1", [(0, None, {"id": 1000 + i, "v": None, "n": None}) for i in range(5)])
+        wait_offsets(r, "kafka.met1", {0: 105, 1: 100, 2: 100}, proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=120 * SCALE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

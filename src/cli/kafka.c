@@ -62,6 +62,8 @@ static const cli_command CMD = {"kafka", USAGE, NOTES};
 
 #define MAX_WARNINGS 20
 #define MAX_PROPERTIES 64
+#define TTY_INTERVAL_NS 1000000000u
+#define PLAIN_INTERVAL_NS 10000000000u
 
 typedef struct run {
     floe_kafka *k;
@@ -69,6 +71,12 @@ typedef struct run {
     bool quiet;
     uint64_t started_ns;
     _Atomic uint64_t warnings;
+    cli_status_mode mode;
+    uint64_t interval_ns;
+    cli_status *status;
+    metrics_server *metrics;
+    uint64_t last_messages;         /* of the status line before */
+    double last_secs;
 } run;
 
 static void on_warning(void *ctx, const char *msg)
@@ -187,6 +195,12 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     so->warning_ctx = r;
     if (cli_sink_numbers(opts, so) != 0)
         return -1;
+    const char *term = getenv("TERM");
+    bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
+    r->mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
+    r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
+    if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0)
+        return -1;
     if (o->format == FLOE_KAFKA_APPEND && (so->key || cli_has(opts, "delete-mode"))) {
         cli_say("floe: the append format takes neither --key nor --delete-mode (it writes no "
                 "deletes)\n");
@@ -196,10 +210,33 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     return 0;
 }
 
+/* The status line: messages read and their rate, snapshots, the lag. */
+static void status_text(void *ctx, double secs, char *buf, size_t cap)
+{
+    run *r = ctx;
+    floe_kafka_stats st;
+    floe_kafka_stats_get(r->k, &st);
+    char when[32];
+    cli_elapsed_text((uint64_t)(secs * 1e9), when, sizeof when);
+    double dt = secs - r->last_secs;
+    double rate = dt > 0 ? (double)(st.messages - r->last_messages) / dt : 0.0;
+    r->last_messages = st.messages;
+    r->last_secs = secs;
+    snprintf(buf, cap, "%s: %" PRIu64 " messages (%.0f/s) from %" PRIu64 " partitions, %" PRIu64
+             " snapshots, lag %" PRIu64 " messages", when, st.messages, rate, st.partitions,
+             st.snapshots_committed, st.lag_messages);
+}
+
+static int metrics_text(void *ctx, char **text, floe_error *err)
+{
+    return floe_kafka_metrics(ctx, text, err);
+}
+
 static void report_halt(run *r)
 {
     char chain[16384];
     cli_chain(r->err, chain, sizeof chain);
+    metrics_server_health(r->metrics, 503, "halted: %s", chain);
     cli_say("floe: kafka: %s\n", chain);
     if (floe_error_retryable(r->err))
         cli_say("floe: this may be transient: run the same command again (each table resumes "
@@ -228,8 +265,12 @@ static void report_done(run *r, const char *how)
             st.snapshots_committed);
 }
 
-static int open_and_run(run *r, const floe_kafka_options *o)
+static int open_and_run(run *r, const cli_opt *opts, const floe_kafka_options *o)
 {
+    const char *addr = cli_get(opts, "metrics-addr");
+    bool usage = false;
+    if (addr && !(r->metrics = metrics_server_start(addr, &usage)))
+        return usage ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
     r->started_ns = cli_now_ns();
     if (floe_kafka_open(o, &r->k, r->err) != FLOE_OK) {
         report_halt(r);
@@ -237,7 +278,13 @@ static int open_and_run(run *r, const floe_kafka_options *o)
                : floe_error_retryable(r->err)          ? CLI_EXIT_TRANSIENT
                                                        : CLI_EXIT_FAILED;
     }
+    metrics_server_attach_fn(r->metrics, metrics_text, r->k);
+    r->status = cli_status_start_fn(r->mode, r->interval_ns, status_text, r);
     int rc = floe_kafka_run(r->k, r->err);
+    cli_status_stop(r->status);
+    r->status = NULL;
+    if (rc == FLOE_OK)
+        metrics_server_health(r->metrics, 200, "finished");
     if (rc == FLOE_EINTERRUPTED && cli_signals_caught()) {
         char buf[32];
         int sig = cli_signals_caught();
@@ -280,7 +327,10 @@ int cmd_kafka(int argc, char **argv)
         {"memory-limit", true, "memory for each table's held updates and key index "
                                "(default 768m)", NULL},
         {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
-        {"quiet", false, "no notices or summary (errors and warnings shown)", NULL},
+        {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},
+        {"progress-interval", true, "redraw the status line this often", NULL},
+        {"quiet", false, "no status line, notices or summary (errors and warnings shown)",
+         NULL},
         {NULL, false, NULL, NULL},
     };
     int p = cli_parse(&CMD, argc, argv, opts);
@@ -304,9 +354,11 @@ int cmd_kafka(int argc, char **argv)
             status = CLI_EXIT_USAGE;
         } else {
             o.sink.schema = schema;
-            status = open_and_run(&r, &o);
+            status = open_and_run(&r, opts, &o);
         }
     }
+    cli_status_stop(r.status);
+    metrics_server_stop(r.metrics);
     floe_kafka_free(r.k);
     floe_error_free(r.err);
     free(map);

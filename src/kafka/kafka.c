@@ -38,9 +38,10 @@
 typedef struct part {
     int32_t id;
     int64_t next;                 /* the next offset to read (and to record) */
-    int64_t end;                  /* the partition's end when last looked at */
     int64_t stop;                 /* stop_at_end: the end at open */
-    int64_t committed;            /* the next offset the table records */
+    /* read by floe_kafka_metrics from other threads: */
+    _Atomic int64_t end;          /* the partition's end when last looked at */
+    _Atomic int64_t committed;    /* the next offset the table records */
 } part;
 
 typedef struct topic {
@@ -877,6 +878,57 @@ void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out)
     out->schema_changes = atomic_load(&m->evolved);
     out->snapshots_committed = atomic_load(&m->snapshots);
     out->lag_messages = atomic_load(&m->lag);
+}
+
+static int metric(floe__buf *b, const char *name, const char *type, const char *help, double v,
+                  floe_error *err)
+{
+    return floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name,
+                            type, name, v);
+}
+
+int floe_kafka_metrics(const floe_kafka *k, char **out, floe_error *err)
+{
+    floe_kafka_stats st;
+    floe_kafka_stats_get(k, &st);
+    struct { const char *name, *type, *help; double v; } m[] = {
+        {"floe_kafka_messages_total", "counter", "Messages read.", (double)st.messages},
+        {"floe_kafka_bytes_total", "counter", "Key and value bytes of the messages read.", (double)st.bytes},
+        {"floe_kafka_bad_messages_total", "counter", "Messages that did not parse, skipped.", (double)st.bad_messages},
+        {"floe_kafka_tombstones_total", "counter", "Messages with a null value.", (double)st.tombstones},
+        {"floe_kafka_truncates_total", "counter", "Debezium TRUNCATE events.", (double)st.truncates},
+        {"floe_kafka_schema_changes_total", "counter", "Tables evolved to a Debezium event's columns.", (double)st.schema_changes},
+        {"floe_kafka_lag_messages", "gauge", "Messages in the partitions past what the tables have committed.", (double)st.lag_messages},
+    };
+    floe__buf b;
+    floe__buf_init(&b, (size_t)1 << 26);
+    int rc = FLOE_OK;
+    for (size_t i = 0; rc == FLOE_OK && i < sizeof m / sizeof m[0]; i++)
+        rc = metric(&b, m[i].name, m[i].type, m[i].help, m[i].v, err);
+    if (rc == FLOE_OK)
+        rc = floe__buf_printf(&b, err, "# HELP floe_kafka_partition_lag Messages of a partition "
+                              "past the offset its table has committed.\n"
+                              "# TYPE floe_kafka_partition_lag gauge\n");
+    for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
+        for (size_t p = 0; rc == FLOE_OK && p < k->topics[i].n_parts; p++) {
+            const part *pt = &k->topics[i].parts[p];
+            int64_t lag = atomic_load(&pt->end) - atomic_load(&pt->committed);
+            rc = floe__buf_printf(&b, err, "floe_kafka_partition_lag{topic=\"%s\",partition=\"%"
+                                  PRId32 "\"} %" PRId64 "\n", k->topics[i].name, pt->id,
+                                  lag > 0 ? lag : 0);
+        }
+    const floe_sink **sinks = floe__calloc(k->n_topics ? k->n_topics : 1, sizeof *sinks);
+    if (rc == FLOE_OK && !sinks)
+        rc = FLOE_OOM(err);
+    for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
+        sinks[i] = k->topics[i].sink;
+    if (rc == FLOE_OK)
+        rc = floe__sinks_metrics(sinks, k->n_topics, &b, err);
+    if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
+        rc = FLOE_OOM(err);
+    floe__free(sinks);
+    floe__buf_free(&b);
+    return rc;
 }
 
 floe_sink *floe_kafka_sink(floe_kafka *k, size_t i) { return i < k->n_topics ? k->topics[i].sink : NULL; }
