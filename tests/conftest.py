@@ -9,6 +9,7 @@ make the program exit non-zero, which the helpers below turn into failures.
 import atexit
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 
@@ -31,6 +32,13 @@ atexit.register(shutil.rmtree, STATE_DIR, True)
 os.environ["FLOE_MAINTAIN"] = "off"
 # Timeouts in the tests are multiplied by it (a slow or busy machine).
 SCALE = float(os.environ.get("FLOE_TIMEOUT_SCALE", "1"))
+
+
+def free_port():
+    """A loopback TCP port nothing listens on now (for a server a test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 def maintain_auto(expire=True):
     """`floe sink` options that turn maintenance on and make it due within a

@@ -8,14 +8,13 @@ tests sharing a broker never share a topic).  Started per test, stopped by stop(
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 
 import pytest
 
-from conftest import SCALE
+from conftest import SCALE, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JARS = os.path.join(HERE, "debezium", "jars")
@@ -54,12 +53,6 @@ topic.creation.default.partitions=1
 """
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Debezium:
@@ -72,7 +65,7 @@ class Debezium:
         worker = os.path.join(self.dir, "worker.properties")
         conn = os.path.join(self.dir, "connector.properties")
         with open(worker, "w") as f:
-            f.write(WORKER.format(brokers=broker.brokers, dir=self.dir, rest=_free_port(),
+            f.write(WORKER.format(brokers=broker.brokers, dir=self.dir, rest=free_port(),
                                   schemas="true" if schemas else "false"))
         with open(conn, "w") as f:
             f.write(CONNECTOR.format(pgport=db.srv.port, db=db.name, tables=",".join(tables),

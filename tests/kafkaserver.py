@@ -13,7 +13,6 @@ import glob
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -21,7 +20,7 @@ import uuid
 
 import pytest
 
-from conftest import SCALE
+from conftest import SCALE, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JARS = os.path.join(HERE, "kafka", "jars")
@@ -45,12 +44,6 @@ log.flush.interval.messages=1000000
 """
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class KafkaServer:
@@ -59,7 +52,7 @@ class KafkaServer:
             pytest.fail("Kafka's jars are missing: scripts/install-deps.sh fetches them "
                         "(mvn -f tests/kafka/pom.xml dependency:copy-dependencies)")
         self.root = tempfile.mkdtemp(prefix="floe-kafka-")
-        self.port, self.cport = _free_port(), _free_port()
+        self.port, self.cport = free_port(), free_port()
         self.proc = None
         self.generation = 0
         self._start_new()

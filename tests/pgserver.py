@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 import readers
-from conftest import SCALE, run_floe  # noqa: F401 (SCALE: for the tests)
+from conftest import SCALE, free_port, run_floe  # noqa: F401 (SCALE: for the tests)
 from rowgen import Col
 
 PG_BIN = None
@@ -52,12 +52,6 @@ log_min_messages = warning
 """
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class PgServer:
@@ -67,7 +61,7 @@ class PgServer:
                         "(apt-get install postgresql)")
         self.root = tempfile.mkdtemp(prefix="floe-pg-")
         self.data = os.path.join(self.root, "data")
-        self.port = _free_port()
+        self.port = free_port()
         self.as_postgres = os.geteuid() == 0
         if self.as_postgres:
             shutil.chown(self.root, "postgres")

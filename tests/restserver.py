@@ -14,7 +14,6 @@ Build the classpath once with `cd tests/rest && mvn -q -B package`
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,16 +21,13 @@ import urllib.request
 import uuid
 
 import pytest
+from conftest import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REST_DIR = os.path.join(HERE, "rest")
 MAIN = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RestServer:

@@ -31,6 +31,7 @@ import urllib.parse
 import boto3
 import botocore.config
 import pytest
+from conftest import free_port
 
 REGION = "us-east-1"
 
@@ -56,10 +57,6 @@ def versitygw_bin():
                 "(CGO_ENABLED=0 go install github.com/versity/versitygw/cmd/versitygw@v1.7.0)")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class S3Server:

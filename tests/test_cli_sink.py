@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import floe_bin, run_floe
+from conftest import floe_bin, run_floe, free_port
 from iceberg_readers import duckdb_rows
 from sinkmodel import (APPEND_EXTRA, COLS, INF, SCHEMA, Stream, committed_frontier,
                        frontier_value, metadata_location, table_snapshots)
@@ -40,10 +40,6 @@ def upd(t, d, row):
     return json.dumps({"time": t, "diff": d, "row": row})
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(port, path, timeout=10, host="127.0.0.1"):

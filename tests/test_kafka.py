@@ -15,7 +15,7 @@ import time
 import pytest
 
 import java_reader
-from conftest import SCALE, floe_bin
+from conftest import SCALE, floe_bin, free_port
 from iceberg_readers import duck, pyiceberg_catalog
 from kafkaserver import KafkaServer, broker
 
@@ -383,16 +383,12 @@ def test_a_dotted_topic_names_one_table(tmp_path):
 def test_metrics_show_each_partitions_lag(tmp_path):
     """/metrics: per-partition lag against the table's commits, the message
     counters and the sink's own metrics; the lag falls to 0 once committed."""
-    import socket
     import urllib.request
     b = broker()
     b.create_topic("met1", 3)
     r = Run(tmp_path, b.brokers)
     b.produce("met1", [(i % 3, None, {"id": i, "v": None, "n": None}) for i in range(300)])
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     proc = subprocess.Popen(r.args("met1", "append", "--commit-interval", "200ms",
                                    "--metrics-addr", f"127.0.0.1:{port}"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -21,7 +21,6 @@ the Stream Commit.
 """
 import copy
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -30,6 +29,7 @@ import psycopg
 
 from pgserver import SCALE, Mirror, iceberg_rows, pg_rows, pgdb, wait_until  # noqa: F401
 from rowgen import Col
+from conftest import free_port
 
 COLS = {
     "big": [Col("id", "integer", True), Col("a", "integer"), Col("t", "text")],
@@ -183,12 +183,6 @@ def metrics_of(port):
     return out
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_kill_while_streaming_then_rerun_is_exact_and_metrics_count(pgdb, tmp_path):

@@ -3,7 +3,6 @@ line, the Prometheus metrics endpoint, bounded memory (spilling), and
 options errors.  test_cli_*.py test the status line, /health, signals,
 messages and inspect in depth."""
 import json
-import socket
 import time
 import urllib.request
 
@@ -11,6 +10,7 @@ import java_reader
 from sinkmodel import SCHEMA, Stream, table_snapshots
 from test_sink_model import TABLE, check_snapshots, sink_args
 from test_sink_rules import Running, db_of, progress_values, lines_until
+from conftest import free_port
 
 
 def upd(t, d, row):
@@ -52,10 +52,6 @@ def test_the_summary_shows_updates_snapshots_and_frontier(floe, tmp_path):
     assert f"{snaps} snapshots committed" in last and "at frontier [] (input closed)" in last
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port):

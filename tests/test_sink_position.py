@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 import engines
-from conftest import SCALE, floe_bin, run_floe
+from conftest import SCALE, floe_bin, run_floe, free_port
 from iceberg_readers import duck, pyiceberg_catalog, pyiceberg_snapshot_rows
 from sinkmodel import COLS, Stream, metadata_location, table_snapshots
 from test_sink_engines import (FOREIGN_ID, TABLE, Sink, canon_foreign, check, foreign_row,
@@ -236,13 +236,6 @@ def test_checks_the_index_makes_possible(tmp_path):
 
 # ---- a compaction racing the running sink ------------------------------------------------------
 
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def metric(port, name):

@@ -95,6 +95,10 @@ void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_chain(const floe_error *err, char *buf, size_t cap);
 /* Print "floe: <what>: <error chain>". */
 void cli_report(const char *what, const floe_error *err);
+/* A warning of the library's (from any thread): "floe: warning: ..." for
+ * the first 20 a command gets, counted in *count, then one line saying the
+ * rest are only counted. */
+void cli_warning(_Atomic uint64_t *count, const char *msg);
 
 /* ---- the status line of `floe sink` (status_line.c) ----------------------------
  * TTY: one live line, redrawn in place every `interval` by a thread of its

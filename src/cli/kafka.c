@@ -60,7 +60,6 @@ static const char NOTES[] =
 
 static const cli_command CMD = {"kafka", USAGE, NOTES};
 
-#define MAX_WARNINGS 20
 #define MAX_PROPERTIES 64
 #define TTY_INTERVAL_NS 1000000000u
 #define PLAIN_INTERVAL_NS 10000000000u
@@ -81,12 +80,7 @@ typedef struct run {
 
 static void on_warning(void *ctx, const char *msg)
 {
-    run *r = ctx;
-    uint64_t n = atomic_fetch_add(&r->warnings, 1) + 1;
-    if (n <= MAX_WARNINGS)
-        cli_say("floe: warning: %s\n", msg);
-    else if (n == MAX_WARNINGS + 1)
-        cli_say("floe: warning: further warnings are counted, not shown\n");
+    cli_warning(&((run *)ctx)->warnings, msg);
 }
 
 static void on_notice(void *ctx, const char *msg)

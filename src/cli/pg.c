@@ -91,7 +91,6 @@ static const char NOTES[] =
 
 static const cli_command CMD = {"pg", USAGE, NOTES};
 
-#define MAX_WARNINGS 20
 #define EXIT_DIFFERENCES 3              /* --verify found differences */
 #define TTY_INTERVAL_NS 1000000000u
 #define PLAIN_INTERVAL_NS 10000000000u
@@ -110,12 +109,7 @@ typedef struct run {
 
 static void on_warning(void *ctx, const char *msg)
 {
-    run *r = ctx;                      /* the tables' maintenance threads warn too */
-    uint64_t n = atomic_fetch_add(&r->warnings, 1) + 1;
-    if (n <= MAX_WARNINGS)
-        cli_say("floe: warning: %s\n", msg);
-    else if (n == MAX_WARNINGS + 1)
-        cli_say("floe: warning: further warnings are counted, not shown\n");
+    cli_warning(&((run *)ctx)->warnings, msg);
 }
 
 static void on_notice(void *ctx, const char *msg)

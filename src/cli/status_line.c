@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -87,6 +88,15 @@ void cli_report(const char *what, const floe_error *err)
     char chain[16384];
     cli_chain(err, chain, sizeof chain);
     cli_say("floe: %s: %s\n", what, chain);
+}
+
+void cli_warning(_Atomic uint64_t *count, const char *msg)
+{
+    uint64_t n = atomic_fetch_add(count, 1) + 1;
+    if (n <= 20)
+        cli_say("floe: warning: %s\n", msg);
+    else if (n == 21)
+        cli_say("floe: warning: further warnings are counted, not shown\n");
 }
 
 void cli_frontier_text(int empty, uint64_t t, char *buf, size_t cap)
