@@ -288,6 +288,9 @@ def test_a_topic_deleted_and_created_again_is_refused(tmp_path):
     assert p.returncode == 1, p.stderr
     assert "deleted and created again" in p.stderr and "offset 10" in p.stderr, p.stderr
     assert len(r.rows("kafka.re1")["duckdb"]) == 10
+    assert "give it another table" in p.stderr               # the advice, followed:
+    r.run("re1", "upsert", "--table", "kafka.re1_again")
+    assert r.rows("kafka.re1_again")["duckdb"] == [(1, "b", 1)]
 
 
 def test_a_replaced_cluster_is_refused(tmp_path):
@@ -305,6 +308,11 @@ def test_a_replaced_cluster_is_refused(tmp_path):
         p = r.run("rc1", "upsert", check=False)
         assert p.returncode == 1, p.stderr
         assert f"fed from Kafka cluster {old}" in p.stderr and k.cluster_id in p.stderr, p.stderr
+        assert r.rows("kafka.rc1")["duckdb"] == [(1, "a", 1)]
+        # the advice: another table for this cluster's topic
+        assert "give it another table (--table" in p.stderr
+        r.run("rc1", "upsert", "--table", "kafka.rc1_new")
+        assert r.rows("kafka.rc1_new")["duckdb"] == [(2, "b", 2)]
         assert r.rows("kafka.rc1")["duckdb"] == [(1, "a", 1)]
     finally:
         k.stop()

@@ -329,10 +329,9 @@ static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_erro
         rc = floe__err_set(err, FLOE_ESTATE, "table %s was fed from Kafka cluster %s, but the "
                            "brokers %s are cluster %s (a cluster replaced or rebuilt: the "
                            "offsets the table records mean nothing there); to read topic %s "
-                           "of this cluster from its start into the table, give the sink a "
-                           "new sink version and the new cluster's data will be added to "
-                           "what the table holds", t->table, cluster, k->o.brokers,
-                           k->cluster, t->name);
+                           "of this cluster from its start, give it another table (--table "
+                           "or --table-map)", t->table, cluster, k->o.brokers, k->cluster,
+                           t->name);
     } else if (strcmp(name, t->name) != 0) {
         rc = floe__err_set(err, FLOE_ESTATE, "table %s records offsets of topic %s, not %s "
                            "(each table is fed by one topic; see table_map)", t->table, name,
@@ -340,8 +339,9 @@ static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_erro
     } else if (json_object_size(parts) > t->n_parts) {
         rc = floe__err_set(err, FLOE_ESTATE, "table %s records offsets of %zu partitions of "
                            "topic %s, which has %zu now: the topic was deleted and created "
-                           "again, or partitions were lost", t->table, json_object_size(parts),
-                           t->name, t->n_parts);
+                           "again, or partitions were lost (to read the topic as it is now "
+                           "from its start, give it another table: --table or --table-map)",
+                           t->table, json_object_size(parts), t->name, t->n_parts);
     }
     for (size_t i = 0; rc == FLOE_OK && i < t->n_parts; i++) {
         part *p = &t->parts[i];
@@ -356,16 +356,19 @@ static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_erro
             p->next = p->committed = low;
             continue;
         }
-        FLOE_RETURN_IF(!json_is_integer(v) || json_integer_value(v) < 0, err, FLOE_EFORMAT,
-                       "table %s: %s: partition %s is not an offset", t->table, OFFSETS_PROP,
-                       id);
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            rc = floe__err_set(err, FLOE_EFORMAT, "table %s: %s: partition %s is not an "
+                               "offset", t->table, OFFSETS_PROP, id);
+            break;
+        }
         p->next = p->committed = json_integer_value(v);
         if (p->next > p->end)
             rc = floe__err_set(err, FLOE_ESTATE, "table %s has read topic %s partition %s up "
                                "to offset %" PRId64 ", but the partition ends at %" PRId64
                                ": the topic was deleted and created again (or its messages "
-                               "lost); reading on would skip messages", t->table, t->name, id,
-                               p->next, p->end);
+                               "lost); reading on would skip messages (to read the topic as it "
+                               "is now from its start, give it another table: --table or "
+                               "--table-map)", t->table, t->name, id, p->next, p->end);
         else if (p->next < low)
             rc = floe__err_set(err, FLOE_ESTATE, "table %s has read topic %s partition %s up "
                                "to offset %" PRId64 ", but the partition now starts at %"
