@@ -182,11 +182,8 @@ def kafka_connect(b, n, d):
         f.write(WORKER.format(brokers=b.brokers, dir=d))
     with open(f"{d}/sink.properties", "w") as f:
         f.write(SINK.format(dir=d))
-    with open(f"{d}/log4j.properties", "w") as f:
-        f.write("log4j.rootLogger=WARN, file\nlog4j.appender.file=org.apache.log4j.FileAppender\n"
-                f"log4j.appender.file.File={d}/connect.log\n"
-                "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
-                "log4j.appender.file.layout.ConversionPattern=%d %p %c: %m%n\n")
+    import kafkaserver
+    kafkaserver.log4j_config(f"{d}/log4j.properties", f"{d}/connect.log")
     t0 = time.time()
     proc = subprocess.Popen(["java", "-Xmx2g", f"-Dlog4j.configuration=file:{d}/log4j.properties",
                              "-cp", os.path.join(CONNECT, "jars", "*"),

@@ -34,6 +34,19 @@ os.environ["FLOE_MAINTAIN"] = "off"
 SCALE = float(os.environ.get("FLOE_TIMEOUT_SCALE", "1"))
 
 
+def stop_process(proc, timeout):
+    """Ask a server process to end (SIGTERM); kill it if it has not within
+    `timeout` seconds (scaled)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout * SCALE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port():
     """A loopback TCP port nothing listens on now (for a server a test starts)."""
     with socket.socket() as s:

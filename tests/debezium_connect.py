@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from conftest import SCALE, free_port
+from conftest import SCALE, free_port, stop_process
+from kafkaserver import log4j_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JARS = os.path.join(HERE, "debezium", "jars")
@@ -70,12 +71,7 @@ class Debezium:
         with open(conn, "w") as f:
             f.write(CONNECTOR.format(pgport=db.srv.port, db=db.name, tables=",".join(tables),
                                      prefix=self.prefix))
-        log4j = os.path.join(self.dir, "log4j.properties")
-        with open(log4j, "w") as f:
-            f.write("log4j.rootLogger=WARN, stderr\n"
-                    "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
-                    "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
-                    "log4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n")
+        log4j = log4j_config(os.path.join(self.dir, "log4j.properties"))
         self.log = open(os.path.join(self.dir, "connect.log"), "w")
         self.proc = subprocess.Popen(
             ["java", "-Xmx768m", "-XX:+UseSerialGC", f"-Dlog4j.configuration=file:{log4j}",
@@ -109,12 +105,6 @@ class Debezium:
         raise RuntimeError(f"{topic} never held {count} messages: {self.logs()}")
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=60 * SCALE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 60)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from conftest import SCALE, free_port
+from conftest import SCALE, free_port, stop_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JARS = os.path.join(HERE, "kafka", "jars")
@@ -46,6 +46,19 @@ log.flush.interval.messages=1000000
 
 
 
+def log4j_config(path, appender="stderr"):
+    """A log4j 1 (reload4j) configuration at `path`: warnings and errors to
+    stderr, or to the file `appender` names."""
+    out = ("log4j.appender.out=org.apache.log4j.ConsoleAppender\nlog4j.appender.out.Target=System.err\n"
+           if appender == "stderr" else
+           f"log4j.appender.out=org.apache.log4j.FileAppender\nlog4j.appender.out.File={appender}\n")
+    with open(path, "w") as f:
+        f.write("log4j.rootLogger=WARN, out\n" + out +
+                "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
+                "log4j.appender.out.layout.ConversionPattern=%d %p %c: %m%n\n")
+    return path
+
+
 class KafkaServer:
     def __init__(self):
         if not glob.glob(os.path.join(JARS, "kafka_2.13-*.jar")):
@@ -64,13 +77,7 @@ class KafkaServer:
 
     def _java(self, *args, **kw):
         env = dict(os.environ, KAFKA_HEAP_OPTS="-Xmx512m")
-        log4j = os.path.join(self.root, "log4j.properties")
-        with open(log4j, "w") as f:
-            f.write("log4j.rootLogger=WARN, stderr\n"
-                    "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
-                    "log4j.appender.stderr.Target=System.err\n"
-                    "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
-                    "log4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n")
+        log4j = log4j_config(os.path.join(self.root, "log4j.properties"))
         cmd = ["java", "-Xmx512m", "-XX:+UseSerialGC", f"-Dlog4j.configuration=file:{log4j}",
                "-cp", os.path.join(JARS, "*"), *args]
         return cmd, env
@@ -117,13 +124,8 @@ class KafkaServer:
             return "(no log)"
 
     def down(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=60 * SCALE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc:
+            stop_process(self.proc, 60)
         self.proc = None
 
     def replace(self):

@@ -21,7 +21,7 @@ import urllib.request
 import uuid
 
 import pytest
-from conftest import free_port
+from conftest import free_port, stop_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REST_DIR = os.path.join(HERE, "rest")
@@ -106,13 +106,7 @@ class RestServer:
         return doc
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 20)
         self._log.close()
 
 

@@ -31,7 +31,7 @@ import urllib.parse
 import boto3
 import botocore.config
 import pytest
-from conftest import free_port
+from conftest import free_port, stop_process
 
 REGION = "us-east-1"
 
@@ -100,12 +100,7 @@ class S3Server:
         pytest.fail("versitygw did not start listening within 30 s")
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, 10)
         self.log.close()
         shutil.rmtree(self.root, ignore_errors=True)
 

@@ -444,28 +444,18 @@ static const char *column_type(const json_t *fs, char *buf, size_t cap)
         snprintf(buf, cap, "numeric(%s, %d)", prec ? prec : "38", scale_param(fs, 0));
         return buf;
     }
-    if (strcmp(lt, "io.debezium.data.VariableScaleDecimal") == 0)
-        return "numeric(38, 10)";
-    if (strcmp(lt, "io.debezium.data.Json") == 0)
-        return "jsonb";
-    if (strcmp(lt, "io.debezium.data.Uuid") == 0)
-        return "uuid";
-    if (strcmp(t, "int8") == 0 || strcmp(t, "int16") == 0)
-        return "smallint";
-    if (strcmp(t, "int32") == 0)
-        return "integer";
-    if (strcmp(t, "int64") == 0)
-        return "bigint";
-    if (strcmp(t, "float") == 0 || strcmp(t, "float32") == 0)
-        return "real";
-    if (strcmp(t, "double") == 0 || strcmp(t, "float64") == 0)
-        return "double precision";
-    if (strcmp(t, "boolean") == 0)
-        return "boolean";
-    if (strcmp(t, "string") == 0)
-        return "text";
-    if (strcmp(t, "bytes") == 0)
-        return "bytea";
+    /* the other logical types, then Kafka Connect's plain types */
+    static const char *const names[][2] = {
+        {"io.debezium.data.VariableScaleDecimal", "numeric(38, 10)"},
+        {"io.debezium.data.Json", "jsonb"}, {"io.debezium.data.Uuid", "uuid"},
+        {"int8", "smallint"}, {"int16", "smallint"}, {"int32", "integer"}, {"int64", "bigint"},
+        {"float", "real"}, {"float32", "real"}, {"double", "double precision"},
+        {"float64", "double precision"}, {"boolean", "boolean"}, {"string", "text"},
+        {"bytes", "bytea"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(i < 3 ? lt : t, names[i][0]) == 0)
+            return names[i][1];
     return NULL;
 }
 
