@@ -1257,18 +1257,40 @@ typedef enum floe_kafka_format {
      * schema evolves there (floe_sink_evolve) to the event's columns.
      * Upsert mode; needs sink.key. */
     FLOE_KAFKA_DEBEZIUM = 2,
+    /* floe's change records (SPEC 2), one per message value: an update
+     * {"time", "diff", "row"} at its own time, schema, partition-by and
+     * truncate records, and progress records.  A partition's progress
+     * record says that partition's later messages have times at or past
+     * it; the table's frontier is the least of its partitions' progress
+     * (so every partition must carry progress records), and
+     * {"progress": null} closes a partition: when all have closed, the
+     * table's input is complete.  Upsert mode when sink.key is given,
+     * else append mode. */
+    FLOE_KAFKA_CHANGES = 3,
 } floe_kafka_format;
 
 typedef enum floe_kafka_bad {
     FLOE_KAFKA_BAD_FAIL = 0,        /* a message that does not parse halts the run */
     FLOE_KAFKA_BAD_SKIP = 1,        /* it is skipped and counted (bad_messages) */
+    /* it is copied to dead_letter_topic (key, value and headers, with
+     * headers floe.topic, floe.partition, floe.offset, floe.error), then
+     * skipped and counted; the copy is acknowledged by the brokers before
+     * the commit that passes over the message (a kill in between may copy
+     * it again: at least once). */
+    FLOE_KAFKA_BAD_DEAD_LETTER = 2,
 } floe_kafka_bad;
 
 /* Options; start from floe_kafka_options_init().  Every string is copied
  * by floe_kafka_open. */
 typedef struct floe_kafka_options {
     const char *brokers;            /* "host:port,..." (required) */
-    const char *topics;             /* "t1,t2" (required) */
+    const char *topics;             /* "t1,t2" (this or topic_pattern) */
+    /* Every topic whose whole name matches this POSIX extended regular
+     * expression (topics starting with "__", Kafka's own, excepted), those
+     * created while floe runs included (found within
+     * topic_refresh_ms; 0: 30000). */
+    const char *topic_pattern;
+    uint64_t topic_refresh_ms;
     floe_kafka_format format;
     /* The Iceberg table of a topic: NAMESPACE.topic, with NAMESPACE this
      * (NULL: "kafka"), unless table_map says "topic=ns.name,...". */
@@ -1291,6 +1313,11 @@ typedef struct floe_kafka_options {
     floe_sink_options sink;
     uint64_t commit_interval_ms;    /* wall clock between snapshots; 0: 10000 */
     floe_kafka_bad on_bad_message;
+    const char *dead_letter_topic;  /* FLOE_KAFKA_BAD_DEAD_LETTER's topic */
+    /* Append format: 1 adds the columns _kafka_partition int,
+     * _kafka_offset long and _kafka_timestamp timestamptz (the message's
+     * timestamp) to the row schema, filled from each message. */
+    int kafka_columns;
     /* 1: stop (floe_kafka_run returns FLOE_OK) once every partition is
      * read and committed up to the end it had when floe_kafka_open
      * looked. */

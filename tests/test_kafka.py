@@ -128,6 +128,10 @@ def test_upsert_topic_equals_the_model_and_records_its_offsets(tmp_path):
     ends = offs[-1][1]
     assert_offsets_chain(offs, ends)
     assert b.group_offsets("g-up1", "up1", 3) == ends      # the group follows the table
+    # message i is time i + 1: every snapshot (a fresh table's empty batch of
+    # time 0 first) records the offsets its frontier says
+    for f, offs in frontiers_and_offsets(r, "kafka.up1"):
+        assert sum(offs.values()) == f - 1, (f, offs)
     # a run with nothing new commits nothing
     before = len(r.table("kafka.up1").snapshots())
     r.run("up1", "upsert")
@@ -326,7 +330,7 @@ def test_bad_options_create_nothing(tmp_path):
     assert p.returncode == 2 and "--table-map" in p.stderr
     p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topics", "a",
                         "--format", "debezium-ish"], capture_output=True, text=True)
-    assert p.returncode == 2 and "upsert or append" in p.stderr
+    assert p.returncode == 2 and "upsert, changes or append" in p.stderr
     p = r.run("no_such_topic", "append", check=False)
     assert p.returncode == 1 and "no_such_topic does not exist" in p.stderr, p.stderr
     assert not os.path.exists(r.wh)
@@ -421,3 +425,124 @@ def test_metrics_show_each_partitions_lag(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def change(t, row, diff=1):
+    return {"time": t, "diff": diff, "row": row}
+
+
+def assert_offsets_cover(offs_by_frontier, messages):
+    """Nothing a commit passes over is left out of it: every change message
+    before a partition's recorded offset has a time below the frontier.
+    messages: {partition: [(offset, time or None for progress)]}."""
+    for frontier, offs in offs_by_frontier:
+        for p, rec in offs.items():
+            late = [(o, t) for o, t in messages[p] if o < rec and t is not None and
+                    frontier is not None and t >= frontier]
+            assert not late, (frontier, p, rec, late)
+
+
+def frontiers_and_offsets(r, name):
+    t = r.table(name)
+    out = []
+    for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
+        props = s.summary.additional_properties if s.summary else {}
+        if "floe.kafka.offsets" in props:
+            f = json.loads(props["floe.frontier"])
+            out.append((f[0] if f else None,
+                        {int(k): v for k, v in json.loads(props["floe.kafka.offsets"])
+                         ["partitions"].items()}))
+    return out
+
+
+def test_changes_topic_commits_up_to_the_least_progress_of_its_partitions(tmp_path):
+    """floe's change records as messages: updates at their own times, a
+    progress record per partition; the table holds exactly the updates
+    below the least progress, and what is past it is read again (not lost,
+    not doubled: append mode would show a doubled update as a doubled row)."""
+    b = broker()
+    b.create_topic("ch1", 2)
+    r = Run(tmp_path, b.brokers)
+    rng = random.Random(3)
+    messages = {0: [], 1: []}
+    updates = []                                  # (time, row)
+    progress = {0: 0, 1: 0}
+
+    def send(batch):
+        b.produce("ch1", [(p, None, v) for p, v in batch])
+        for p, v in batch:
+            messages[p].append((len(messages[p]), v.get("time") if "row" in v else None))
+
+    next_id = 0
+    for rnd in range(4):
+        batch = []
+        for _ in range(200):
+            p = rng.randrange(2)
+            t = progress[p] + rng.randrange(30)
+            row = {"id": next_id, "v": f"t{t}", "n": t}
+            next_id += 1
+            updates.append((t, (row["id"], row["v"], row["n"])))
+            batch.append((p, change(t, row)))
+            if rng.random() < 0.1:
+                progress[p] += rng.randrange(1, 15)
+                batch.append((p, {"progress": progress[p]}))
+        send(batch)
+        r.run("ch1", "changes")
+        f = min(progress.values())
+        want = [row for t, row in updates if t < f]
+        assert_rows(r.rows("kafka.ch1"), want)
+        fo = frontiers_and_offsets(r, "kafka.ch1")
+        assert fo[-1][0] == f
+        assert_offsets_cover(fo, messages)
+    # a time behind its partition's progress is refused, naming where
+    # (skipped, it is read again while the table records an offset before it: a
+    # rerun must skip it again)
+    b.produce("ch1", [(0, None, change(progress[0] - 1, {"id": -1, "v": "late", "n": 0}))])
+    messages[0].append((len(messages[0]), None))      # never in the table
+    progress = {p: v + 1 for p, v in progress.items()}
+    send([(p, {"progress": v}) for p, v in progress.items()])
+    p = r.run("ch1", "changes", check=False)
+    assert p.returncode == 1 and "behind the partition's progress" in p.stderr, p.stderr
+    assert "topic ch1 partition 0 offset" in p.stderr, p.stderr
+    p = r.run("ch1", "changes", "--on-bad-message", "skip")
+    assert "1 bad messages skipped" in p.stderr, p.stderr
+    assert frontiers_and_offsets(r, "kafka.ch1")[-1][0] == min(progress.values())
+    # both partitions close: everything goes in, and the table is complete
+    send([(0, {"progress": None}), (1, {"progress": None})])
+    p = r.run("ch1", "changes", "--on-bad-message", "skip")
+    assert "1 bad messages skipped" in p.stderr, p.stderr
+    assert_rows(r.rows("kafka.ch1"), [row for _, row in updates])
+    fo = frontiers_and_offsets(r, "kafka.ch1")
+    assert fo[-1][0] is None and fo[-1][1] == {0: len(messages[0]), 1: len(messages[1])}
+    assert_offsets_cover(fo, messages)
+
+
+def test_changes_topic_with_a_key_and_a_schema_change(tmp_path):
+    """Upsert mode (--key): retractions and insertions by time; a schema
+    record cuts a batch on its own, and that commit too records offsets that
+    leave nothing behind."""
+    b = broker()
+    b.create_topic("ch2", 1)
+    r = Run(tmp_path, b.brokers)
+    msgs = [change(1, {"id": 1, "v": "a", "n": 1}), change(1, {"id": 2, "v": "b", "n": 2}),
+            {"progress": 2},
+            change(2, {"id": 1, "v": "a", "n": 1}, -1), change(2, {"id": 1, "v": "a2", "n": 10}),
+            change(4, {"id": 3, "v": "c", "n": 3}),
+            {"time": 3, "schema": "id bigint not null, v text, n integer, w integer"},
+            change(3, {"id": 4, "v": "d", "n": 4, "w": 40}),
+            change(5, {"id": 5, "v": "e", "n": 5, "w": 50}),
+            {"progress": 5}]
+    b.produce("ch2", [(0, None, m) for m in msgs])
+    r.run("ch2", "changes", "--key", "id")
+    assert_rows(r.rows("kafka.ch2", ("id", "v", "n", "w")),
+                [(1, "a2", 10, None), (2, "b", 2, None), (3, "c", 3, None), (4, "d", 4, 40)])
+    fo = frontiers_and_offsets(r, "kafka.ch2")
+    times = {0: [(i, m.get("time") if "row" in m or "schema" in m else None)
+                 for i, m in enumerate(msgs)]}
+    # (a fresh table's batch of time 0 first), the schema record's cut, then progress
+    assert [f for f, _ in fo] == [1, 3, 5], fo
+    assert_offsets_cover(fo, times)
+    assert fo[1][1] == {0: 5} and fo[2][1] == {0: 8}  # the first message each leaves
+    b.produce("ch2", [(0, None, {"progress": 6})])
+    r.run("ch2", "changes", "--key", "id")
+    assert (5, "e", 5, 50) in r.rows("kafka.ch2", ("id", "v", "n", "w"))["duckdb"]

@@ -49,6 +49,23 @@ def floe_kafka(b, tabs, topic, *extra):
     return p
 
 
+def assert_offsets_match_frontiers(tabs):
+    """Message i of the topic is time i + 1 (one partition from offset 0), so
+    every snapshot, those a schema change or TRUNCATE cuts on its own
+    included, records the offset its frontier says: frontier - 1."""
+    import json
+    t = tabs.pyiceberg_table("dbz.items")
+    seen = 0
+    for s in t.snapshots():
+        props = s.summary.additional_properties if s.summary else {}
+        if "floe.kafka.offsets" in props:
+            f = json.loads(props["floe.frontier"])[0]
+            offs = json.loads(props["floe.kafka.offsets"])["partitions"]
+            assert offs == {"0": f - 1}, (s.snapshot_id, f, offs)
+            seen += 1
+    assert seen >= 4
+
+
 def assert_equal(db, tabs, cols):
     want = pg_rows(db, "items", cols)
     for reader, rows in iceberg_rows(tabs, "dbz.items", cols).items():
@@ -101,5 +118,11 @@ def test_debezium_events_mirror_the_postgres_table(pgdb, tmp_path, schemas):  # 
             p = floe_kafka(b, tabs, topic)
             assert "takes the columns of a Debezium event" in p.stderr, p.stderr
             assert_equal(pgdb, tabs, COLS + [Col("extra", "bigint")])
+            # a rerun keeps the column (--schema is for creating the table only)
+            pgdb.sql("UPDATE items SET extra = 8 WHERE id = 2")
+            dbz.wait_messages(topic, n + 3)
+            floe_kafka(b, tabs, topic, "--schema", ", ".join(c.decl() for c in COLS))
+            assert_equal(pgdb, tabs, COLS + [Col("extra", "bigint")])
+        assert_offsets_match_frontiers(tabs)
     finally:
         dbz.stop()

@@ -2,8 +2,8 @@
  * kafka.c - `floe kafka`: Kafka topics into Iceberg tables, exactly once
  * (docs/kafka.md).
  *
- *   floe kafka --brokers HOST:PORT,... --topics T1,T2 --format debezium|upsert|append
- *              [--schema COLUMNS] [--key COLS] [--table NS.NAME | --table-map T=NS.NAME,...]
+ *   floe kafka --brokers HOST:PORT,... --topics T1,T2 | --topic-pattern REGEX
+ *              --format debezium|upsert|changes|append [--schema COLUMNS] [--key COLS] [--table NS.NAME | --table-map T=NS.NAME,...]
  *
  * The library does the work (floe_kafka_*): this file turns options into
  * floe_kafka_options, prints notices, warnings and the summary, and maps
@@ -19,10 +19,11 @@
 #include "cli/cli_internal.h"
 
 static const char USAGE[] =
-    "floe kafka --brokers HOST:PORT,... --topics T1,T2 --format debezium|upsert|append "
-    "[--schema COLUMNS|@FILE] [--key COLS] [--table NS.NAME] [--table-map TOPIC=NS.NAME,...] "
-    "[--namespace NS] [--group ID] [--kafka-property KEY=VALUE]... "
-    "[--on-bad-message fail|skip] [--stop-at end] [--commit-interval DURATION] "
+    "floe kafka --brokers HOST:PORT,... --topics T1,T2 | --topic-pattern REGEX "
+    "--format debezium|upsert|changes|append [--schema COLUMNS|@FILE] [--key COLS] "
+    "[--table NS.NAME] [--table-map TOPIC=NS.NAME,...] [--namespace NS] [--group ID] "
+    "[--kafka-property KEY=VALUE]... [--kafka-columns] "
+    "[--on-bad-message fail|skip|dead-letter=TOPIC] [--stop-at end] [--commit-interval DURATION] "
     "[--partition-by SPEC] [--catalog URI] [--warehouse URI] [...]";
 
 static const char NOTES[] =
@@ -30,14 +31,22 @@ static const char NOTES[] =
     "  upsert   the message key is the row's key (a JSON object of the --key columns, or\n"
     "           the bare JSON value of a single key column), the value the whole row (a\n"
     "           JSON object); a null value (a tombstone) deletes the key\n"
-    "  append   each value is a row (a JSON object), appended; null values are skipped\n"
+    "  append   each value is a row (a JSON object), appended; null values are skipped;\n"
+    "           --kafka-columns adds _kafka_partition, _kafka_offset and _kafka_timestamp\n"
+    "  changes  each value is one of floe's change records (as floe sink reads them):\n"
+    "           updates at their own times, schema, partition-by and truncate records,\n"
+    "           and progress records; the table's frontier is the least of its\n"
+    "           partitions' progress (every partition must carry progress records);\n"
+    "           upsert mode with --key, else append\n"
     "  debezium Debezium's change events (JsonConverter, schema embedded or not): c, r and\n"
     "           u make \"after\" the key's row, d deletes the key, t (TRUNCATE) empties\n"
     "           the table there; values are read by their Debezium logical types; a\n"
     "           column an event's schema adds is added to the table (needs --key)\n"
     "\n"
     "tables:\n"
-    "  Each topic goes to its own Iceberg table, NAMESPACE.TOPIC (--namespace, default\n"
+    "  Each topic (--topics, or every topic matching --topic-pattern, a POSIX extended\n"
+    "  regular expression over the whole name, new ones included) goes to its own\n"
+    "  Iceberg table, NAMESPACE.TOPIC (--namespace, default\n"
     "  kafka; dots in TOPIC become underscores), unless --table (one topic) or\n"
     "  --table-map names it.  A table floe creates takes the columns of --schema; an\n"
     "  existing one keeps its own.\n"
@@ -51,6 +60,12 @@ static const char NOTES[] =
     "  monitoring only.  A table fed from another cluster, or whose offsets the topic no\n"
     "  longer holds (deleted and created again, or deleted by retention), is refused:\n"
     "  read the topic as it now is into another table (--table, --table-map).\n"
+    "\n"
+    "bad messages:\n"
+    "  A message that does not parse halts the run, naming topic, partition and offset;\n"
+    "  --on-bad-message skip passes over it, dead-letter=TOPIC copies it first to TOPIC\n"
+    "  (headers floe.topic, floe.partition, floe.offset, floe.error), acknowledged by\n"
+    "  the brokers before the commit that passes over it.\n"
     "\n"
     "exit status:\n"
     "  0    --stop-at end was reached: everything read is committed\n"
@@ -120,11 +135,17 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
                    const char **props, char **map, run *r)
 {
     floe_kafka_options_init(o);
-    static const char *const required[] = {"brokers", "topics", "format", NULL};
+    static const char *const required[] = {"brokers", "format", NULL};
     if (cli_require(&CMD, opts, required) != 0)
         return -1;
     o->brokers = cli_get(opts, "brokers");
     o->topics = cli_get(opts, "topics");
+    o->topic_pattern = cli_get(opts, "topic-pattern");
+    if (!o->topics == !o->topic_pattern) {
+        cli_say("floe: give the topics to read: --topics T1,T2 or --topic-pattern REGEX (one "
+                "of them)\n");
+        return -1;
+    }
     const char *f = cli_get(opts, "format");
     if (strcmp(f, "upsert") == 0) {
         o->format = FLOE_KAFKA_UPSERT;
@@ -132,15 +153,17 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
         o->format = FLOE_KAFKA_APPEND;
     } else if (strcmp(f, "debezium") == 0) {
         o->format = FLOE_KAFKA_DEBEZIUM;
+    } else if (strcmp(f, "changes") == 0) {
+        o->format = FLOE_KAFKA_CHANGES;
     } else {
-        cli_say("floe: --format must be debezium, upsert or append, not '%s'\n", f);
+        cli_say("floe: --format must be debezium, upsert, changes or append, not '%s'\n", f);
         return -1;
     }
     o->namespace_name = cli_get(opts, "namespace");
     o->table_map = cli_get(opts, "table-map");
     const char *table = cli_get(opts, "table");
     if (table) {
-        if (o->table_map || strchr(o->topics, ',')) {
+        if (o->table_map || !o->topics || strchr(o->topics, ',')) {
             cli_say("floe: --table names the table of a single topic; with several, use "
                     "--table-map TOPIC=NS.NAME,...\n");
             return -1;
@@ -153,12 +176,25 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     }
     o->group = cli_get(opts, "group");
     const char *bad = cli_get(opts, "on-bad-message");
-    if (bad && strcmp(bad, "fail") != 0 && strcmp(bad, "skip") != 0) {
-        cli_say("floe: --on-bad-message must be fail or skip, not '%s'\n", bad);
+    const char *dlq = "dead-letter=";
+    if (!bad || strcmp(bad, "fail") == 0) {
+        o->on_bad_message = FLOE_KAFKA_BAD_FAIL;
+    } else if (strcmp(bad, "skip") == 0) {
+        o->on_bad_message = FLOE_KAFKA_BAD_SKIP;
+    } else if (strncmp(bad, dlq, strlen(dlq)) == 0 && bad[strlen(dlq)]) {
+        o->on_bad_message = FLOE_KAFKA_BAD_DEAD_LETTER;
+        o->dead_letter_topic = bad + strlen(dlq);
+    } else {
+        cli_say("floe: --on-bad-message must be fail, skip or dead-letter=TOPIC, not '%s'\n",
+                bad);
         return -1;
     }
-    o->on_bad_message = bad && strcmp(bad, "skip") == 0 ? FLOE_KAFKA_BAD_SKIP
-                                                        : FLOE_KAFKA_BAD_FAIL;
+    o->kafka_columns = cli_has(opts, "kafka-columns");
+    if (o->kafka_columns && o->format != FLOE_KAFKA_APPEND) {
+        cli_say("floe: --kafka-columns is for the append format (the others keep one row per "
+                "key)\n");
+        return -1;
+    }
     const char *stop = cli_get(opts, "stop-at");
     if (stop && strcmp(stop, "end") != 0) {
         cli_say("floe: --stop-at takes 'end' (every partition's end when floe starts), not "
@@ -174,6 +210,14 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     if (cli_wall_duration_opt(opts, "timeout", false, &ns) != 0)
         return -1;
     o->timeout_ms = ns / 1000000u;
+    ns = 0;
+    if (cli_wall_duration_opt(opts, "topic-refresh", false, &ns) != 0)
+        return -1;
+    if (ns && !o->topic_pattern) {
+        cli_say("floe: --topic-refresh is for --topic-pattern\n");
+        return -1;
+    }
+    o->topic_refresh_ms = ns ? (ns / 1000000u ? ns / 1000000u : 1) : 0;
     if (kafka_properties(opts, argc, argv, props) != 0)
         return -1;
     o->kafka_properties = props;
@@ -196,6 +240,11 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
     if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0)
         return -1;
+    if (o->format == FLOE_KAFKA_CHANGES && !so->key && cli_has(opts, "delete-mode")) {
+        cli_say("floe: --delete-mode is for upsert mode: the changes format takes it with "
+                "--key\n");
+        return -1;
+    }
     if (o->format == FLOE_KAFKA_APPEND && (so->key || cli_has(opts, "delete-mode"))) {
         cli_say("floe: the append format takes neither --key nor --delete-mode (it writes no "
                 "deletes)\n");
@@ -298,8 +347,12 @@ int cmd_kafka(int argc, char **argv)
 {
     cli_opt opts[] = {
         {"brokers", true, "bootstrap brokers, HOST:PORT,... (required)", NULL},
-        {"topics", true, "topics to read, T1,T2 (required)", NULL},
-        {"format", true, "debezium, upsert or append (required; see below)", NULL},
+        {"topics", true, "topics to read, T1,T2 (this or --topic-pattern)", NULL},
+        {"topic-pattern", true, "read every topic whose name matches this POSIX extended "
+                                "regular expression, new ones too", NULL},
+        {"topic-refresh", true, "how often --topic-pattern looks for new topics (default "
+                                "30s)", NULL},
+        {"format", true, "debezium, upsert, changes or append (required; see below)", NULL},
         {"schema", true, "columns of tables floe creates, or @FILE (default: the table's)",
          NULL},
         {"key", true, "key columns (upsert), a,b", NULL},
@@ -310,8 +363,10 @@ int cmd_kafka(int argc, char **argv)
          NULL},
         {"kafka-property", true, "a librdkafka setting KEY=VALUE (security.protocol, sasl.*, "
                                  "ssl.*, ...); may repeat; values are never printed", NULL},
-        {"on-bad-message", true, "fail (default) or skip a message that does not parse",
-         NULL},
+        {"on-bad-message", true, "fail (default), skip, or dead-letter=TOPIC: what to do with "
+                                 "a message that does not parse", NULL},
+        {"kafka-columns", false, "append: add _kafka_partition, _kafka_offset and "
+                                 "_kafka_timestamp columns", NULL},
         {"stop-at", true, "end: stop once every partition is committed up to its end at the "
                           "start", NULL},
         {"commit-interval", true, "wall clock between snapshots (default 10s)", NULL},

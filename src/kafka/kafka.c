@@ -35,23 +35,38 @@
 #define POLL_MS 100
 #define BATCH 1024
 
+/* changes: a message read whose change is not committed yet (its time is
+ * at or past the table's frontier). */
+typedef struct held {
+    int64_t offset;
+    uint64_t time;
+} held;
+
 typedef struct part {
     int32_t id;
-    int64_t next;                 /* the next offset to read (and to record) */
+    int64_t next;                 /* the next offset to read */
     int64_t stop;                 /* stop_at_end: the end at open */
+    /* changes: the partition's progress (its frontier), whether it closed,
+     * and its messages past the table's frontier, in offset order */
+    uint64_t progress;
+    bool closed;
+    held *held;
+    size_t n_held, cap_held;
     /* read by floe_kafka_metrics from other threads: */
     _Atomic int64_t end;          /* the partition's end when last looked at */
     _Atomic int64_t committed;    /* the next offset the table records */
 } part;
 
 typedef struct topic {
+    floe_kafka *k;
     char *name, *table, *sink_id;
     floe_sink *sink;
     floe_row *row, *keyrow;
     part *parts;
     size_t n_parts;
-    uint64_t time;                /* the time of the next message */
+    uint64_t time;                /* the time of the next message (not changes) */
     uint64_t committed_time;      /* the frontier committed */
+    bool complete;                /* changes: every partition closed, the table's input too */
     char *key_col;                /* the single key column, for bare keys; NULL: several */
     floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
 } topic;
@@ -62,7 +77,7 @@ struct floe_kafka {
     rd_kafka_t *rk;
     rd_kafka_queue_t *queue;
     char *cluster;
-    topic *topics;
+    topic **topics;
     size_t n_topics;
     atomic_bool stop;
     uint64_t last_commit_ns;
@@ -120,8 +135,8 @@ static int check_map(const floe_kafka *k, floe_error *err)
                        "table_map: '%.*s' is not TOPIC=NS.NAME", (int)len, p);
         bool known = false;
         for (size_t i = 0; i < k->n_topics; i++)
-            known |= strlen(k->topics[i].name) == (size_t)(eq - p) &&
-                     memcmp(k->topics[i].name, p, (size_t)(eq - p)) == 0;
+            known |= strlen(k->topics[i]->name) == (size_t)(eq - p) &&
+                     memcmp(k->topics[i]->name, p, (size_t)(eq - p)) == 0;
         FLOE_RETURN_IF(!known, err, FLOE_EINVAL, "table_map names topic '%.*s', which is not "
                        "one of the topics read", (int)(eq - p), p);
         p = comma ? comma + 1 : p + len;
@@ -143,13 +158,16 @@ static int split_topics(floe_kafka *k, floe_error *err)
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         FLOE_RETURN_IF(!len, err, FLOE_EINVAL, "topics: an empty name in '%s'", t);
-        topic *tp = &k->topics[k->n_topics];
+        topic *tp = floe__calloc(1, sizeof *tp);
+        if (!tp)
+            return FLOE_OOM(err);
+        k->topics[k->n_topics++] = tp;
+        tp->k = k;
         if (!(tp->name = floe__strndup(p, len)))
             return FLOE_OOM(err);
-        for (size_t i = 0; i < k->n_topics; i++)
-            FLOE_RETURN_IF(strcmp(k->topics[i].name, tp->name) == 0, err, FLOE_EINVAL,
+        for (size_t i = 0; i + 1 < k->n_topics; i++)
+            FLOE_RETURN_IF(strcmp(k->topics[i]->name, tp->name) == 0, err, FLOE_EINVAL,
                            "topics: '%s' is named twice", tp->name);
-        k->n_topics++;
         p = comma ? comma + 1 : p + len;
     }
     return FLOE_OK;
@@ -257,7 +275,7 @@ static int timeout_ms(const floe_kafka *k)
 static int learn_cluster(floe_kafka *k, floe_error *err)
 {
     for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = &k->topics[i];
+        topic *t = k->topics[i];
         rd_kafka_topic_t *h = rd_kafka_topic_new(k->rk, t->name, NULL);
         if (!h)
             return kerr(err, rd_kafka_last_error(), "Kafka topic %s", t->name);
@@ -389,6 +407,63 @@ static int fresh_offsets(floe_kafka *k, topic *t, floe_error *err)
     return FLOE_OK;
 }
 
+/* ---- the offsets a commit records ----------------------------------------------------------- */
+
+/* Where a partition's reading resumes after a commit of frontier f.
+ * changes: its first message not in the commit, the first held at or
+ * past f.  The other formats number the messages read consecutively: a
+ * commit covers every message read (f is the next time) or none since the
+ * last commit (a fresh table's empty batch of time 0, committed first). */
+static int64_t offset_for(const topic *t, const part *p, floe__frontier f)
+{
+    if (t->k->o.format != FLOE_KAFKA_CHANGES && !f.empty && f.t <= t->committed_time)
+        return p->committed;
+    for (size_t i = 0; !f.empty && i < p->n_held; i++)
+        if (p->held[i].time >= f.t)
+            return p->held[i].offset;
+    return p->next;
+}
+
+/* floe.kafka.offsets for a commit of frontier f, into k->text. */
+static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, floe_error *err)
+{
+    json_t *parts = json_object();
+    json_t *j = json_pack("{s:s, s:s, s:o}", "cluster", k->cluster, "topic", t->name,
+                          "partitions", parts);
+    if (!j)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < t->n_parts; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "%" PRId32, t->parts[i].id);
+        if (json_object_set_new(parts, id, json_integer(offset_for(t, &t->parts[i], f))) != 0) {
+            json_decref(j);
+            return FLOE_OOM(err);
+        }
+    }
+    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
+    floe__buf_reset(&k->text);
+    int rc = floe__buf_reserve(&k->text, n + 1, err);
+    if (rc == FLOE_OK) {
+        k->text.len = json_dumpb(j, (char *)k->text.data, n, JSON_COMPACT | JSON_SORT_KEYS);
+        k->text.data[k->text.len] = 0;
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* The sink's summary hook: every snapshot of a topic's table records the
+ * offsets that go with its frontier, whichever call committed it (a
+ * schema change or truncation cuts a batch of its own). */
+static int offsets_summary(void *ctx, floe__frontier upper, json_t *summary, floe_error *err)
+{
+    topic *t = ctx;
+    FLOE_FORWARD(offsets_text(t->k, t, upper, err));
+    json_t *v = json_string((const char *)t->k->text.data);
+    if (!v || json_object_set_new(summary, OFFSETS_PROP, v) != 0)
+        return FLOE_OOM(err);
+    return FLOE_OK;
+}
+
 static int open_sink(floe_kafka *k, topic *t, floe_error *err)
 {
     if (!(t->table = table_of(k, t->name)) || !(t->sink_id = floe__sprintf("kafka:%s", t->name)))
@@ -396,23 +471,36 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
     floe_sink_options so = k->o.sink;
     so.table = t->table;
     so.sink_id = t->sink_id;
-    bool upsert = k->o.format != FLOE_KAFKA_APPEND;
+    bool changes = k->o.format == FLOE_KAFKA_CHANGES;
+    bool by_key = k->o.format == FLOE_KAFKA_UPSERT || k->o.format == FLOE_KAFKA_DEBEZIUM;
+    bool upsert = by_key || (changes && so.key);
     so.mode = upsert ? FLOE_SINK_MODE_UPSERT : FLOE_SINK_MODE_APPEND;
     so.commit_on_advance = 1;
     so.as_of = 0;
-    FLOE_RETURN_IF(upsert && !so.key, err, FLOE_EINVAL,
+    FLOE_RETURN_IF(by_key && !so.key, err, FLOE_EINVAL,
                    "the %s format needs the key columns (the message key is the row's key)",
                    k->o.format == FLOE_KAFKA_UPSERT ? "upsert" : "debezium");
     FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_APPEND && so.key, err, FLOE_EINVAL,
                    "the append format takes no key columns");
+    /* The schema is for a table floe creates: an existing one is read with
+     * its own columns, those its stream added since (a schema record, a
+     * Debezium ADD COLUMN) included, never evolved back to it. */
+    const char *declared = so.schema;
+    so.schema = NULL;
     int rc = floe_sink_open(&so, &t->sink, err);
+    if (rc == FLOE_ENOTFOUND && declared) {
+        floe_error_clear(err);
+        so.schema = declared;
+        rc = floe_sink_open(&so, &t->sink, err);
+    }
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "topic %s -> table %s", t->name, t->table);
     FLOE_RETURN_IF(floe_sink_complete(t->sink), err, FLOE_ESTATE,
                    "table %s records that its input was closed: nothing more can go in",
                    t->table);
-    if (upsert)
+    if (by_key)
         floe__sink_expect_absent_keys(t->sink);
+    floe__sink_summary_hook(t->sink, offsets_summary, t);
     const char *key = k->o.sink.key;
     if (key && !strchr(key, ',') && !(t->key_col = floe__strdup(key)))
         return FLOE_OOM(err);
@@ -420,10 +508,12 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
     FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->keyrow, err));
     const char *resume = floe_sink_resume_frontier(t->sink);
     if (!resume) {                         /* time 0 is the (empty) snapshot batch's */
-        t->time = t->committed_time = 1;
+        t->time = t->committed_time = changes ? 0 : 1;
         return fresh_offsets(k, t, err);
     }
     t->time = t->committed_time = strtoull(resume + 1, NULL, 10);
+    for (size_t i = 0; i < t->n_parts; i++)  /* changes: no partition is behind the table */
+        t->parts[i].progress = t->committed_time;
     const char *rec = floe__sink_resume_property(t->sink, OFFSETS_PROP);
     FLOE_RETURN_IF(!rec, err, FLOE_ESTATE, "table %s records progress of sink %s at %s but no "
                    "Kafka offsets (%s): it was not written by floe kafka", t->table,
@@ -438,12 +528,12 @@ static int assign(floe_kafka *k, floe_error *err)
 {
     size_t n = 0;
     for (size_t i = 0; i < k->n_topics; i++)
-        n += k->topics[i].n_parts;
+        n += k->topics[i]->n_parts;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
     if (!l)
         return FLOE_OOM(err);
     for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = &k->topics[i];
+        topic *t = k->topics[i];
         for (size_t p = 0; p < t->n_parts; p++) {
             rd_kafka_topic_partition_t *tp =
                 rd_kafka_topic_partition_list_add(l, t->name, t->parts[p].id);
@@ -462,8 +552,8 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     FLOE_RETURN_IF(!opts || !opts->brokers || !*opts->brokers, err, FLOE_EINVAL,
                    "Kafka: no brokers");
     FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND &&
-                   opts->format != FLOE_KAFKA_DEBEZIUM, err, FLOE_EINVAL,
-                   "Kafka: unknown format %d", (int)opts->format);
+                   opts->format != FLOE_KAFKA_DEBEZIUM && opts->format != FLOE_KAFKA_CHANGES,
+                   err, FLOE_EINVAL, "Kafka: unknown format %d", (int)opts->format);
     floe_kafka *k = floe__calloc(1, sizeof *k);
     if (!k)
         return FLOE_OOM(err);
@@ -494,7 +584,7 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     if (rc == FLOE_OK)
         rc = learn_cluster(k, err);
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
-        rc = open_sink(k, &k->topics[i], err);
+        rc = open_sink(k, k->topics[i], err);
     if (rc == FLOE_OK)
         rc = assign(k, err);
     if (rc != FLOE_OK) {
@@ -519,7 +609,7 @@ void floe_kafka_free(floe_kafka *k)
         rd_kafka_destroy(k->rk);
     }
     for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = &k->topics[i];
+        topic *t = k->topics[i];
         floe_row_free(t->row);
         floe_row_free(t->keyrow);
         floe_sink_free(t->sink);
@@ -530,6 +620,9 @@ void floe_kafka_free(floe_kafka *k)
         floe__free(t->key_col);
         floe__dbz_cache_free(&t->values);
         floe__dbz_cache_free(&t->keys);
+        for (size_t p = 0; p < t->n_parts; p++)
+            floe__free(t->parts[p].held);
+        floe__free(t);
     }
     floe__free(k->topics);
     floe__free(k->cluster);
@@ -548,7 +641,7 @@ void floe_kafka_stop(floe_kafka *k) { atomic_store(&k->stop, true); }
 static topic *topic_of(floe_kafka *k, const char *name, int32_t partition, part **p)
 {
     for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = &k->topics[i];
+        topic *t = k->topics[i];
         if (strcmp(t->name, name) != 0)
             continue;
         for (size_t j = 0; j < t->n_parts; j++)
@@ -640,11 +733,69 @@ static int debezium_event(floe_kafka *k, topic *t, const rd_kafka_message_t *m,
     }
 }
 
+static int hold(part *p, int64_t offset, uint64_t time, floe_error *err)
+{
+    if (p->n_held == p->cap_held) {
+        size_t cap = p->cap_held ? 2 * p->cap_held : 64;
+        held *more = floe__realloc(p->held, cap * sizeof *more);
+        if (!more)
+            return FLOE_OOM(err);
+        p->held = more;
+        p->cap_held = cap;
+    }
+    p->held[p->n_held++] = (held){offset, time};
+    return FLOE_OK;
+}
+
+/* A changes message: one change record (SPEC 2) at its own time; a
+ * progress record moves only its partition's frontier (the table's is the
+ * least of its partitions', commit_changes). */
+static int change(floe_kafka *k, topic *t, part *p, const rd_kafka_message_t *m,
+                  floe_error *err)
+{
+    if (!m->payload) {
+        atomic_fetch_add(&k->tombstones, 1);
+        return FLOE_OK;
+    }
+    floe__change ch;
+    FLOE_FORWARD(floe__sink_parse_change(t->sink, m->payload, m->len, &ch, err));
+    if (ch.kind == FLOE__CHANGE_PROGRESS) {
+        if (ch.closed)
+            p->closed = true;
+        else if (ch.time > p->progress)
+            p->progress = ch.time;
+        return FLOE_OK;
+    }
+    FLOE_RETURN_IF(p->closed, err, FLOE_EINPUT, "a change after the partition's {\"progress\": "
+                   "null}, which closed it");
+    bool replay = ch.time < t->committed_time;       /* committed before a restart */
+    FLOE_RETURN_IF(!replay && ch.time < p->progress, err, FLOE_EINPUT, "time %" PRIu64 " is "
+                   "behind the partition's progress %" PRIu64, ch.time, p->progress);
+    if (ch.kind != FLOE__CHANGE_UPDATE) {
+        /* a schema, partition-by or truncate record at T ends the input
+         * before T (the sink cuts its batch there): a partition's word, so
+         * only a topic of one partition can say it */
+        FLOE_RETURN_IF(t->n_parts > 1, err, FLOE_EINPUT, "a schema, partition-by or truncate "
+                       "record in a topic of %zu partitions: its time would end the other "
+                       "partitions' input too (give such a stream a topic of one partition)",
+                       t->n_parts);
+    }
+    FLOE_FORWARD(floe__sink_apply_change(t->sink, &ch, err));
+    if (replay)
+        return FLOE_OK;
+    if (ch.kind != FLOE__CHANGE_UPDATE && ch.time > p->progress)
+        p->progress = ch.time;
+    return hold(p, m->offset, ch.time, err);
+}
+
 /* One message at time t->time: its updates, or FLOE_EINPUT saying why not. */
-static int apply(floe_kafka *k, topic *t, const rd_kafka_message_t *m, floe_error *err)
+static int apply(floe_kafka *k, topic *t, part *p, const rd_kafka_message_t *m,
+                 floe_error *err)
 {
     const char *value = m->payload;
     uint64_t time = t->time;
+    if (k->o.format == FLOE_KAFKA_CHANGES)
+        return change(k, t, p, m, err);
     if (k->o.format == FLOE_KAFKA_DEBEZIUM) {
         if (!value) {                          /* the tombstone after a delete */
             atomic_fetch_add(&k->tombstones, 1);
@@ -716,7 +867,7 @@ static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
         return FLOE_OK;                     /* read before (a seek back) */
     atomic_fetch_add(&k->messages, 1);
     atomic_fetch_add(&k->bytes, m->len + m->key_len);
-    int rc = apply(k, t, m, err);
+    int rc = apply(k, t, p, m, err);
     if (rc == FLOE_EINPUT) {
         if (k->o.on_bad_message != FLOE_KAFKA_BAD_SKIP)
             return floe__err_wrap(err, rc, "topic %s partition %" PRId32 " offset %" PRId64
@@ -726,38 +877,13 @@ static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
         floe_error_clear(err);
         rc = FLOE_OK;
     }
-    FLOE_FORWARD(rc);
-    t->time++;
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "topic %s partition %" PRId32 " offset %" PRId64, name,
+                              m->partition, m->offset);
+    if (k->o.format != FLOE_KAFKA_CHANGES)
+        t->time++;
     p->next = m->offset + 1;
     return FLOE_OK;
-}
-
-/* ---- commits ---------------------------------------------------------------------------------- */
-
-static int offsets_text(floe_kafka *k, const topic *t, floe_error *err)
-{
-    json_t *parts = json_object();
-    json_t *j = json_pack("{s:s, s:s, s:o}", "cluster", k->cluster, "topic", t->name,
-                          "partitions", parts);
-    if (!j)
-        return FLOE_OOM(err);
-    for (size_t i = 0; i < t->n_parts; i++) {
-        char id[16];
-        snprintf(id, sizeof id, "%" PRId32, t->parts[i].id);
-        if (json_object_set_new(parts, id, json_integer(t->parts[i].next)) != 0) {
-            json_decref(j);
-            return FLOE_OOM(err);
-        }
-    }
-    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
-    floe__buf_reset(&k->text);
-    int rc = floe__buf_reserve(&k->text, n + 1, err);
-    if (rc == FLOE_OK) {
-        k->text.len = json_dumpb(j, (char *)k->text.data, n, JSON_COMPACT | JSON_SORT_KEYS);
-        k->text.data[k->text.len] = 0;
-    }
-    json_decref(j);
-    return rc;
 }
 
 /* Kafka's group offsets, for monitoring: what the tables record. */
@@ -767,10 +893,10 @@ static void commit_group(floe_kafka *k)
     if (!l)
         return;
     for (size_t i = 0; i < k->n_topics; i++)
-        for (size_t p = 0; p < k->topics[i].n_parts; p++)
-            rd_kafka_topic_partition_list_add(l, k->topics[i].name,
-                                              k->topics[i].parts[p].id)->offset =
-                k->topics[i].parts[p].committed;
+        for (size_t p = 0; p < k->topics[i]->n_parts; p++)
+            rd_kafka_topic_partition_list_add(l, k->topics[i]->name,
+                                              k->topics[i]->parts[p].id)->offset =
+                k->topics[i]->parts[p].committed;
     rd_kafka_commit(k->rk, l, 1);            /* async: its outcome changes nothing */
     rd_kafka_topic_partition_list_destroy(l);
 }
@@ -779,10 +905,10 @@ static void update_lag(floe_kafka *k)
 {
     uint64_t lag = 0;
     for (size_t i = 0; i < k->n_topics; i++)
-        for (size_t p = 0; p < k->topics[i].n_parts; p++) {
-            part *pt = &k->topics[i].parts[p];
+        for (size_t p = 0; p < k->topics[i]->n_parts; p++) {
+            part *pt = &k->topics[i]->parts[p];
             int64_t lo = 0, hi = 0;
-            if (rd_kafka_get_watermark_offsets(k->rk, k->topics[i].name, pt->id, &lo, &hi) ==
+            if (rd_kafka_get_watermark_offsets(k->rk, k->topics[i]->name, pt->id, &lo, &hi) ==
                     RD_KAFKA_RESP_ERR_NO_ERROR && hi > pt->end)
                 pt->end = hi;
             if (pt->end > pt->committed)
@@ -791,22 +917,61 @@ static void update_lag(floe_kafka *k)
     atomic_store(&k->lag, lag);
 }
 
+/* changes: the table's frontier moves to the least of its partitions'
+ * progress; when every partition has closed, the table's input is
+ * complete.  Whether it committed, in *done. */
+static int commit_changes(topic *t, bool *done, floe_error *err)
+{
+    uint64_t f = UINT64_MAX;
+    bool closed = true;
+    for (size_t i = 0; i < t->n_parts; i++)
+        if (!t->parts[i].closed) {
+            closed = false;
+            if (t->parts[i].progress < f)
+                f = t->parts[i].progress;
+        }
+    *done = false;
+    if (t->complete || (!closed && f <= t->committed_time))
+        return FLOE_OK;
+    FLOE_FORWARD(closed ? floe_sink_finish(t->sink, err) : floe_sink_advance(t->sink, f, err));
+    t->complete = closed;
+    t->committed_time = f;
+    for (size_t i = 0; i < t->n_parts; i++) {      /* what the commit covers is not held */
+        part *p = &t->parts[i];
+        size_t n = 0;
+        for (size_t j = 0; j < p->n_held; j++)
+            if (!closed && p->held[j].time >= f)
+                p->held[n++] = p->held[j];
+        p->n_held = n;
+    }
+    *done = true;
+    return FLOE_OK;
+}
+
 static int commit_all(floe_kafka *k, floe_error *err)
 {
     bool any = false;
     for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = &k->topics[i];
-        if (t->time == t->committed_time)
-            continue;
-        FLOE_FORWARD(offsets_text(k, t, err));
-        FLOE_FORWARD(floe_sink_set_property(t->sink, OFFSETS_PROP, (const char *)k->text.data,
-                                            err));
-        int rc = floe_sink_advance(t->sink, t->time, err);
+        topic *t = k->topics[i];
+        bool done = false;
+        int rc = FLOE_OK;
+        if (k->o.format == FLOE_KAFKA_CHANGES) {
+            rc = commit_changes(t, &done, err);
+        } else if (t->time != t->committed_time) {
+            rc = floe_sink_advance(t->sink, t->time, err);
+            t->committed_time = t->time;
+            done = true;
+        }
         if (rc != FLOE_OK)
             return floe__err_wrap(err, rc, "table %s", t->table);
-        t->committed_time = t->time;
-        for (size_t p = 0; p < t->n_parts; p++)
-            t->parts[p].committed = t->parts[p].next;
+        if (!done)
+            continue;
+        floe__frontier f = t->complete ? (floe__frontier){.empty = true}
+                                       : floe__frontier_at(t->committed_time);
+        for (size_t p = 0; p < t->n_parts; p++)   /* (not changes: every message read) */
+            t->parts[p].committed = k->o.format == FLOE_KAFKA_CHANGES
+                                        ? offset_for(t, &t->parts[p], f)
+                                        : t->parts[p].next;
         atomic_fetch_add(&k->snapshots, 1);
         any = true;
     }
@@ -820,8 +985,8 @@ static int commit_all(floe_kafka *k, floe_error *err)
 static bool at_end(const floe_kafka *k)
 {
     for (size_t i = 0; i < k->n_topics; i++)
-        for (size_t p = 0; p < k->topics[i].n_parts; p++)
-            if (k->topics[i].parts[p].next < k->topics[i].parts[p].stop)
+        for (size_t p = 0; p < k->topics[i]->n_parts; p++)
+            if (k->topics[i]->parts[p].next < k->topics[i]->parts[p].stop)
                 return false;
     return true;
 }
@@ -871,7 +1036,7 @@ void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out)
     memset(out, 0, sizeof *out);
     out->topics = k->n_topics;
     for (size_t i = 0; i < k->n_topics; i++)
-        out->partitions += k->topics[i].n_parts;
+        out->partitions += k->topics[i]->n_parts;
     floe_kafka *m = (floe_kafka *)k;             /* the counters are atomic */
     out->messages = atomic_load(&m->messages);
     out->bytes = atomic_load(&m->bytes);
@@ -913,18 +1078,18 @@ int floe_kafka_metrics(const floe_kafka *k, char **out, floe_error *err)
                               "past the offset its table has committed.\n"
                               "# TYPE floe_kafka_partition_lag gauge\n");
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
-        for (size_t p = 0; rc == FLOE_OK && p < k->topics[i].n_parts; p++) {
-            const part *pt = &k->topics[i].parts[p];
+        for (size_t p = 0; rc == FLOE_OK && p < k->topics[i]->n_parts; p++) {
+            const part *pt = &k->topics[i]->parts[p];
             int64_t lag = atomic_load(&pt->end) - atomic_load(&pt->committed);
             rc = floe__buf_printf(&b, err, "floe_kafka_partition_lag{topic=\"%s\",partition=\"%"
-                                  PRId32 "\"} %" PRId64 "\n", k->topics[i].name, pt->id,
+                                  PRId32 "\"} %" PRId64 "\n", k->topics[i]->name, pt->id,
                                   lag > 0 ? lag : 0);
         }
     const floe_sink **sinks = floe__calloc(k->n_topics ? k->n_topics : 1, sizeof *sinks);
     if (rc == FLOE_OK && !sinks)
         rc = FLOE_OOM(err);
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
-        sinks[i] = k->topics[i].sink;
+        sinks[i] = k->topics[i]->sink;
     if (rc == FLOE_OK)
         rc = floe__sinks_metrics(sinks, k->n_topics, &b, err);
     if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
@@ -934,12 +1099,12 @@ int floe_kafka_metrics(const floe_kafka *k, char **out, floe_error *err)
     return rc;
 }
 
-floe_sink *floe_kafka_sink(floe_kafka *k, size_t i) { return i < k->n_topics ? k->topics[i].sink : NULL; }
+floe_sink *floe_kafka_sink(floe_kafka *k, size_t i) { return i < k->n_topics ? k->topics[i]->sink : NULL; }
 const char *floe_kafka_topic(const floe_kafka *k, size_t i)
 {
-    return i < k->n_topics ? k->topics[i].name : NULL;
+    return i < k->n_topics ? k->topics[i]->name : NULL;
 }
 const char *floe_kafka_table(const floe_kafka *k, size_t i)
 {
-    return i < k->n_topics ? k->topics[i].table : NULL;
+    return i < k->n_topics ? k->topics[i]->table : NULL;
 }

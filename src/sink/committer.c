@@ -256,6 +256,13 @@ static int summary_of(const floe__committer *c, const floe__sealed *s, json_t **
             return FLOE_OOM(err);
         }
     }
+    if (c->cfg.summary_hook) {
+        int rc = c->cfg.summary_hook(c->cfg.summary_ctx, s->desc.upper, o, err);
+        if (rc != FLOE_OK) {
+            json_decref(o);
+            return rc;
+        }
+    }
     *out = o;
     return FLOE_OK;
 }

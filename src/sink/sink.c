@@ -463,6 +463,13 @@ static int file_options(floe_sink *s, floe__content content, floe__file_writer_o
     return FLOE_OK;
 }
 
+/* The committer's summary hook: the source's, when it set one. */
+static int summary_hook(void *ctx, floe__frontier upper, json_t *summary, floe_error *err)
+{
+    floe_sink *s = ctx;
+    return s->summary_fn ? s->summary_fn(s->summary_ctx, upper, summary, err) : FLOE_OK;
+}
+
 static int setup_parts(floe_sink *s, floe_error *err)
 {
     const floe_sink_options *o = &s->opts;
@@ -490,6 +497,8 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->ccfg.warn_ctx = s;
     s->ccfg.gate = &s->commit_gate;
     s->ccfg.extra_props = s->props;
+    s->ccfg.summary_hook = summary_hook;
+    s->ccfg.summary_ctx = s;
     size_t stash_memory = o->memory_limit;
     const char *um = floe__metadata_property(s->table->loaded->metadata, "write.update.mode");
     if (s->upsert && !s->keeper && um && strcmp(um, "copy-on-write") == 0)
@@ -1035,6 +1044,16 @@ int floe_sink_set_property(floe_sink *s, const char *key, const char *value, flo
     return FLOE_OK;
 }
 
+void floe__sink_summary_hook(floe_sink *s,
+                             int (*fn)(void *ctx, floe__frontier upper, json_t *summary,
+                                       floe_error *err),
+                             void *ctx)
+{
+    s->summary_fn = fn;
+    s->summary_ctx = ctx;
+}
+
+
 /* ---- the frontier --------------------------------------------------------------------------- */
 
 /* The truncations batch b holds (several may fall into one batch, and
@@ -1241,20 +1260,32 @@ static int evolve_json(floe_sink *s, const floe__change *ch, floe_error *err)
     return rc;
 }
 
+int floe__sink_parse_change(floe_sink *s, const char *line, size_t len, floe__change *ch,
+                            floe_error *err)
+{
+    floe__buf_reset(&s->row);
+    return floe__change_parse(s->input, line, len, ch, &s->row, err);
+}
+
+int floe__sink_apply_change(floe_sink *s, const floe__change *ch, floe_error *err)
+{
+    if (ch->kind == FLOE__CHANGE_PROGRESS)
+        return ch->closed ? floe_sink_finish(s, err) : floe_sink_advance(s, ch->time, err);
+    if (ch->kind == FLOE__CHANGE_SCHEMA)
+        return evolve_json(s, ch, err);
+    if (ch->kind == FLOE__CHANGE_TRUNCATE)
+        return floe_sink_truncate(s, ch->time, err);
+    if (ch->kind == FLOE__CHANGE_PARTITION) {
+        int rc = floe_sink_repartition(s, ch->time, (const char *)s->row.data + ch->schema_at,
+                                       err);
+        return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "\"partition-by\"");
+    }
+    return push_bytes(s, s->row.data, s->row.len, ch->time, ch->diff, false, err);
+}
+
 int floe_sink_push_json(floe_sink *s, const char *line, size_t len, floe_error *err)
 {
     floe__change ch;
-    floe__buf_reset(&s->row);
-    FLOE_FORWARD(floe__change_parse(s->input, line, len, &ch, &s->row, err));
-    if (ch.kind == FLOE__CHANGE_PROGRESS)
-        return ch.closed ? floe_sink_finish(s, err) : floe_sink_advance(s, ch.time, err);
-    if (ch.kind == FLOE__CHANGE_SCHEMA)
-        return evolve_json(s, &ch, err);
-    if (ch.kind == FLOE__CHANGE_TRUNCATE)
-        return floe_sink_truncate(s, ch.time, err);
-    if (ch.kind == FLOE__CHANGE_PARTITION) {
-        int rc = floe_sink_repartition(s, ch.time, (const char *)s->row.data + ch.schema_at, err);
-        return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "\"partition-by\"");
-    }
-    return push_bytes(s, s->row.data, s->row.len, ch.time, ch.diff, false, err);
+    FLOE_FORWARD(floe__sink_parse_change(s, line, len, &ch, err));
+    return floe__sink_apply_change(s, &ch, err);
 }

@@ -13,6 +13,7 @@
 #define FLOE_SINK_INTERNAL_H
 
 #include "maint/maint_internal.h"
+#include "source/source_internal.h"
 #include "table/table_internal.h"
 #include "util/util_internal.h"
 
@@ -429,6 +430,11 @@ typedef struct floe__committer_config {
     /* Further summary properties (string values) for every snapshot, read
      * at each attempt; borrowed, may be NULL. */
     const json_t *extra_props;
+    /* Called at each attempt with the frontier its snapshot records: sets
+     * the summary properties that belong to exactly that frontier (a
+     * source's read positions) on `summary`; may be NULL. */
+    int (*summary_hook)(void *ctx, floe__frontier upper, json_t *summary, floe_error *err);
+    void *summary_ctx;
     /* NULL, or a mutex held around each attempt (reload to commit), which
      * the sink's own maintenance holds around its commits too. */
     pthread_mutex_t *gate;
@@ -568,6 +574,23 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
 /* Whether a partition spec change (e.g. a rerun's --partition-by) waits
  * for the sink's next snapshot. */
 bool floe__sink_spec_pending(const floe_sink *s);
+/* Every snapshot the sink commits from now on gets the summary
+ * properties fn sets for the frontier it records (called at each commit
+ * attempt, on the thread committing: the sink's), after those of
+ * floe_sink_set_property.  For a source whose read position must match
+ * the frontier of whichever commit lands, including the ones the sink
+ * makes on its own (a schema change cuts a batch).  fn NULL: none. */
+void floe__sink_summary_hook(floe_sink *s,
+                             int (*fn)(void *ctx, floe__frontier upper, json_t *summary,
+                                       floe_error *err),
+                             void *ctx);
+/* One NDJSON change line (SPEC 2), parsed into *ch (its row or strings
+ * kept by the sink until the next parse), then applied as
+ * floe_sink_push_json applies it: for a source that looks at a change
+ * before it goes in (a progress record of one of several streams). */
+int floe__sink_parse_change(floe_sink *s, const char *line, size_t len, floe__change *ch,
+                            floe_error *err);
+int floe__sink_apply_change(floe_sink *s, const floe__change *ch, floe_error *err);
 /* From now on a retraction by key that finds no live row is expected (a
  * source that upserts by key), not warned about. */
 void floe__sink_expect_absent_keys(floe_sink *s);
