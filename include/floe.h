@@ -1225,10 +1225,11 @@ int floe_pg_slot_info_get(const char *source, const char *slot, floe_pg_slot_inf
  * message of a topic gets the next time of that table's input (message i
  * after the table's resume frontier t: time t + i, in the order the
  * consumer receives them, which is each partition's order), so updates of
- * one key keep their partition's order.  Snapshots are made on a wall
- * clock (commit_interval_ms); each records, in its summary property
- * floe.kafka.offsets, the cluster id, the topic and per partition the next
- * offset to read.  A restart seeks every partition there, so nothing is
+ * one key keep their partition's order (the changes format brings its own
+ * times).  Snapshots are made on a wall clock (commit_interval_ms); each
+ * records, in its summary property floe.kafka.offsets, the cluster id, the
+ * topic and per partition the first offset whose message it does not
+ * hold.  A restart seeks every partition there, so nothing is
  * lost or doubled whatever kills the process; Kafka's group offsets are
  * committed after the Iceberg commit, for monitoring only.  A floe_kafka
  * is driven from one thread (floe_kafka_run); floe_kafka_stop and

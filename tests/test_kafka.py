@@ -66,6 +66,12 @@ class Run:
         return {"duckdb": sorted(d, key=repr), "pyiceberg": sorted(p, key=repr),
                 "java": sorted(j, key=repr)}
 
+    def offsets_or_none(self, name):
+        try:
+            return self.offsets(name)
+        except Exception:  # noqa: BLE001 - no catalog or table yet
+            return None
+
     def offsets(self, name):
         """[(snapshot id, {partition: next offset})] of the sink's snapshots, oldest first."""
         t = self.table(name)
@@ -546,3 +552,118 @@ def test_changes_topic_with_a_key_and_a_schema_change(tmp_path):
     b.produce("ch2", [(0, None, {"progress": 6})])
     r.run("ch2", "changes", "--key", "id")
     assert (5, "e", 5, 50) in r.rows("kafka.ch2", ("id", "v", "n", "w"))["duckdb"]
+
+
+def test_append_with_kafka_columns(tmp_path):
+    """--kafka-columns: each row carries its message's partition, offset and
+    timestamp (the producer's, read back as the instant it was)."""
+    b = broker()
+    b.create_topic("kc1", 2)
+    r = Run(tmp_path, b.brokers)
+    from confluent_kafka import Producer
+    prod = Producer({"bootstrap.servers": b.brokers})
+    stamps = {}
+    for i in range(20):
+        ts = 1_700_000_000_000 + i * 1001                 # ms since 1970
+        prod.produce("kc1", json.dumps({"id": i, "v": None, "n": i}).encode(), partition=i % 2,
+                     timestamp=ts)
+        stamps[i] = ts
+    prod.flush(30 * SCALE)
+    prod.produce("kc1", b"{}", partition=0, timestamp=1_700_000_100_000)  # an empty object
+    prod.flush(30 * SCALE)
+    r.run("kc1", "append", "--kafka-columns", "--schema", "id bigint, v text, n integer")
+    cols = ("id", "_kafka_partition", "_kafka_offset", "_kafka_timestamp")
+    got = r.rows("kafka.kc1", cols)
+    import datetime
+    want = []
+    seen = {0: 0, 1: 0}
+    for i in range(20):
+        p = i % 2
+        when = datetime.datetime.fromtimestamp(stamps[i] / 1000, datetime.timezone.utc)
+        want.append((i, p, seen[p], when))
+        seen[p] += 1
+    want.append((None, 0, 10, datetime.datetime.fromtimestamp(1_700_000_100, datetime.timezone.utc)))
+    for reader in ("duckdb", "pyiceberg"):
+        rows = [(a, b_, c, d.astimezone(datetime.timezone.utc)) for a, b_, c, d in got[reader]]
+        assert sorted(rows, key=repr) == sorted(want, key=repr), reader
+    # a table made without them is refused with them
+    nullable = ("--schema", "id bigint, v text, n integer")
+    r.run("kc1", "append", "--table", "kafka.plain", *nullable)
+    p = r.run("kc1", "append", "--kafka-columns", "--table", "kafka.plain", *nullable,
+              check=False)
+    assert p.returncode == 2 and "has no column _kafka_partition" in p.stderr, p.stderr
+
+
+def test_bad_messages_go_to_a_dead_letter_topic(tmp_path):
+    b = broker()
+    b.create_topic("dl1", 2)
+    r = Run(tmp_path, b.brokers)
+    b.produce("dl1", [(0, None, {"id": 1, "v": "a", "n": 1}), (1, "k1", "not json"),
+                      (0, None, {"id": "x"}), (1, None, {"id": 2, "v": "b", "n": 2})])
+    p = r.run("dl1", "append", "--on-bad-message", "dead-letter=dl1_dead", check=False)
+    assert p.returncode == 1 and "dead-letter topic dl1_dead does not exist" in p.stderr, p.stderr
+    assert not r.offsets_or_none("kafka.dl1")
+    b.create_topic("dl1_dead", 1)
+    p = r.run("dl1", "append", "--on-bad-message", "dead-letter=dl1_dead")
+    assert "2 bad messages skipped" in p.stderr, p.stderr
+    assert_rows(r.rows("kafka.dl1"), [(1, "a", 1), (2, "b", 2)])
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": b.brokers, "group.id": "dl1-check",
+                  "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition("dl1_dead", 0, 0)])
+        got = []
+        deadline = time.time() + 60 * SCALE
+        while len(got) < 2 and time.time() < deadline:
+            m = c.poll(1)
+            if m is not None and not m.error():
+                got.append((m.key(), m.value(), dict(m.headers() or [])))
+    finally:
+        c.close()
+    assert len(got) == 2, got
+    by_part = {h["floe.partition"]: (k, v, h) for k, v, h in got}
+    k, v, h = by_part[b"1"]
+    assert (k, v, h["floe.topic"], h["floe.offset"]) == (b"k1", b"not json", b"dl1", b"0")
+    k, v, h = by_part[b"0"]
+    assert (v, h["floe.offset"]) == (b'{"id": "x"}', b"1")
+    assert b"id" in h["floe.error"], h
+
+
+def test_a_topic_pattern_reads_matching_topics_new_ones_too(tmp_path):
+    """--topic-pattern: every matching topic to its own table; a topic created
+    while floe runs joins (within --topic-refresh); others are left alone."""
+    b = broker()
+    for t in ("pat.a", "pat.b", "other.c"):
+        b.create_topic(t, 1)
+    r = Run(tmp_path, b.brokers)
+    for t in ("pat.a", "pat.b", "other.c"):
+        b.produce(t, [(0, None, {"id": i, "v": t, "n": 0}) for i in range(5)])
+    args = [a for a in r.args("x", "append", "--commit-interval", "100ms", "--topic-refresh",
+                              "300ms")]
+    i = args.index("--topics")
+    args[i:i + 2] = ["--topic-pattern", r"pat\..*"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_offsets(r, "kafka.pat_a", {0: 5}, proc)
+        wait_offsets(r, "kafka.pat_b", {0: 5}, proc)
+        b.create_topic("pat.new", 1)
+        b.produce("pat.new", [(0, None, {"id": 9, "v": "new", "n": 1})])
+        wait_offsets(r, "kafka.pat_new", {0: 1}, proc)
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=120 * SCALE)[1]
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert "topic pat.new matches the topic pattern" in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert_rows(r.rows("kafka.pat_new"), [(9, "new", 1)])
+    assert len(r.rows("kafka.pat_a")["duckdb"]) == 5
+    from pyiceberg.exceptions import NoSuchTableError
+    with pytest.raises(NoSuchTableError):
+        r.table("kafka.other_c")
+    p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topic-pattern", "(",
+                        "--format", "append"], capture_output=True, text=True)
+    assert p.returncode == 2 and "not a POSIX extended regular expression" in p.stderr, p.stderr
+    p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topic-pattern", "a",
+                        "--topics", "a", "--format", "append"], capture_output=True, text=True)
+    assert p.returncode == 2 and "one of them" in p.stderr, p.stderr

@@ -223,13 +223,7 @@ static int64_t to_micros(const char *lt, int64_t v)
 static json_t *timestamp_text(int64_t us, bool zone)
 {
     char buf[64];
-    int64_t days = floor_div(us, US_PER_DAY);
-    size_t n = floe__format_date(days, buf);
-    buf[n++] = 'T';
-    n += floe__format_time(us - days * US_PER_DAY, buf + n);
-    if (zone)
-        buf[n++] = 'Z';
-    buf[n] = 0;
+    floe__format_timestamp(us, zone, buf);
     return text(buf);
 }
 

@@ -3,23 +3,26 @@
  * alone (floe_kafka_*, docs/kafka.md).
  *
  * One librdkafka consumer, its partitions assigned by hand (every partition
- * of every topic named), feeds one sink per topic; the formats upsert and
- * append are read here, Debezium's events in debezium.c.  A topic's
- * messages take consecutive times of its table's input, from the table's
- * resume frontier (1 on a fresh table: time 0 is the empty snapshot
- * batch's).  Every
- * commit_interval_ms each topic with new messages sets the summary property
- * floe.kafka.offsets (cluster id, topic, per partition the next offset to
- * read) and advances its sink past the last message: the sink commits
- * exactly the messages the property says were read (commit_on_advance).  At
- * open each table's last record says where to seek; a record from another
- * cluster, or offsets outside what the partition holds, is refused rather
- * than skipped or read twice.  Kafka's group offsets follow each commit, for
- * monitoring only.
+ * of every topic named, or matched by topic_pattern, new ones as they
+ * appear), feeds one sink per topic; the formats upsert, append and changes
+ * are read here, Debezium's events in debezium.c.  A topic's messages take
+ * consecutive times of its table's input, from the table's resume frontier
+ * (1 on a fresh table: time 0 is the empty snapshot batch's); changes
+ * records bring their own times, and the table's frontier is the least of
+ * its partitions' progress.  Every commit_interval_ms each topic with new
+ * messages advances its sink (commit_on_advance); whichever commit lands,
+ * the sink asks offsets_summary for the floe.kafka.offsets of its frontier
+ * (cluster id, topic, per partition the first offset the commit does not
+ * hold).  At open each table's last record says where to seek; a record
+ * from another cluster, or offsets outside what the partition holds, is
+ * refused rather than skipped or read twice.  Kafka's group offsets follow
+ * each commit, for monitoring only.  Messages that do not parse halt the
+ * run, are skipped, or are copied to a dead-letter topic first.
  */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
 #include <poll.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,8 +35,12 @@
 #define OFFSETS_PROP "floe.kafka.offsets"
 #define DEFAULT_TIMEOUT_MS 30000u
 #define DEFAULT_COMMIT_MS 10000u
+#define DEFAULT_REFRESH_MS 30000u
 #define POLL_MS 100
 #define BATCH 1024
+/* kafka_columns: what each appended row gets (filled by with_kafka_columns) */
+#define KAFKA_COLUMNS "_kafka_partition integer, _kafka_offset bigint, " \
+                      "_kafka_timestamp timestamptz"
 
 /* changes: a message read whose change is not committed yet (its time is
  * at or past the table's frontier). */
@@ -68,6 +75,7 @@ typedef struct topic {
     uint64_t committed_time;      /* the frontier committed */
     bool complete;                /* changes: every partition closed, the table's input too */
     char *key_col;                /* the single key column, for bare keys; NULL: several */
+    char *declared;               /* kafka_columns: the schema with them */
     floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
 } topic;
 
@@ -76,9 +84,15 @@ struct floe_kafka {
     floe__arena *strings;
     rd_kafka_t *rk;
     rd_kafka_queue_t *queue;
+    rd_kafka_t *dlq;              /* FLOE_KAFKA_BAD_DEAD_LETTER's producer */
+    uint64_t dlq_sent;            /* copies produced and not yet acknowledged */
+    char *dlq_failed;             /* the first copy the brokers refused, why */
     char *cluster;
     topic **topics;
-    size_t n_topics;
+    size_t n_topics, cap_topics;
+    regex_t pattern;              /* topic_pattern, compiled */
+    bool has_pattern;
+    uint64_t last_refresh_ns;
     atomic_bool stop;
     uint64_t last_commit_ns;
     int last_transient;           /* a transient error said once, until a message comes */
@@ -124,7 +138,12 @@ static char *table_of(const floe_kafka *k, const char *name)
     return t;
 }
 
-/* Every table_map entry names a topic read here. */
+static bool matches(const floe_kafka *k, const char *name)
+{
+    return strncmp(name, "__", 2) != 0 && regexec(&k->pattern, name, 0, NULL, 0) == 0;
+}
+
+/* Every table_map entry names a topic read here (or one topic_pattern matches). */
 static int check_map(const floe_kafka *k, floe_error *err)
 {
     for (const char *p = k->o.table_map; p && *p;) {
@@ -137,6 +156,13 @@ static int check_map(const floe_kafka *k, floe_error *err)
         for (size_t i = 0; i < k->n_topics; i++)
             known |= strlen(k->topics[i]->name) == (size_t)(eq - p) &&
                      memcmp(k->topics[i]->name, p, (size_t)(eq - p)) == 0;
+        if (k->has_pattern) {
+            char *name = floe__strndup(p, (size_t)(eq - p));
+            if (!name)
+                return FLOE_OOM(err);
+            known = matches(k, name);
+            floe__free(name);
+        }
         FLOE_RETURN_IF(!known, err, FLOE_EINVAL, "table_map names topic '%.*s', which is not "
                        "one of the topics read", (int)(eq - p), p);
         p = comma ? comma + 1 : p + len;
@@ -144,34 +170,65 @@ static int check_map(const floe_kafka *k, floe_error *err)
     return FLOE_OK;
 }
 
+/* A topic to read, added to k->topics. */
+static int topic_new(floe_kafka *k, const char *name, size_t len, topic **out, floe_error *err)
+{
+    for (size_t i = 0; i < k->n_topics; i++)
+        FLOE_RETURN_IF(strlen(k->topics[i]->name) == len &&
+                           memcmp(k->topics[i]->name, name, len) == 0,
+                       err, FLOE_EINVAL, "topics: '%.*s' is named twice", (int)len, name);
+    if (k->n_topics == k->cap_topics) {
+        size_t cap = k->cap_topics ? 2 * k->cap_topics : 8;
+        topic **more = floe__realloc(k->topics, cap * sizeof *more);
+        if (!more)
+            return FLOE_OOM(err);
+        k->topics = more;
+        k->cap_topics = cap;
+    }
+    topic *t = floe__calloc(1, sizeof *t);
+    if (!t)
+        return FLOE_OOM(err);
+    k->topics[k->n_topics++] = t;
+    t->k = k;
+    if (!(t->name = floe__strndup(name, len)))
+        return FLOE_OOM(err);
+    *out = t;
+    return FLOE_OK;
+}
+
 static int split_topics(floe_kafka *k, floe_error *err)
 {
     const char *t = k->o.topics;
     FLOE_RETURN_IF(!t || !*t, err, FLOE_EINVAL, "no topics to read");
-    size_t n = 1;
-    for (const char *p = t; *p; p++)
-        n += *p == ',';
-    k->topics = floe__calloc(n, sizeof *k->topics);
-    if (!k->topics)
-        return FLOE_OOM(err);
     for (const char *p = t; *p;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         FLOE_RETURN_IF(!len, err, FLOE_EINVAL, "topics: an empty name in '%s'", t);
-        topic *tp = floe__calloc(1, sizeof *tp);
-        if (!tp)
-            return FLOE_OOM(err);
-        k->topics[k->n_topics++] = tp;
-        tp->k = k;
-        if (!(tp->name = floe__strndup(p, len)))
-            return FLOE_OOM(err);
-        for (size_t i = 0; i + 1 < k->n_topics; i++)
-            FLOE_RETURN_IF(strcmp(k->topics[i]->name, tp->name) == 0, err, FLOE_EINVAL,
-                           "topics: '%s' is named twice", tp->name);
+        topic *tp = NULL;
+        FLOE_FORWARD(topic_new(k, p, len, &tp, err));
         p = comma ? comma + 1 : p + len;
     }
     return FLOE_OK;
 }
+
+/* topic_pattern, anchored at both ends: it matches whole names. */
+static int compile_pattern(floe_kafka *k, floe_error *err)
+{
+    char *re = floe__sprintf("^(%s)$", k->o.topic_pattern);
+    if (!re)
+        return FLOE_OOM(err);
+    int e = regcomp(&k->pattern, re, REG_EXTENDED | REG_NOSUB);
+    floe__free(re);
+    if (e) {
+        char why[256];
+        regerror(e, &k->pattern, why, sizeof why);
+        return floe__err_set(err, FLOE_EINVAL, "topic_pattern '%s' is not a POSIX extended "
+                             "regular expression: %s", k->o.topic_pattern, why);
+    }
+    k->has_pattern = true;
+    return FLOE_OK;
+}
+
 
 /* ---- the consumer ------------------------------------------------------------------------------ */
 
@@ -240,8 +297,131 @@ static int consumer_new(floe_kafka *k, floe_error *err)
     return k->queue ? FLOE_OK : floe__err_set(err, FLOE_EINTERNAL, "Kafka: no consumer queue");
 }
 
+static int timeout_ms(const floe_kafka *k)
+{
+    uint64_t t = k->o.timeout_ms ? k->o.timeout_ms : DEFAULT_TIMEOUT_MS;
+    return t > INT32_MAX ? INT32_MAX : (int)t;
+}
+
+/* ---- the dead-letter topic ------------------------------------------------------------------ */
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    floe_kafka *k = opaque;
+    if (m->err && !k->dlq_failed)
+        k->dlq_failed = floe__sprintf("%s", rd_kafka_err2str(m->err));
+}
+
 static int kerr(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* An idempotent producer to the same brokers (the same properties: the
+ * same security), and the topic checked to exist. */
+static int dead_letter_new(floe_kafka *k, floe_error *err)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    if (!c)
+        return FLOE_OOM(err);
+    rd_kafka_conf_set_opaque(c, k);
+    rd_kafka_conf_set_log_cb(c, on_log);
+    rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
+    int rc = conf_set(c, "bootstrap.servers", k->o.brokers, err);
+    if (rc == FLOE_OK)
+        rc = conf_set(c, "enable.idempotence", "true", err);
+    if (rc == FLOE_OK)
+        rc = conf_set(c, "linger.ms", "5", err);
+    for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2)
+        if (!strstr(p[0], "group.") && !strstr(p[0], "fetch.") && !strstr(p[0], "consume") &&
+            !strstr(p[0], "auto.") && !strstr(p[0], "isolation.") &&
+            !strstr(p[0], "partition.assignment"))
+            rc = conf_set(c, p[0], p[1], err);   /* (the consumer's own settings stay there) */
+    char why[512];
+    if (rc == FLOE_OK && !(k->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, c, why, sizeof why))) {
+        rd_kafka_conf_destroy(c);
+        return floe__err_set(err, FLOE_EINVAL, "Kafka producer (dead-letter topic): %s", why);
+    }
+    if (rc != FLOE_OK) {
+        rd_kafka_conf_destroy(c);
+        return rc;
+    }
+    const char *name = k->o.dead_letter_topic;
+    rd_kafka_topic_t *h = rd_kafka_topic_new(k->dlq, name, NULL);
+    if (!h)
+        return kerr(err, rd_kafka_last_error(), "Kafka topic %s", name);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(k->dlq, 0, h, &md, timeout_ms(k));
+    if (e)
+        rc = kerr(err, e, "Kafka metadata of the dead-letter topic %s", name);
+    else if (md->topic_cnt != 1 || md->topics[0].err || !md->topics[0].partition_cnt)
+        rc = floe__err_set(err, FLOE_ENOTFOUND, "the dead-letter topic %s does not exist (the "
+                           "brokers %s): create it first", name, k->o.brokers);
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(h);
+    return rc;
+}
+
+static int header(rd_kafka_headers_t *h, const char *name, const char *value)
+{
+    return rd_kafka_header_add(h, name, -1, value, -1) ? -1 : 0;
+}
+
+/* A copy of message m (key, value, headers) with floe's headers saying
+ * where it came from and why it did not parse, on its way to the
+ * dead-letter topic; acknowledged before any commit passes it
+ * (dead_letter_flush). */
+static int dead_letter(floe_kafka *k, const rd_kafka_message_t *m, const char *why,
+                       floe_error *err)
+{
+    rd_kafka_headers_t *had = NULL, *h;
+    if (rd_kafka_message_headers(m, &had) == RD_KAFKA_RESP_ERR_NO_ERROR && had)
+        h = rd_kafka_headers_copy(had);
+    else
+        h = rd_kafka_headers_new(4);
+    if (!h)
+        return FLOE_OOM(err);
+    char pid[16], off[24];
+    snprintf(pid, sizeof pid, "%" PRId32, m->partition);
+    snprintf(off, sizeof off, "%" PRId64, m->offset);
+    if (header(h, "floe.topic", rd_kafka_topic_name(m->rkt)) || header(h, "floe.partition", pid) ||
+        header(h, "floe.offset", off) || header(h, "floe.error", why)) {
+        rd_kafka_headers_destroy(h);
+        return FLOE_OOM(err);
+    }
+    for (;;) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            k->dlq, RD_KAFKA_V_TOPIC(k->o.dead_letter_topic),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(m->key, m->key_len),
+            RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            rd_kafka_headers_destroy(h);
+            return kerr(err, e, "Kafka: the dead-letter topic %s", k->o.dead_letter_topic);
+        }
+        rd_kafka_poll(k->dlq, POLL_MS);       /* room comes as deliveries are acknowledged */
+    }
+    k->dlq_sent++;
+    rd_kafka_poll(k->dlq, 0);
+    return FLOE_OK;
+}
+
+/* Every copy produced is acknowledged by the brokers (before a commit
+ * records offsets past its message). */
+static int dead_letter_flush(floe_kafka *k, floe_error *err)
+{
+    if (!k->dlq || !k->dlq_sent)
+        return FLOE_OK;
+    rd_kafka_resp_err_t e = rd_kafka_flush(k->dlq, timeout_ms(k));
+    FLOE_RETURN_IF(k->dlq_failed, err, FLOE_ENET, "Kafka: a copy to the dead-letter topic %s "
+                   "was refused: %s", k->o.dead_letter_topic, k->dlq_failed);
+    if (e)
+        return kerr(err, e, "Kafka: copies to the dead-letter topic %s not acknowledged "
+                    "within %d ms", k->o.dead_letter_topic, timeout_ms(k));
+    k->dlq_sent = 0;
+    return FLOE_OK;
+}
 static int kerr(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
 {
     char what[512];
@@ -263,16 +443,20 @@ static int kerr(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
     return floe__err_set(err, code, "%s: %s", what, rd_kafka_err2str(e));
 }
 
-static int timeout_ms(const floe_kafka *k)
+/* A topic's partitions, from its metadata. */
+static int set_parts(topic *t, const rd_kafka_metadata_topic_t *mt, floe_error *err)
 {
-    uint64_t t = k->o.timeout_ms ? k->o.timeout_ms : DEFAULT_TIMEOUT_MS;
-    return t > INT32_MAX ? INT32_MAX : (int)t;
+    t->n_parts = (size_t)mt->partition_cnt;
+    t->parts = floe__calloc(t->n_parts, sizeof *t->parts);
+    if (!t->parts)
+        return FLOE_OOM(err);
+    for (size_t p = 0; p < t->n_parts; p++)
+        t->parts[p].id = mt->partitions[p].id;
+    return FLOE_OK;
 }
 
-/* Each topic's partitions, then the cluster id (asked first, it waits for
- * the client's first metadata refresh, a second away; a metadata request
- * of our own connects at once and brings the id along). */
-static int learn_cluster(floe_kafka *k, floe_error *err)
+/* Each named topic's partitions. */
+static int learn_topics(floe_kafka *k, floe_error *err)
 {
     for (size_t i = 0; i < k->n_topics; i++) {
         topic *t = k->topics[i];
@@ -294,19 +478,53 @@ static int learn_cluster(floe_kafka *k, floe_error *err)
         else if (!md->topics[0].partition_cnt)
             rc = floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s has no partitions",
                                t->name);
-        if (rc == FLOE_OK) {
-            t->n_parts = (size_t)md->topics[0].partition_cnt;
-            t->parts = floe__calloc(t->n_parts, sizeof *t->parts);
-            if (!t->parts)
-                rc = FLOE_OOM(err);
-            for (size_t p = 0; rc == FLOE_OK && p < t->n_parts; p++)
-                t->parts[p].id = md->topics[0].partitions[p].id;
-        }
+        if (rc == FLOE_OK)
+            rc = set_parts(t, &md->topics[0], err);
         if (md)
             rd_kafka_metadata_destroy(md);
         rd_kafka_topic_destroy(h);
         FLOE_FORWARD(rc);
     }
+    return FLOE_OK;
+}
+
+/* topic_pattern: the cluster's topics that match it and are not read yet
+ * (with their partitions; one whose metadata is not ready, a topic being
+ * created, waits for the next look). */
+static int discover(floe_kafka *k, floe_error *err)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 1, NULL, &md, timeout_ms(k));
+    if (e)
+        return kerr(err, e, "Kafka: listing the topics (topic_pattern)");
+    int rc = FLOE_OK;
+    for (int i = 0; rc == FLOE_OK && i < md->topic_cnt; i++) {
+        const rd_kafka_metadata_topic_t *mt = &md->topics[i];
+        bool known = false;
+        for (size_t j = 0; j < k->n_topics; j++)
+            known |= strcmp(k->topics[j]->name, mt->topic) == 0;
+        if (known || mt->err || !mt->partition_cnt || !matches(k, mt->topic))
+            continue;
+        bool led = true;
+        for (int p = 0; p < mt->partition_cnt; p++)
+            led &= mt->partitions[p].leader >= 0;
+        if (!led)
+            continue;
+        topic *t = NULL;
+        rc = topic_new(k, mt->topic, strlen(mt->topic), &t, err);
+        if (rc == FLOE_OK)
+            rc = set_parts(t, mt, err);
+    }
+    rd_kafka_metadata_destroy(md);
+    k->last_refresh_ns = floe__monotonic_ns();
+    return rc;
+}
+
+/* The cluster id (asked after a metadata request of our own, which
+ * connects at once and brings it along; asked first, it waits for the
+ * client's first metadata refresh, a second away). */
+static int learn_cluster(floe_kafka *k, floe_error *err)
+{
     char *id = rd_kafka_clusterid(k->rk, timeout_ms(k));
     FLOE_RETURN_IF(!id, err, FLOE_ENET, "Kafka: no cluster id from %s within %d ms (are the "
                    "brokers up?)", k->o.brokers, timeout_ms(k));
@@ -457,10 +675,28 @@ static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, floe_er
 static int offsets_summary(void *ctx, floe__frontier upper, json_t *summary, floe_error *err)
 {
     topic *t = ctx;
+    FLOE_FORWARD(dead_letter_flush(t->k, err));
     FLOE_FORWARD(offsets_text(t->k, t, upper, err));
     json_t *v = json_string((const char *)t->k->text.data);
     if (!v || json_object_set_new(summary, OFFSETS_PROP, v) != 0)
         return FLOE_OOM(err);
+    return FLOE_OK;
+}
+
+/* kafka_columns: the table has them (it was made with them). */
+static int check_kafka_columns(const topic *t, floe_error *err)
+{
+    static const char *const names[] = {"_kafka_partition", "_kafka_offset",
+                                        "_kafka_timestamp"};
+    const floe__schema *s = floe_sink_row_schema(t->sink);
+    for (size_t i = 0; i < 3; i++) {
+        bool found = false;
+        for (uint32_t c = 0; c < s->root.n_children; c++)
+            found |= strcmp(s->root.children[c].name, names[i]) == 0;
+        FLOE_RETURN_IF(!found, err, FLOE_EINVAL, "table %s has no column %s, which "
+                       "kafka_columns fills (a table made without them: add the columns, or "
+                       "give the topic another table)", t->table, names[i]);
+    }
     return FLOE_OK;
 }
 
@@ -487,6 +723,11 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
      * Debezium ADD COLUMN) included, never evolved back to it. */
     const char *declared = so.schema;
     so.schema = NULL;
+    if (declared && k->o.kafka_columns) {
+        if (!(t->declared = floe__sprintf("%s, %s", declared, KAFKA_COLUMNS)))
+            return FLOE_OOM(err);
+        declared = t->declared;
+    }
     int rc = floe_sink_open(&so, &t->sink, err);
     if (rc == FLOE_ENOTFOUND && declared) {
         floe_error_clear(err);
@@ -500,6 +741,8 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
                    t->table);
     if (by_key)
         floe__sink_expect_absent_keys(t->sink);
+    if (k->o.kafka_columns)
+        FLOE_FORWARD(check_kafka_columns(t, err));
     floe__sink_summary_hook(t->sink, offsets_summary, t);
     const char *key = k->o.sink.key;
     if (key && !strchr(key, ',') && !(t->key_col = floe__strdup(key)))
@@ -524,15 +767,17 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
     return FLOE_OK;
 }
 
-static int assign(floe_kafka *k, floe_error *err)
+/* The partitions of topics [from, n_topics) join the assignment, each at
+ * its table's offset. */
+static int assign(floe_kafka *k, size_t from, floe_error *err)
 {
     size_t n = 0;
-    for (size_t i = 0; i < k->n_topics; i++)
+    for (size_t i = from; i < k->n_topics; i++)
         n += k->topics[i]->n_parts;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
     if (!l)
         return FLOE_OOM(err);
-    for (size_t i = 0; i < k->n_topics; i++) {
+    for (size_t i = from; i < k->n_topics; i++) {
         topic *t = k->topics[i];
         for (size_t p = 0; p < t->n_parts; p++) {
             rd_kafka_topic_partition_t *tp =
@@ -541,9 +786,13 @@ static int assign(floe_kafka *k, floe_error *err)
             t->parts[p].stop = t->parts[p].end;
         }
     }
-    rd_kafka_resp_err_t e = rd_kafka_assign(k->rk, l);
+    rd_kafka_error_t *e = rd_kafka_incremental_assign(k->rk, l);
     rd_kafka_topic_partition_list_destroy(l);
-    return e ? kerr(err, e, "Kafka: assigning the partitions") : FLOE_OK;
+    if (!e)
+        return FLOE_OK;
+    int rc = kerr(err, rd_kafka_error_code(e), "Kafka: assigning the partitions");
+    rd_kafka_error_destroy(e);
+    return rc;
 }
 
 int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error *err)
@@ -551,6 +800,13 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     *out = NULL;
     FLOE_RETURN_IF(!opts || !opts->brokers || !*opts->brokers, err, FLOE_EINVAL,
                    "Kafka: no brokers");
+    FLOE_RETURN_IF(opts->kafka_columns && opts->format != FLOE_KAFKA_APPEND, err, FLOE_EINVAL,
+                   "kafka_columns is for the append format (the others keep one row per key)");
+    FLOE_RETURN_IF((opts->on_bad_message == FLOE_KAFKA_BAD_DEAD_LETTER) !=
+                       (opts->dead_letter_topic && *opts->dead_letter_topic), err, FLOE_EINVAL,
+                   "dead_letter_topic goes with on_bad_message FLOE_KAFKA_BAD_DEAD_LETTER");
+    FLOE_RETURN_IF(!opts->topics == !opts->topic_pattern, err, FLOE_EINVAL,
+                   "Kafka: give topics or topic_pattern (one of them)");
     FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND &&
                    opts->format != FLOE_KAFKA_DEBEZIUM && opts->format != FLOE_KAFKA_CHANGES,
                    err, FLOE_EINVAL, "Kafka: unknown format %d", (int)opts->format);
@@ -567,26 +823,31 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
         k->o = *opts;
         k->o.kafka_properties = NULL;       /* read only here, by consumer_new */
         if (own(k, &k->o.brokers) || own(k, &k->o.topics) || own(k, &k->o.namespace_name) ||
-            own(k, &k->o.table_map) || own(k, &k->o.group))
+            own(k, &k->o.table_map) || own(k, &k->o.group) ||
+            own(k, &k->o.dead_letter_topic) || own(k, &k->o.topic_pattern))
             rc = FLOE_OOM(err);
         else
             rc = floe__sink_options_own(&k->o.sink, k->strings, err);
     }
     if (rc == FLOE_OK)
-        rc = split_topics(k, err);
+        rc = k->o.topic_pattern ? compile_pattern(k, err) : split_topics(k, err);
     if (rc == FLOE_OK)
         rc = check_map(k, err);
     if (rc == FLOE_OK) {
         k->o.kafka_properties = opts->kafka_properties;
         rc = consumer_new(k, err);
+        if (rc == FLOE_OK && k->o.dead_letter_topic)
+            rc = dead_letter_new(k, err);
         k->o.kafka_properties = NULL;
     }
+    if (rc == FLOE_OK)
+        rc = k->has_pattern ? discover(k, err) : learn_topics(k, err);
     if (rc == FLOE_OK)
         rc = learn_cluster(k, err);
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
         rc = open_sink(k, k->topics[i], err);
     if (rc == FLOE_OK)
-        rc = assign(k, err);
+        rc = assign(k, 0, err);
     if (rc != FLOE_OK) {
         floe_kafka_free(k);
         return rc;
@@ -608,23 +869,29 @@ void floe_kafka_free(floe_kafka *k)
         rd_kafka_consumer_close(k->rk);
         rd_kafka_destroy(k->rk);
     }
+    if (k->dlq)
+        rd_kafka_destroy(k->dlq);
+    floe__free(k->dlq_failed);
     for (size_t i = 0; i < k->n_topics; i++) {
         topic *t = k->topics[i];
         floe_row_free(t->row);
         floe_row_free(t->keyrow);
         floe_sink_free(t->sink);
+        for (size_t p = 0; p < t->n_parts; p++)
+            floe__free(t->parts[p].held);
         floe__free(t->parts);
         floe__free(t->name);
         floe__free(t->table);
         floe__free(t->sink_id);
         floe__free(t->key_col);
+        floe__free(t->declared);
         floe__dbz_cache_free(&t->values);
         floe__dbz_cache_free(&t->keys);
-        for (size_t p = 0; p < t->n_parts; p++)
-            floe__free(t->parts[p].held);
         floe__free(t);
     }
     floe__free(k->topics);
+    if (k->has_pattern)
+        regfree(&k->pattern);
     floe__free(k->cluster);
     floe__buf_free(&k->text);
     floe__buf_free(&k->key);
@@ -788,6 +1055,34 @@ static int change(floe_kafka *k, topic *t, part *p, const rd_kafka_message_t *m,
     return hold(p, m->offset, ch.time, err);
 }
 
+/* The value's object with the message's partition, offset and timestamp
+ * put first, into k->row. */
+static int with_kafka_columns(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
+{
+    const char *v = m->payload, *end = v + m->len;
+    while (v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'))
+        v++;
+    FLOE_RETURN_IF(v == end || *v != '{', err, FLOE_EINPUT, "the value is not a JSON object");
+    const char *rest = v + 1;
+    while (rest < end && (*rest == ' ' || *rest == '\t' || *rest == '\n' || *rest == '\r'))
+        rest++;
+    rd_kafka_timestamp_type_t type;
+    int64_t ms = rd_kafka_message_timestamp(m, &type);
+    char ts[64] = "null";
+    if (type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ms >= 0) {
+        ts[0] = '"';
+        size_t n = 1 + floe__format_timestamp(ms * 1000, true, ts + 1);
+        ts[n] = '"';
+        ts[n + 1] = 0;
+    }
+    floe__buf_reset(&k->row);
+    FLOE_FORWARD(floe__buf_printf(&k->row, err, "{\"_kafka_partition\":%" PRId32
+                                  ",\"_kafka_offset\":%" PRId64 ",\"_kafka_timestamp\":%s%s",
+                                  m->partition, m->offset, ts,
+                                  rest < end && *rest == '}' ? "" : ","));
+    return floe__buf_append(&k->row, rest, (size_t)(end - rest), err);
+}
+
 /* One message at time t->time: its updates, or FLOE_EINPUT saying why not. */
 static int apply(floe_kafka *k, topic *t, part *p, const rd_kafka_message_t *m,
                  floe_error *err)
@@ -809,6 +1104,11 @@ static int apply(floe_kafka *k, topic *t, part *p, const rd_kafka_message_t *m,
         if (!value) {
             atomic_fetch_add(&k->tombstones, 1);
             return FLOE_OK;
+        }
+        if (k->o.kafka_columns) {
+            FLOE_FORWARD(with_kafka_columns(k, m, err));
+            FLOE_FORWARD(floe_row_set_json(t->row, (const char *)k->row.data, k->row.len, err));
+            return floe_sink_push(t->sink, t->row, time, 1, err);
         }
         FLOE_FORWARD(floe_row_set_json(t->row, value, m->len, err));
         return floe_sink_push(t->sink, t->row, time, 1, err);
@@ -869,10 +1169,16 @@ static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
     atomic_fetch_add(&k->bytes, m->len + m->key_len);
     int rc = apply(k, t, p, m, err);
     if (rc == FLOE_EINPUT) {
-        if (k->o.on_bad_message != FLOE_KAFKA_BAD_SKIP)
+        if (k->o.on_bad_message == FLOE_KAFKA_BAD_FAIL)
             return floe__err_wrap(err, rc, "topic %s partition %" PRId32 " offset %" PRId64
-                                  " (--on-bad-message skip passes over such messages)",
-                                  name, m->partition, m->offset);
+                                  " (--on-bad-message skip or dead-letter=TOPIC passes over "
+                                  "such messages)", name, m->partition, m->offset);
+        if (k->o.on_bad_message == FLOE_KAFKA_BAD_DEAD_LETTER) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", floe_error_message(err));
+            floe_error_clear(err);
+            FLOE_FORWARD(dead_letter(k, m, why, err));
+        }
         atomic_fetch_add(&k->bad, 1);
         floe_error_clear(err);
         rc = FLOE_OK;
@@ -1001,10 +1307,25 @@ static bool stop_asked(floe_kafka *k)
     return poll(&pf, 1, 0) > 0;
 }
 
+/* topic_pattern: topics created since the last look join the run. */
+static int new_topics(floe_kafka *k, floe_error *err)
+{
+    size_t from = k->n_topics;
+    FLOE_FORWARD(discover(k, err));
+    for (size_t i = from; i < k->n_topics; i++) {
+        FLOE_FORWARD(open_sink(k, k->topics[i], err));
+        floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s matches the topic pattern: "
+                   "it goes to table %s", k->topics[i]->name, k->topics[i]->table);
+    }
+    return from < k->n_topics ? assign(k, from, err) : FLOE_OK;
+}
+
 int floe_kafka_run(floe_kafka *k, floe_error *err)
 {
     uint64_t interval_ns = (k->o.commit_interval_ms ? k->o.commit_interval_ms
                                                     : DEFAULT_COMMIT_MS) * 1000000u;
+    uint64_t refresh_ns = (k->o.topic_refresh_ms ? k->o.topic_refresh_ms
+                                                 : DEFAULT_REFRESH_MS) * 1000000u;
     rd_kafka_message_t *msgs[BATCH];
     for (;;) {
         if (stop_asked(k)) {
@@ -1026,6 +1347,8 @@ int floe_kafka_run(floe_kafka *k, floe_error *err)
         FLOE_FORWARD(rc);
         if (floe__monotonic_ns() - k->last_commit_ns >= interval_ns)
             FLOE_FORWARD(commit_all(k, err));
+        if (k->has_pattern && floe__monotonic_ns() - k->last_refresh_ns >= refresh_ns)
+            FLOE_FORWARD(new_topics(k, err));
     }
 }
 

@@ -431,6 +431,20 @@ size_t floe__format_time(int64_t us, char *buf)
     return n;
 }
 
+size_t floe__format_timestamp(int64_t us, bool zone, char *buf)
+{
+    int64_t day = us / 86400000000LL, rem = us % 86400000000LL;
+    if (rem < 0)
+        rem += 86400000000LL, day--;
+    size_t n = floe__format_date(day, buf);
+    buf[n++] = ' ';
+    n += floe__format_time(rem, buf + n);
+    if (zone)
+        buf[n++] = 'Z';
+    buf[n] = 0;
+    return n;
+}
+
 static int put_temporal(walk *w, const floe__field *f, const uint8_t *p)
 {
     char buf[64];
@@ -444,15 +458,8 @@ static int put_temporal(walk *w, const floe__field *f, const uint8_t *p)
             return walk_fail(w, "time is out of range");
         n += floe__format_time(us, buf + n);
     } else {
-        int64_t us = (int64_t)floe__get_le64(p);
-        int64_t day = us / 86400000000LL, rem = us % 86400000000LL;
-        if (rem < 0)
-            rem += 86400000000LL, day--;
-        n += floe__format_date(day, buf + n);
-        buf[n++] = ' ';
-        n += floe__format_time(rem, buf + n);
-        if (f->kind == FLOE_K_TIMESTAMPTZ)
-            buf[n++] = 'Z';
+        n += floe__format_timestamp((int64_t)floe__get_le64(p), f->kind == FLOE_K_TIMESTAMPTZ,
+                                    buf + n);
     }
     buf[n++] = '"';
     return put(w, buf, n);

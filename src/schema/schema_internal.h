@@ -291,6 +291,10 @@ size_t floe__format_date(int64_t days, char *buf);
 /* "HH:MM:SS[.f]" of microseconds since midnight (in [0, 86400e6)), the
  * fraction's trailing zeros cut; at most 16 bytes with the NUL. */
 size_t floe__format_time(int64_t us, char *buf);
+/* "YYYY-MM-DD HH:MM:SS[.f]" of microseconds since 1970 (floored), with a
+ * "Z" when zone; NUL-terminated, at most 48 bytes with it.  Returns the
+ * length. */
+size_t floe__format_timestamp(int64_t us, bool zone, char *buf);
 
 /* ---- calendar arithmetic (datum.c) ----------------------------------------
  * Proleptic Gregorian; days are counted from 1970-01-01. */
