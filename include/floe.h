@@ -1241,7 +1241,8 @@ typedef enum floe_kafka_format {
     /* The message key is the row's key (a JSON object of the key columns,
      * or the bare value of a single key column), the value the whole row
      * (a JSON object); a null value deletes the key (a compacted topic's
-     * tombstone).  Upsert mode; needs sink.key. */
+     * tombstone).  Upsert mode; the key columns are sink.key, else those the
+     * table records (floe.kafka.key). */
     FLOE_KAFKA_UPSERT = 0,
     /* Each value is one row (a JSON object), appended; a null value is
      * skipped.  Append mode. */
@@ -1256,7 +1257,10 @@ typedef enum floe_kafka_format {
      * text as JSON, docs/kafka.md).  When an event's embedded schema names a
      * column the table does not have (ADD COLUMN at the source), the table's
      * schema evolves there (floe_sink_evolve) to the event's columns.
-     * Upsert mode; needs sink.key. */
+     * Upsert mode; the key columns are sink.key, else those the table
+     * records.  A table that does not exist, without sink.schema or
+     * sink.key, is made at the first change event: its columns from the
+     * event's embedded schema, its key from the message key's. */
     FLOE_KAFKA_DEBEZIUM = 2,
     /* floe's change records (SPEC 2), one per message value: an update
      * {"time", "diff", "row"} at its own time, schema, partition-by and
@@ -1304,8 +1308,8 @@ typedef struct floe_kafka_options {
     /* librdkafka configuration passed through, {"k1", "v1", ..., NULL}
      * (security.protocol, sasl.*, ssl.*, ...); values are never printed. */
     const char *const *kafka_properties;
-    /* For every topic's sink: schema (the rows' column list; NULL: the
-     * existing table's), key, connect, compression, compression_level,
+    /* For every topic's sink: schema (the column list of a table floe
+     * creates; an existing table keeps its own), key, connect, compression, compression_level,
      * target_file_size, memory_limit (for each topic), spill_dir,
      * delete_mode, index_dir, format_version, sink_version, maintain,
      * maintain_budget, orphan_age_ms, orphan_interval_ms, properties,

@@ -667,3 +667,37 @@ def test_a_topic_pattern_reads_matching_topics_new_ones_too(tmp_path):
     p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topic-pattern", "a",
                         "--topics", "a", "--format", "append"], capture_output=True, text=True)
     assert p.returncode == 2 and "one of them" in p.stderr, p.stderr
+
+
+def test_the_key_columns_are_recorded_with_the_table(tmp_path):
+    """A table records its key columns (floe.kafka.key): a rerun needs no
+    --key; a table that records none, or a Debezium table without an
+    embedded schema to make it from, is refused with what to pass."""
+    b = broker()
+    b.create_topic("key1", 1)
+    r = Run(tmp_path, b.brokers)
+    b.produce("key1", [(0, {"id": 1}, {"id": 1, "v": "a", "n": 1})])
+    r.run("key1", "upsert")
+    b.produce("key1", [(0, {"id": 1}, {"id": 1, "v": "b", "n": 2})])
+    args = [a for a in r.args("key1", "upsert", "--stop-at", "end")]
+    i = args.index("--key")
+    del args[i:i + 2]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=300 * SCALE)
+    assert p.returncode == 0, p.stderr
+    assert_rows(r.rows("kafka.key1"), [(1, "b", 2)])
+    p = subprocess.run(args + ["--table", "kafka.key1_other"], capture_output=True, text=True,
+                       timeout=300 * SCALE)
+    assert p.returncode == 2 and "name them (--key)" in p.stderr, p.stderr
+    # Debezium events without a schema cannot make a table
+    b.create_topic("key2", 1)
+    b.produce("key2", [(0, {"id": 1}, {"op": "c", "before": None,
+                                       "after": {"id": 1, "v": "a", "n": 1}})])
+    p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topics", "key2",
+                        "--format", "debezium", "--stop-at", "end", "--catalog",
+                        f"sqlite:{r.db}", "--warehouse", r.wh, "--maintain", "off"],
+                       capture_output=True, text=True, timeout=300 * SCALE)
+    assert p.returncode == 1, p.stderr            # (found at the first event, not at the start)
+    assert "carry no schema to make it from" in p.stderr and "--schema" in p.stderr, p.stderr
+    from pyiceberg.exceptions import NoSuchTableError
+    with pytest.raises(NoSuchTableError):
+        r.table("kafka.key2")

@@ -36,12 +36,16 @@ class Tables:
         return self.pyiceberg_table(ident).metadata_location
 
 
-def floe_kafka(b, tabs, topic, *extra):
-    """A run to the topic's end; the first declares the table's columns."""
-    if not os.path.exists(tabs.catalog):
+def floe_kafka(b, tabs, topic, *extra, declare=True):
+    """A run to the topic's end; with `declare`, the first declares the
+    table's columns and every run its key (without, the table is made from
+    the first event's schema and the message key's)."""
+    if declare and not os.path.exists(tabs.catalog):
         extra = ("--schema", ", ".join(c.decl() for c in COLS), *extra)
+    if declare:
+        extra = ("--key", "id", *extra)
     p = subprocess.run([floe_bin(), "kafka", "--brokers", b.brokers, "--topics", topic,
-                        "--format", "debezium", "--key", "id", "--table", "dbz.items",
+                        "--format", "debezium", "--table", "dbz.items",
                         "--stop-at", "end", "--maintain", "off",
                         "--catalog", f"sqlite:{tabs.catalog}", "--warehouse", tabs.wh, *extra],
                        capture_output=True, text=True, timeout=300 * SCALE)
@@ -89,8 +93,16 @@ def test_debezium_events_mirror_the_postgres_table(pgdb, tmp_path, schemas):  # 
     topic = f"{dbz.prefix}.public.items"
     try:
         n = dbz.wait_messages(topic, 201)                         # the snapshot's reads
-        floe_kafka(b, tabs, topic)
+        p = floe_kafka(b, tabs, topic, declare=not schemas)
         assert_equal(pgdb, tabs, COLS)
+        if schemas:                   # no --schema, no --key: Debezium's schemas say
+            assert "made from its first event" in p.stderr and "key id" in p.stderr, p.stderr
+            types = {f.name: str(f.field_type) for f in
+                     tabs.pyiceberg_table("dbz.items").schema().fields}
+            assert types == {"id": "int", "name": "string", "price": "decimal(10, 2)",
+                             "day": "date", "at": "timestamp", "atz": "timestamptz",
+                             "doc": "string", "u": "string", "ok": "boolean",
+                             "f": "double"}, types
         # changes: updates (one of the key's every column), deletes, re-inserts
         pgdb.sql("UPDATE items SET name = name || '!', price = -price, doc = '[1, 2.5, null]' "
                  "WHERE id % 5 = 0")
@@ -100,13 +112,13 @@ def test_debezium_events_mirror_the_postgres_table(pgdb, tmp_path, schemas):  # 
         deleted = 200 // 7
         # each delete is two messages (the event and its tombstone)
         n = dbz.wait_messages(topic, n + changed + 2 * deleted + 1)
-        floe_kafka(b, tabs, topic)
+        floe_kafka(b, tabs, topic, declare=not schemas)
         assert_equal(pgdb, tabs, COLS)
         # TRUNCATE, then rows again
         pgdb.sql("TRUNCATE items")
         pgdb.sql("INSERT INTO items (id, name) VALUES (1, 'after truncate'), (2, 'x')")
         n = dbz.wait_messages(topic, n + 3)
-        p = floe_kafka(b, tabs, topic)
+        p = floe_kafka(b, tabs, topic, declare=not schemas)
         assert "1 truncates" in p.stderr, p.stderr
         assert_equal(pgdb, tabs, COLS)
         if schemas:
@@ -115,13 +127,14 @@ def test_debezium_events_mirror_the_postgres_table(pgdb, tmp_path, schemas):  # 
             pgdb.sql("INSERT INTO items (id, name, extra) VALUES (3, 'with extra', 42)")
             pgdb.sql("UPDATE items SET extra = 7 WHERE id = 1")
             dbz.wait_messages(topic, n + 2)
-            p = floe_kafka(b, tabs, topic)
+            p = floe_kafka(b, tabs, topic, declare=not schemas)
             assert "takes the columns of a Debezium event" in p.stderr, p.stderr
             assert_equal(pgdb, tabs, COLS + [Col("extra", "bigint")])
             # a rerun keeps the column (--schema is for creating the table only)
             pgdb.sql("UPDATE items SET extra = 8 WHERE id = 2")
             dbz.wait_messages(topic, n + 3)
-            floe_kafka(b, tabs, topic, "--schema", ", ".join(c.decl() for c in COLS))
+            floe_kafka(b, tabs, topic, "--schema", ", ".join(c.decl() for c in COLS),
+                       declare=False)
             assert_equal(pgdb, tabs, COLS + [Col("extra", "bigint")])
         assert_offsets_match_frontiers(tabs)
     finally:

@@ -41,7 +41,10 @@ static const char NOTES[] =
     "  debezium Debezium's change events (JsonConverter, schema embedded or not): c, r and\n"
     "           u make \"after\" the key's row, d deletes the key, t (TRUNCATE) empties\n"
     "           the table there; values are read by their Debezium logical types; a\n"
-    "           column an event's schema adds is added to the table (needs --key)\n"
+    "           column an event's schema adds is added to the table.  A table that\n"
+    "           does not exist is made from the first event: its columns from the\n"
+    "           event's embedded schema (unless --schema), its key from the message\n"
+    "           key's (unless --key)\n"
     "\n"
     "tables:\n"
     "  Each topic (--topics, or every topic matching --topic-pattern, a POSIX extended\n"
@@ -49,7 +52,8 @@ static const char NOTES[] =
     "  Iceberg table, NAMESPACE.TOPIC (--namespace, default\n"
     "  kafka; dots in TOPIC become underscores), unless --table (one topic) or\n"
     "  --table-map names it.  A table floe creates takes the columns of --schema; an\n"
-    "  existing one keeps its own.\n"
+    "  existing one keeps its own.  Each table records its key columns: a rerun needs\n"
+    "  no --key.\n"
     "\n"
     "exactly once:\n"
     "  Every --commit-interval (wall clock) each table with new messages commits one\n"
@@ -355,7 +359,8 @@ int cmd_kafka(int argc, char **argv)
         {"format", true, "debezium, upsert, changes or append (required; see below)", NULL},
         {"schema", true, "columns of tables floe creates, or @FILE (default: the table's)",
          NULL},
-        {"key", true, "key columns (upsert), a,b", NULL},
+        {"key", true, "key columns, a,b (upsert, debezium, changes; default: those the "
+                       "table records)", NULL},
         {"table", true, "the Iceberg table of the one topic, NS.NAME", NULL},
         {"table-map", true, "Iceberg tables of topics, TOPIC=NS.NAME,...", NULL},
         {"namespace", true, "Iceberg namespace of the tables (default kafka)", NULL},

@@ -415,6 +415,36 @@ int floe__dbz_key(const floe_schema *s, floe__dbz_cache *c, const char *k, size_
     return floe__dbz_row(s, k, n, NULL, scratch, out, err);
 }
 
+int floe__dbz_key_columns(floe__dbz_cache *c, const char *k, size_t n, floe__buf *out,
+                          floe_error *err)
+{
+    const char *end = k + n, *after;
+    top t = {0};
+    json_t *schema = NULL;
+    int rc = each_member(k, end, &after, top_member, &t, err);
+    if (rc == FLOE_OK && t.members == 2 && t.schema.n && t.schema.p[0] == '{')
+        rc = schema_of(c, t.schema, &schema, err);
+    const json_t *fields = json_object_get(schema, "fields");
+    if (rc != FLOE_OK || !json_array_size(fields)) {
+        floe_error_clear(err);
+        return floe__err_set(err, FLOE_EINPUT, "the message key carries no schema naming the "
+                             "key columns");
+    }
+    floe__buf_reset(out);
+    size_t i;
+    const json_t *f;
+    json_array_foreach(fields, i, f) {
+        const char *name = json_string_value(json_object_get(f, "field"));
+        FLOE_RETURN_IF(!name, err, FLOE_EINPUT, "the key schema has a field without a name");
+        FLOE_RETURN_IF(strchr(name, ','), err, FLOE_EUNSUPPORTED, "key column \"%s\" has a "
+                       "comma in its name", name);
+        if (i)
+            FLOE_FORWARD(floe__buf_append(out, ",", 1, err));
+        FLOE_FORWARD(floe__buf_append(out, name, strlen(name), err));
+    }
+    return floe__buf_append(out, "", 1, err);
+}
+
 /* ---- the columns a Debezium row schema declares ------------------------------------------ */
 
 static const char *column_type(const json_t *fs, char *buf, size_t cap)

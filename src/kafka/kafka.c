@@ -33,6 +33,7 @@
 #include "sink/sink_internal.h"
 
 #define OFFSETS_PROP "floe.kafka.offsets"
+#define KEY_PROP "floe.kafka.key"
 #define DEFAULT_TIMEOUT_MS 30000u
 #define DEFAULT_COMMIT_MS 10000u
 #define DEFAULT_REFRESH_MS 30000u
@@ -76,12 +77,15 @@ typedef struct topic {
     bool complete;                /* changes: every partition closed, the table's input too */
     char *key_col;                /* the single key column, for bare keys; NULL: several */
     char *declared;               /* kafka_columns: the schema with them */
+    char *key;                    /* the key columns, "a,b" (upsert, debezium, changes) */
+    bool pending;                 /* debezium: the table is made from the first event */
     floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
 } topic;
 
 struct floe_kafka {
     floe_kafka_options o;
     floe__arena *strings;
+    floe_catalog *catalog;        /* to look at tables before their sinks open */
     rd_kafka_t *rk;
     rd_kafka_queue_t *queue;
     rd_kafka_t *dlq;              /* FLOE_KAFKA_BAD_DEAD_LETTER's producer */
@@ -700,28 +704,21 @@ static int check_kafka_columns(const topic *t, floe_error *err)
     return FLOE_OK;
 }
 
-static int open_sink(floe_kafka *k, topic *t, floe_error *err)
+/* Open topic t's sink, creating its table from `declared` when it does
+ * not exist (NULL: it must). */
+static int open_sink(floe_kafka *k, topic *t, const char *declared, floe_error *err)
 {
-    if (!(t->table = table_of(k, t->name)) || !(t->sink_id = floe__sprintf("kafka:%s", t->name)))
-        return FLOE_OOM(err);
     floe_sink_options so = k->o.sink;
     so.table = t->table;
     so.sink_id = t->sink_id;
-    bool changes = k->o.format == FLOE_KAFKA_CHANGES;
+    so.key = t->key;
     bool by_key = k->o.format == FLOE_KAFKA_UPSERT || k->o.format == FLOE_KAFKA_DEBEZIUM;
-    bool upsert = by_key || (changes && so.key);
-    so.mode = upsert ? FLOE_SINK_MODE_UPSERT : FLOE_SINK_MODE_APPEND;
+    so.mode = t->key ? FLOE_SINK_MODE_UPSERT : FLOE_SINK_MODE_APPEND;
     so.commit_on_advance = 1;
     so.as_of = 0;
-    FLOE_RETURN_IF(by_key && !so.key, err, FLOE_EINVAL,
-                   "the %s format needs the key columns (the message key is the row's key)",
-                   k->o.format == FLOE_KAFKA_UPSERT ? "upsert" : "debezium");
-    FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_APPEND && so.key, err, FLOE_EINVAL,
-                   "the append format takes no key columns");
     /* The schema is for a table floe creates: an existing one is read with
      * its own columns, those its stream added since (a schema record, a
      * Debezium ADD COLUMN) included, never evolved back to it. */
-    const char *declared = so.schema;
     so.schema = NULL;
     if (declared && k->o.kafka_columns) {
         if (!(t->declared = floe__sprintf("%s, %s", declared, KAFKA_COLUMNS)))
@@ -739,19 +736,26 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
     FLOE_RETURN_IF(floe_sink_complete(t->sink), err, FLOE_ESTATE,
                    "table %s records that its input was closed: nothing more can go in",
                    t->table);
-    if (by_key)
+    if (by_key) {
         floe__sink_expect_absent_keys(t->sink);
+        FLOE_FORWARD(floe_sink_set_property(t->sink, KEY_PROP, t->key, err));
+    }
     if (k->o.kafka_columns)
         FLOE_FORWARD(check_kafka_columns(t, err));
     floe__sink_summary_hook(t->sink, offsets_summary, t);
-    const char *key = k->o.sink.key;
-    if (key && !strchr(key, ',') && !(t->key_col = floe__strdup(key)))
+    if (t->key && !strchr(t->key, ',') && !(t->key_col = floe__strdup(t->key)))
         return FLOE_OOM(err);
     FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->row, err));
-    FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->keyrow, err));
+    return floe_row_new(floe_sink_row_schema(t->sink), &t->keyrow, err);
+}
+
+/* Where the table stands: the offsets its last commit records, or each
+ * partition's start for a fresh table. */
+static int resume_offsets(floe_kafka *k, topic *t, floe_error *err)
+{
     const char *resume = floe_sink_resume_frontier(t->sink);
     if (!resume) {                         /* time 0 is the (empty) snapshot batch's */
-        t->time = t->committed_time = changes ? 0 : 1;
+        t->time = t->committed_time = k->o.format == FLOE_KAFKA_CHANGES ? 0 : 1;
         return fresh_offsets(k, t, err);
     }
     t->time = t->committed_time = strtoull(resume + 1, NULL, 10);
@@ -765,6 +769,112 @@ static int open_sink(floe_kafka *k, topic *t, floe_error *err)
     floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s: table %s resumes at its recorded "
                "offsets (frontier %s)", t->name, t->table, resume);
     return FLOE_OK;
+}
+
+/* Whether topic t's table exists, and the key columns its sink recorded
+ * (*key, the caller's; NULL when none). */
+static int look_at_table(floe_kafka *k, topic *t, bool *exists, char **key, floe_error *err)
+{
+    *exists = false;
+    *key = NULL;
+    if (!k->catalog)
+        FLOE_FORWARD(floe_catalog_open(&k->o.sink.connect, &k->catalog, err));
+    floe_table *tbl = NULL;
+    int rc = floe_table_open(k->catalog, t->table, NULL, NULL, &tbl, err);
+    if (rc == FLOE_ENOTFOUND) {
+        floe_error_clear(err);
+        return FLOE_OK;
+    }
+    FLOE_FORWARD(rc);
+    *exists = true;
+    floe_sink_progress pr;
+    rc = floe_table_sink_progress(tbl, t->sink_id, &pr, err);
+    for (size_t i = 0; rc == FLOE_OK && pr.state == FLOE_PROGRESS_FOUND &&
+                       i < floe_table_snapshot_count(tbl); i++) {
+        floe_snapshot_info si;
+        rc = floe_table_snapshot(tbl, i, &si, err);
+        const char *v = rc == FLOE_OK && si.snapshot_id == pr.snapshot_id
+                            ? floe_table_snapshot_property(tbl, i, KEY_PROP) : NULL;
+        if (v && !(*key = floe__strdup(v)))
+            rc = FLOE_OOM(err);
+    }
+    floe_table_free(tbl);
+    return rc;
+}
+
+/* A topic's key columns and table at open: the sink opened and its
+ * offsets found, or (debezium, a table that does not exist yet, without
+ * --schema or --key) left to the first event, which names its columns and
+ * the message key's. */
+static int open_topic(floe_kafka *k, topic *t, floe_error *err)
+{
+    if (!(t->table = table_of(k, t->name)) || !(t->sink_id = floe__sprintf("kafka:%s", t->name)))
+        return FLOE_OOM(err);
+    const char *fmt = k->o.format == FLOE_KAFKA_UPSERT ? "upsert" : "debezium";
+    bool by_key = k->o.format == FLOE_KAFKA_UPSERT || k->o.format == FLOE_KAFKA_DEBEZIUM;
+    bool dbz = k->o.format == FLOE_KAFKA_DEBEZIUM;
+    FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_APPEND && k->o.sink.key, err, FLOE_EINVAL,
+                   "the append format takes no key columns");
+    if (k->o.sink.key && !(t->key = floe__strdup(k->o.sink.key)))
+        return FLOE_OOM(err);
+    if (by_key && (!t->key || (dbz && !k->o.sink.schema))) {
+        bool exists = false;
+        char *recorded = NULL;
+        FLOE_FORWARD(look_at_table(k, t, &exists, &recorded, err));
+        if (!t->key)
+            t->key = recorded;
+        else
+            floe__free(recorded);
+        if (!exists && dbz) {                /* made from its first event */
+            t->pending = true;
+            t->time = t->committed_time = 1;
+            return fresh_offsets(k, t, err);
+        }
+        FLOE_RETURN_IF(!t->key, err, FLOE_EINVAL, "topic %s: the %s format needs the key "
+                       "columns (the message key is the row's key) and table %s records none: "
+                       "name them (--key)", t->name, fmt, t->table);
+    }
+    FLOE_FORWARD(open_sink(k, t, k->o.sink.schema, err));
+    return resume_offsets(k, t, err);
+}
+
+/* debezium: topic t's table, made from its first event: the event's
+ * columns (or --schema), the key columns of --key or the message key's
+ * schema.  Not the message's fault when it cannot be: FLOE_EINVAL. */
+static int open_from_event(floe_kafka *k, topic *t, const rd_kafka_message_t *m,
+                           const floe__dbz *ev, floe_error *err)
+{
+    const json_t *fields = ev->after_fields ? ev->after_fields : ev->before_fields;
+    char *columns = NULL;
+    int rc = FLOE_OK;
+    if (!k->o.sink.schema) {
+        FLOE_RETURN_IF(!fields, err, FLOE_EINVAL, "table %s does not exist and the events of "
+                       "topic %s carry no schema to make it from (JsonConverter with "
+                       "schemas.enable=false): declare its columns (--schema) and key (--key)",
+                       t->table, t->name);
+        rc = floe__dbz_columns(fields, &k->text, err);
+        if (rc == FLOE_OK && !(columns = floe__strdup((const char *)k->text.data)))
+            rc = FLOE_OOM(err);
+    }
+    if (rc == FLOE_OK && !t->key) {
+        rc = m->key ? floe__dbz_key_columns(&t->keys, m->key, m->key_len, &k->text, err)
+                    : floe__err_set(err, FLOE_EINPUT, "the message has no key");
+        if (rc == FLOE_OK && !(t->key = floe__strdup((const char *)k->text.data)))
+            rc = FLOE_OOM(err);
+        if (rc != FLOE_OK)
+            rc = floe__err_wrap(err, FLOE_EINVAL, "table %s does not exist and its key "
+                                "columns are not known: name them (--key)", t->table);
+    }
+    if (rc == FLOE_OK)
+        rc = open_sink(k, t, columns ? columns : k->o.sink.schema, err);
+    if (rc == FLOE_OK) {
+        t->pending = false;
+        floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s: table %s made from its first "
+                   "event: %s, key %s", t->name, t->table,
+                   columns ? columns : k->o.sink.schema, t->key);
+    }
+    floe__free(columns);
+    return rc;
 }
 
 /* The partitions of topics [from, n_topics) join the assignment, each at
@@ -845,7 +955,7 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     if (rc == FLOE_OK)
         rc = learn_cluster(k, err);
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
-        rc = open_sink(k, k->topics[i], err);
+        rc = open_topic(k, k->topics[i], err);
     if (rc == FLOE_OK)
         rc = assign(k, 0, err);
     if (rc != FLOE_OK) {
@@ -885,11 +995,13 @@ void floe_kafka_free(floe_kafka *k)
         floe__free(t->sink_id);
         floe__free(t->key_col);
         floe__free(t->declared);
+        floe__free(t->key);
         floe__dbz_cache_free(&t->values);
         floe__dbz_cache_free(&t->keys);
         floe__free(t);
     }
     floe__free(k->topics);
+    floe_catalog_free(k->catalog);
     if (k->has_pattern)
         regfree(&k->pattern);
     floe__free(k->cluster);
@@ -930,7 +1042,7 @@ static int key_row(floe_kafka *k, topic *t, const char *key, size_t len, floe_er
     if (i < len && key[i] == '{')
         return floe_row_set_json(t->keyrow, key, len, err);
     FLOE_RETURN_IF(!t->key_col, err, FLOE_EINPUT, "the key is not a JSON object of the key "
-                   "columns (%s)", k->o.sink.key);
+                   "columns (%s)", t->key);
     floe__buf_reset(&k->key);
     FLOE_FORWARD(floe__buf_append(&k->key, "{\"", 2, err));
     FLOE_FORWARD(floe__buf_append(&k->key, t->key_col, strlen(t->key_col), err));
@@ -1098,6 +1210,10 @@ static int apply(floe_kafka *k, topic *t, part *p, const rd_kafka_message_t *m,
         }
         floe__dbz ev;
         FLOE_FORWARD(floe__dbz_parse(&t->values, value, m->len, &ev, err));
+        if (t->pending && (ev.op == 't' || ev.op == 'm'))
+            return FLOE_OK;                    /* nothing to truncate yet */
+        if (t->pending)
+            FLOE_FORWARD(open_from_event(k, t, m, &ev, err));
         return debezium_event(k, t, m, &ev, err);
     }
     if (k->o.format == FLOE_KAFKA_APPEND) {
@@ -1263,7 +1379,7 @@ static int commit_all(floe_kafka *k, floe_error *err)
         int rc = FLOE_OK;
         if (k->o.format == FLOE_KAFKA_CHANGES) {
             rc = commit_changes(t, &done, err);
-        } else if (t->time != t->committed_time) {
+        } else if (t->sink && t->time != t->committed_time) {
             rc = floe_sink_advance(t->sink, t->time, err);
             t->committed_time = t->time;
             done = true;
@@ -1313,7 +1429,7 @@ static int new_topics(floe_kafka *k, floe_error *err)
     size_t from = k->n_topics;
     FLOE_FORWARD(discover(k, err));
     for (size_t i = from; i < k->n_topics; i++) {
-        FLOE_FORWARD(open_sink(k, k->topics[i], err));
+        FLOE_FORWARD(open_topic(k, k->topics[i], err));
         floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s matches the topic pattern: "
                    "it goes to table %s", k->topics[i]->name, k->topics[i]->table);
     }
@@ -1411,10 +1527,12 @@ int floe_kafka_metrics(const floe_kafka *k, char **out, floe_error *err)
     const floe_sink **sinks = floe__calloc(k->n_topics ? k->n_topics : 1, sizeof *sinks);
     if (rc == FLOE_OK && !sinks)
         rc = FLOE_OOM(err);
+    size_t n = 0;
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
-        sinks[i] = k->topics[i]->sink;
+        if (k->topics[i]->sink)                  /* (not a table waiting for its first event) */
+            sinks[n++] = k->topics[i]->sink;
     if (rc == FLOE_OK)
-        rc = floe__sinks_metrics(sinks, k->n_topics, &b, err);
+        rc = floe__sinks_metrics(sinks, n, &b, err);
     if (rc == FLOE_OK && !(*out = floe__buf_strdup(&b)))
         rc = FLOE_OOM(err);
     floe__free(sinks);

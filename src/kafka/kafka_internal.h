@@ -43,6 +43,10 @@ int floe__dbz_row(const floe_schema *s, const char *row, size_t n, const json_t 
  * "payload"}) the same way. */
 int floe__dbz_key(const floe_schema *s, floe__dbz_cache *c, const char *key, size_t n,
                   floe__buf *scratch, floe__buf *out, floe_error *err);
+/* The key column names "a,b" that a message key's embedded schema
+ * declares, into out (NUL-terminated); FLOE_EINPUT when it has none. */
+int floe__dbz_key_columns(floe__dbz_cache *c, const char *key, size_t n, floe__buf *out,
+                          floe_error *err);
 /* The column list (SPEC 3) that a row schema's fields declare, into out
  * (NUL-terminated); FLOE_EUNSUPPORTED for a field type floe does not map. */
 int floe__dbz_columns(const json_t *fields, floe__buf *out, floe_error *err);
