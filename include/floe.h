@@ -1305,6 +1305,18 @@ typedef struct floe_kafka_options {
      * commit, for monitoring: where reading resumes is the table's
      * record); NULL: "floe". */
     const char *group;
+    /* Set: this process is member `member` of `group` (required then),
+     * sharing the topics' partitions with the group's other members
+     * (Kafka assigns them, cooperative-sticky; `member` is the static
+     * group.instance.id, so a restarted member gets its partitions back at
+     * once).  Each member writes every topic's table through its own sink
+     * id, kafka:TOPIC@member; every commit records the offsets of all the
+     * topic's partitions (its own over the table's last record) and lands
+     * only while the table records, for each partition it reads, the
+     * offset it started at (FLOE_EFENCED otherwise: another member took
+     * the partition over).  Partitions revoked by a rebalance are
+     * committed first.  NULL: one process reads every partition. */
+    const char *member;
     /* librdkafka configuration passed through, {"k1", "v1", ..., NULL}
      * (security.protocol, sasl.*, ssl.*, ...); values are never printed. */
     const char *const *kafka_properties;

@@ -39,6 +39,7 @@ offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
 auto.create.topics.enable=false
 log.flush.interval.messages=1000000
 """

@@ -21,7 +21,8 @@
 static const char USAGE[] =
     "floe kafka --brokers HOST:PORT,... --topics T1,T2 | --topic-pattern REGEX "
     "--format debezium|upsert|changes|append [--schema COLUMNS|@FILE] [--key COLS] "
-    "[--table NS.NAME] [--table-map TOPIC=NS.NAME,...] [--namespace NS] [--group ID] "
+    "[--table NS.NAME] [--table-map TOPIC=NS.NAME,...] [--namespace NS] "
+    "[--group ID [--member NAME]] "
     "[--kafka-property KEY=VALUE]... [--kafka-columns] "
     "[--on-bad-message fail|skip|dead-letter=TOPIC] [--stop-at end] [--commit-interval DURATION] "
     "[--partition-by SPEC] [--catalog URI] [--warehouse URI] [...]";
@@ -64,6 +65,16 @@ static const char NOTES[] =
     "  monitoring only.  A table fed from another cluster, or whose offsets the topic no\n"
     "  longer holds (deleted and created again, or deleted by retention), is refused:\n"
     "  read the topic as it now is into another table (--table, --table-map).\n"
+    "\n"
+    "scaling out:\n"
+    "  Processes given the same --group and each its own --member NAME share the topics'\n"
+    "  partitions (Kafka assigns them; NAME is the static group.instance.id, so a member\n"
+    "  restarted under its name gets its partitions back at once).  Each writes the\n"
+    "  tables through its own sink id (kafka:TOPIC@NAME); every commit records the\n"
+    "  offsets of all the topic's partitions, and lands only while the table records,\n"
+    "  for each partition the member reads, the offset it started at: a member that\n"
+    "  lost a partition can never commit it twice.  Revoked partitions are committed\n"
+    "  first.  Run table maintenance in one member only (--maintain off in the others).\n"
     "\n"
     "bad messages:\n"
     "  A message that does not parse halts the run, naming topic, partition and offset;\n"
@@ -179,6 +190,12 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
         o->table_map = *map;
     }
     o->group = cli_get(opts, "group");
+    o->member = cli_get(opts, "member");
+    if (o->member && !o->group) {
+        cli_say("floe: --member NAME shares the partitions with the other members of a group: "
+                "name it (--group ID)\n");
+        return -1;
+    }
     const char *bad = cli_get(opts, "on-bad-message");
     const char *dlq = "dead-letter=";
     if (!bad || strcmp(bad, "fail") == 0) {
@@ -366,6 +383,8 @@ int cmd_kafka(int argc, char **argv)
         {"namespace", true, "Iceberg namespace of the tables (default kafka)", NULL},
         {"group", true, "consumer group whose offsets follow the commits (default floe)",
          NULL},
+        {"member", true, "share the partitions with the other members of --group as member "
+                         "NAME (stable across restarts; see below)", NULL},
         {"kafka-property", true, "a librdkafka setting KEY=VALUE (security.protocol, sasl.*, "
                                  "ssl.*, ...); may repeat; values are never printed", NULL},
         {"on-bad-message", true, "fail (default), skip, or dead-letter=TOPIC: what to do with "

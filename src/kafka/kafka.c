@@ -39,6 +39,7 @@
 #define DEFAULT_REFRESH_MS 30000u
 #define POLL_MS 100
 #define BATCH 1024
+#define MAX_HISTORY_WALK 100000    /* snapshots looked back through for a record */
 /* kafka_columns: what each appended row gets (filled by with_kafka_columns) */
 #define KAFKA_COLUMNS "_kafka_partition integer, _kafka_offset bigint, " \
                       "_kafka_timestamp timestamptz"
@@ -60,6 +61,10 @@ typedef struct part {
     bool closed;
     held *held;
     size_t n_held, cap_held;
+    /* a member of a group reads only the partitions it is assigned */
+    bool owned;
+    bool taking;                  /* being assigned: recorded_offsets sets it up */
+    bool unrecorded;              /* owned, and the table recorded no offset for it */
     /* read by floe_kafka_metrics from other threads: */
     _Atomic int64_t end;          /* the partition's end when last looked at */
     _Atomic int64_t committed;    /* the next offset the table records */
@@ -98,6 +103,10 @@ struct floe_kafka {
     bool has_pattern;
     uint64_t last_refresh_ns;
     atomic_bool stop;
+    bool member;                  /* o.member: partitions come from the group */
+    bool closing;                 /* floe_kafka_free: revocations commit nothing */
+    int cb_rc;                    /* the first failure inside a rebalance callback */
+    floe_error *run_err;          /* floe_kafka_run's, for the callback to fill */
     uint64_t last_commit_ns;
     int last_transient;           /* a transient error said once, until a message comes */
     floe__buf text, key;
@@ -264,6 +273,10 @@ static void on_error(rd_kafka_t *rk, int e, const char *reason, void *opaque)
                "and retries)", reason);
 }
 
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e,
+                         rd_kafka_topic_partition_list_t *l, void *opaque);
+static int subscribe(floe_kafka *k, floe_error *err);
+
 static int consumer_new(floe_kafka *k, floe_error *err)
 {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -283,6 +296,10 @@ static int consumer_new(floe_kafka *k, floe_error *err)
         rc = conf_set(c, "enable.partition.eof", "false", err);
     if (rc == FLOE_OK)                     /* never jump over what was not read */
         rc = conf_set(c, "auto.offset.reset", "error", err);
+    if (rc == FLOE_OK && k->member)
+        rc = conf_set(c, "group.instance.id", k->o.member, err);
+    if (k->member)
+        rd_kafka_conf_set_rebalance_cb(c, on_rebalance);
     for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2) {
         FLOE_RETURN_IF(!p[1], err, FLOE_EINVAL, "Kafka property %s has no value", p[0]);
         rc = conf_set(c, p[0], p[1], err);
@@ -454,8 +471,10 @@ static int set_parts(topic *t, const rd_kafka_metadata_topic_t *mt, floe_error *
     t->parts = floe__calloc(t->n_parts, sizeof *t->parts);
     if (!t->parts)
         return FLOE_OOM(err);
-    for (size_t p = 0; p < t->n_parts; p++)
+    for (size_t p = 0; p < t->n_parts; p++) {
         t->parts[p].id = mt->partitions[p].id;
+        t->parts[p].owned = t->parts[p].taking = !t->k->member;
+    }
     return FLOE_OK;
 }
 
@@ -552,12 +571,14 @@ static int watermarks(floe_kafka *k, const topic *t, part *p, int64_t *low, floe
 
 /* ---- where each table stands -------------------------------------------------------------- */
 
-/* The offsets the table recorded with its last commit: {"cluster": ...,
- * "topic": ..., "partitions": {"0": next, ...}}. */
-static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_error *err)
+/* The offsets the table recorded, j = {"cluster": ..., "topic": ...,
+ * "partitions": {"0": next, ...}}, for the partitions being taken:
+ * refused when they cannot be where reading goes on (another cluster, a
+ * topic re-created, messages deleted unread).  A partition the record
+ * does not name starts at its beginning. */
+static int recorded_offsets(floe_kafka *k, topic *t, const json_t *j, const char *text,
+                            floe_error *err)
 {
-    json_error_t je;
-    json_t *j = json_loads(text, 0, &je);
     int rc = FLOE_OK;
     const char *cluster = json_string_value(json_object_get(j, "cluster"));
     const char *name = json_string_value(json_object_get(j, "topic"));
@@ -585,6 +606,8 @@ static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_erro
     }
     for (size_t i = 0; rc == FLOE_OK && i < t->n_parts; i++) {
         part *p = &t->parts[i];
+        if (!p->taking)
+            continue;
         char id[16];
         snprintf(id, sizeof id, "%" PRId32, p->id);
         json_t *v = json_object_get(parts, id);
@@ -592,6 +615,7 @@ static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_erro
         rc = watermarks(k, t, p, &low, err);
         if (rc != FLOE_OK)
             break;
+        p->unrecorded = !v;
         if (!v) {                      /* a partition added since: from its start */
             p->next = p->committed = low;
             continue;
@@ -615,7 +639,6 @@ static int recorded_offsets(floe_kafka *k, topic *t, const char *text, floe_erro
                                PRId64 ": the messages between were deleted (retention) "
                                "before floe read them", t->table, t->name, id, p->next, low);
     }
-    json_decref(j);
     return rc;
 }
 
@@ -623,6 +646,7 @@ static int fresh_offsets(floe_kafka *k, topic *t, floe_error *err)
 {
     for (size_t i = 0; i < t->n_parts; i++) {
         int64_t low = 0;
+        t->parts[i].unrecorded = true;
         FLOE_FORWARD(watermarks(k, t, &t->parts[i], &low, err));
         t->parts[i].next = t->parts[i].committed = low;
     }
@@ -646,15 +670,20 @@ static int64_t offset_for(const topic *t, const part *p, floe__frontier f)
     return p->next;
 }
 
-/* floe.kafka.offsets for a commit of frontier f, into k->text. */
-static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, floe_error *err)
+/* floe.kafka.offsets for a commit of frontier f, into k->text: the
+ * partitions this process reads, over `others` (a member: the partitions
+ * object of the table's last record, those of the other members). */
+static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, const json_t *others,
+                        floe_error *err)
 {
-    json_t *parts = json_object();
-    json_t *j = json_pack("{s:s, s:s, s:o}", "cluster", k->cluster, "topic", t->name,
-                          "partitions", parts);
+    json_t *parts = others ? json_deep_copy(others) : json_object();
+    json_t *j = parts ? json_pack("{s:s, s:s, s:o}", "cluster", k->cluster, "topic", t->name,
+                                  "partitions", parts) : NULL;
     if (!j)
         return FLOE_OOM(err);
     for (size_t i = 0; i < t->n_parts; i++) {
+        if (!t->parts[i].owned)
+            continue;
         char id[16];
         snprintf(id, sizeof id, "%" PRId32, t->parts[i].id);
         if (json_object_set_new(parts, id, json_integer(offset_for(t, &t->parts[i], f))) != 0) {
@@ -673,14 +702,67 @@ static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, floe_er
     return rc;
 }
 
+/* The newest floe.kafka.offsets of topic t on main's history of md (its
+ * current snapshot back through the parents), parsed; NULL when none. */
+static json_t *latest_record(const topic *t, const floe__metadata *md)
+{
+    const floe__snapshot *s = floe__metadata_current_snapshot(md);
+    for (size_t hops = 0; s && hops < MAX_HISTORY_WALK; hops++) {
+        const char *v = floe__snapshot_summary_get(s, OFFSETS_PROP);
+        json_t *j = v ? json_loads(v, 0, NULL) : NULL;
+        const char *name = json_string_value(json_object_get(j, "topic"));
+        if (name && strcmp(name, t->name) == 0)
+            return j;
+        json_decref(j);
+        s = s->has_parent ? floe__metadata_snapshot_by_id(md, s->parent_snapshot_id) : NULL;
+    }
+    return NULL;
+}
+
+/* A member's commit lands only where the table records, for each partition
+ * it reads, the offset it started reading that partition at: else another
+ * member read and committed the partition meanwhile (a rebalance moved it,
+ * this process was paused past its session), and committing would double
+ * those messages. */
+static int check_ownership(const topic *t, const json_t *rec, floe_error *err)
+{
+    const json_t *parts = json_object_get(rec, "partitions");
+    for (size_t i = 0; i < t->n_parts; i++) {
+        const part *p = &t->parts[i];
+        if (!p->owned)
+            continue;
+        char id[16];
+        snprintf(id, sizeof id, "%" PRId32, p->id);
+        const json_t *v = json_object_get(parts, id);
+        if (v ? json_integer_value(v) == p->committed : p->unrecorded)
+            continue;
+        char had[32] = "none";
+        if (v)
+            snprintf(had, sizeof had, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return floe__err_set(err, FLOE_EFENCED, "topic %s partition %" PRId32 ": table %s "
+                             "records offset %s, but this member (%s) read it from %" PRId64
+                             ": another member of the group committed the partition since (a "
+                             "rebalance moved it); nothing of this commit lands, and a rerun "
+                             "reads on from what the table records", t->name, p->id, t->table,
+                             had, t->k->o.member, p->committed);
+    }
+    return FLOE_OK;
+}
+
 /* The sink's summary hook: every snapshot of a topic's table records the
  * offsets that go with its frontier, whichever call committed it (a
  * schema change or truncation cuts a batch of its own). */
-static int offsets_summary(void *ctx, floe__frontier upper, json_t *summary, floe_error *err)
+static int offsets_summary(void *ctx, floe__frontier upper, const floe__metadata *base,
+                           json_t *summary, floe_error *err)
 {
     topic *t = ctx;
     FLOE_FORWARD(dead_letter_flush(t->k, err));
-    FLOE_FORWARD(offsets_text(t->k, t, upper, err));
+    json_t *rec = t->k->member ? latest_record(t, base) : NULL;
+    int rc = t->k->member ? check_ownership(t, rec, err) : FLOE_OK;
+    if (rc == FLOE_OK)
+        rc = offsets_text(t->k, t, upper, json_object_get(rec, "partitions"), err);
+    json_decref(rec);
+    FLOE_FORWARD(rc);
     json_t *v = json_string((const char *)t->k->text.data);
     if (!v || json_object_set_new(summary, OFFSETS_PROP, v) != 0)
         return FLOE_OOM(err);
@@ -716,6 +798,7 @@ static int open_sink(floe_kafka *k, topic *t, const char *declared, floe_error *
     so.mode = t->key ? FLOE_SINK_MODE_UPSERT : FLOE_SINK_MODE_APPEND;
     so.commit_on_advance = 1;
     so.as_of = 0;
+    so.new_sink = so.new_sink || k->member;  /* a member joins a table the others fill */
     /* The schema is for a table floe creates: an existing one is read with
      * its own columns, those its stream added since (a schema record, a
      * Debezium ADD COLUMN) included, never evolved back to it. */
@@ -756,16 +839,21 @@ static int resume_offsets(floe_kafka *k, topic *t, floe_error *err)
     const char *resume = floe_sink_resume_frontier(t->sink);
     if (!resume) {                         /* time 0 is the (empty) snapshot batch's */
         t->time = t->committed_time = k->o.format == FLOE_KAFKA_CHANGES ? 0 : 1;
-        return fresh_offsets(k, t, err);
+        return k->member ? FLOE_OK : fresh_offsets(k, t, err);
     }
     t->time = t->committed_time = strtoull(resume + 1, NULL, 10);
     for (size_t i = 0; i < t->n_parts; i++)  /* changes: no partition is behind the table */
         t->parts[i].progress = t->committed_time;
+    if (k->member)                         /* offsets come with each assignment */
+        return FLOE_OK;
     const char *rec = floe__sink_resume_property(t->sink, OFFSETS_PROP);
     FLOE_RETURN_IF(!rec, err, FLOE_ESTATE, "table %s records progress of sink %s at %s but no "
                    "Kafka offsets (%s): it was not written by floe kafka", t->table,
                    t->sink_id, resume, OFFSETS_PROP);
-    FLOE_FORWARD(recorded_offsets(k, t, rec, err));
+    json_t *j = json_loads(rec, 0, NULL);
+    int rc = recorded_offsets(k, t, j, rec, err);
+    json_decref(j);
+    FLOE_FORWARD(rc);
     floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s: table %s resumes at its recorded "
                "offsets (frontier %s)", t->name, t->table, resume);
     return FLOE_OK;
@@ -808,7 +896,10 @@ static int look_at_table(floe_kafka *k, topic *t, bool *exists, char **key, floe
  * the message key's. */
 static int open_topic(floe_kafka *k, topic *t, floe_error *err)
 {
-    if (!(t->table = table_of(k, t->name)) || !(t->sink_id = floe__sprintf("kafka:%s", t->name)))
+    t->table = table_of(k, t->name);
+    t->sink_id = k->member ? floe__sprintf("kafka:%s@%s", t->name, k->o.member)
+                           : floe__sprintf("kafka:%s", t->name);
+    if (!t->table || !t->sink_id)
         return FLOE_OOM(err);
     const char *fmt = k->o.format == FLOE_KAFKA_UPSERT ? "upsert" : "debezium";
     bool by_key = k->o.format == FLOE_KAFKA_UPSERT || k->o.format == FLOE_KAFKA_DEBEZIUM;
@@ -828,7 +919,7 @@ static int open_topic(floe_kafka *k, topic *t, floe_error *err)
         if (!exists && dbz) {                /* made from its first event */
             t->pending = true;
             t->time = t->committed_time = 1;
-            return fresh_offsets(k, t, err);
+            return k->member ? FLOE_OK : fresh_offsets(k, t, err);
         }
         FLOE_RETURN_IF(!t->key, err, FLOE_EINVAL, "topic %s: the %s format needs the key "
                        "columns (the message key is the row's key) and table %s records none: "
@@ -915,6 +1006,11 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     FLOE_RETURN_IF((opts->on_bad_message == FLOE_KAFKA_BAD_DEAD_LETTER) !=
                        (opts->dead_letter_topic && *opts->dead_letter_topic), err, FLOE_EINVAL,
                    "dead_letter_topic goes with on_bad_message FLOE_KAFKA_BAD_DEAD_LETTER");
+    FLOE_RETURN_IF(opts->member && (!*opts->member || !opts->group), err, FLOE_EINVAL,
+                   "Kafka: a member (member) needs its group (group)");
+    FLOE_RETURN_IF(opts->member && opts->format == FLOE_KAFKA_CHANGES, err, FLOE_EINVAL,
+                   "Kafka: the changes format's frontier is the least progress of all the "
+                   "partitions: one process reads them (no member)");
     FLOE_RETURN_IF(!opts->topics == !opts->topic_pattern, err, FLOE_EINVAL,
                    "Kafka: give topics or topic_pattern (one of them)");
     FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND &&
@@ -931,10 +1027,12 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     int rc = k->strings ? FLOE_OK : FLOE_OOM(err);
     if (rc == FLOE_OK) {
         k->o = *opts;
+        k->member = opts->member != NULL;
         k->o.kafka_properties = NULL;       /* read only here, by consumer_new */
         if (own(k, &k->o.brokers) || own(k, &k->o.topics) || own(k, &k->o.namespace_name) ||
             own(k, &k->o.table_map) || own(k, &k->o.group) ||
-            own(k, &k->o.dead_letter_topic) || own(k, &k->o.topic_pattern))
+            own(k, &k->o.dead_letter_topic) || own(k, &k->o.topic_pattern) ||
+            own(k, &k->o.member))
             rc = FLOE_OOM(err);
         else
             rc = floe__sink_options_own(&k->o.sink, k->strings, err);
@@ -957,7 +1055,7 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
         rc = open_topic(k, k->topics[i], err);
     if (rc == FLOE_OK)
-        rc = assign(k, 0, err);
+        rc = k->member ? subscribe(k, err) : assign(k, 0, err);
     if (rc != FLOE_OK) {
         floe_kafka_free(k);
         return rc;
@@ -975,6 +1073,8 @@ void floe_kafka_free(floe_kafka *k)
         return;
     if (k->queue)
         rd_kafka_queue_destroy(k->queue);
+    k->closing = true;                         /* (revocations in the close commit nothing) */
+    k->run_err = NULL;
     if (k->rk) {
         rd_kafka_consumer_close(k->rk);
         rd_kafka_destroy(k->rk);
@@ -1279,8 +1379,8 @@ static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
     topic *t = topic_of(k, name, m->partition, &p);
     FLOE_RETURN_IF(!t, err, FLOE_EINTERNAL, "Kafka: a message of %s partition %" PRId32
                    ", which is not assigned", name, m->partition);
-    if (m->offset < p->next)
-        return FLOE_OK;                     /* read before (a seek back) */
+    if (!p->owned || m->offset < p->next)
+        return FLOE_OK;                     /* revoked, or read before (a seek back) */
     atomic_fetch_add(&k->messages, 1);
     atomic_fetch_add(&k->bytes, m->len + m->key_len);
     int rc = apply(k, t, p, m, err);
@@ -1316,9 +1416,10 @@ static void commit_group(floe_kafka *k)
         return;
     for (size_t i = 0; i < k->n_topics; i++)
         for (size_t p = 0; p < k->topics[i]->n_parts; p++)
-            rd_kafka_topic_partition_list_add(l, k->topics[i]->name,
-                                              k->topics[i]->parts[p].id)->offset =
-                k->topics[i]->parts[p].committed;
+            if (k->topics[i]->parts[p].owned)
+                rd_kafka_topic_partition_list_add(l, k->topics[i]->name,
+                                                  k->topics[i]->parts[p].id)->offset =
+                    k->topics[i]->parts[p].committed;
     rd_kafka_commit(k->rk, l, 1);            /* async: its outcome changes nothing */
     rd_kafka_topic_partition_list_destroy(l);
 }
@@ -1330,6 +1431,8 @@ static void update_lag(floe_kafka *k)
         for (size_t p = 0; p < k->topics[i]->n_parts; p++) {
             part *pt = &k->topics[i]->parts[p];
             int64_t lo = 0, hi = 0;
+            if (!pt->owned)
+                continue;
             if (rd_kafka_get_watermark_offsets(k->rk, k->topics[i]->name, pt->id, &lo, &hi) ==
                     RD_KAFKA_RESP_ERR_NO_ERROR && hi > pt->end)
                 pt->end = hi;
@@ -1391,9 +1494,12 @@ static int commit_all(floe_kafka *k, floe_error *err)
         floe__frontier f = t->complete ? (floe__frontier){.empty = true}
                                        : floe__frontier_at(t->committed_time);
         for (size_t p = 0; p < t->n_parts; p++)   /* (not changes: every message read) */
-            t->parts[p].committed = k->o.format == FLOE_KAFKA_CHANGES
-                                        ? offset_for(t, &t->parts[p], f)
-                                        : t->parts[p].next;
+            if (t->parts[p].owned) {
+                t->parts[p].committed = k->o.format == FLOE_KAFKA_CHANGES
+                                            ? offset_for(t, &t->parts[p], f)
+                                            : t->parts[p].next;
+                t->parts[p].unrecorded = false;
+            }
         atomic_fetch_add(&k->snapshots, 1);
         any = true;
     }
@@ -1404,13 +1510,16 @@ static int commit_all(floe_kafka *k, floe_error *err)
     return FLOE_OK;
 }
 
+/* Every partition read up to its end when it was taken (a member: all of
+ * them assigned to it). */
 static bool at_end(const floe_kafka *k)
 {
     for (size_t i = 0; i < k->n_topics; i++)
         for (size_t p = 0; p < k->topics[i]->n_parts; p++)
-            if (k->topics[i]->parts[p].next < k->topics[i]->parts[p].stop)
+            if (!k->topics[i]->parts[p].owned ||
+                k->topics[i]->parts[p].next < k->topics[i]->parts[p].stop)
                 return false;
-    return true;
+    return k->n_topics > 0 || !k->member;
 }
 
 static bool stop_asked(floe_kafka *k)
@@ -1423,6 +1532,163 @@ static bool stop_asked(floe_kafka *k)
     return poll(&pf, 1, 0) > 0;
 }
 
+/* ---- a member of a group ------------------------------------------------------------------ */
+
+typedef struct look {
+    const topic *t;
+    json_t *rec;
+} look;
+
+static int look_record(void *ctx, const floe__metadata *md, floe_error *err)
+{
+    (void)err;
+    look *l = ctx;
+    l->rec = latest_record(l->t, md);
+    return FLOE_OK;
+}
+
+static part *part_of(topic *t, int32_t id)
+{
+    for (size_t i = 0; i < t->n_parts; i++)
+        if (t->parts[i].id == id)
+            return &t->parts[i];
+    return NULL;
+}
+
+/* Partitions assigned to this member: each starts at the offset its
+ * table records now (the member that had it committed what it read
+ * before giving it up). */
+static int take(floe_kafka *k, rd_kafka_topic_partition_list_t *l, floe_error *err)
+{
+    size_t taken = 0;
+    for (size_t i = 0; i < k->n_topics; i++) {
+        topic *t = k->topics[i];
+        bool any = false;
+        for (int j = 0; j < l->cnt; j++) {
+            if (strcmp(l->elems[j].topic, t->name) != 0)
+                continue;
+            part *p = part_of(t, l->elems[j].partition);
+            FLOE_RETURN_IF(!p, err, FLOE_ESTATE, "topic %s partition %" PRId32 " was added "
+                           "after floe started: run it again to read it", t->name,
+                           l->elems[j].partition);
+            p->taking = any = true;
+        }
+        if (!any)
+            continue;
+        look lk = {t, NULL};
+        int rc = t->sink ? floe__sink_look(t->sink, look_record, &lk, err) : FLOE_OK;
+        if (rc == FLOE_OK && lk.rec)
+            rc = recorded_offsets(k, t, lk.rec, "(the table's last record)", err);
+        for (size_t p = 0; rc == FLOE_OK && !lk.rec && p < t->n_parts; p++) {
+            int64_t low = 0;
+            if (!t->parts[p].taking)
+                continue;
+            rc = watermarks(k, t, &t->parts[p], &low, err);
+            t->parts[p].next = t->parts[p].committed = low;
+            t->parts[p].unrecorded = true;
+        }
+        json_decref(lk.rec);
+        FLOE_FORWARD(rc);
+        for (size_t p = 0; p < t->n_parts; p++) {
+            part *pt = &t->parts[p];
+            if (!pt->taking)
+                continue;
+            pt->taking = false;
+            pt->owned = true;
+            pt->stop = pt->end;
+            pt->n_held = 0;
+            taken++;
+        }
+    }
+    for (int j = 0; j < l->cnt; j++) {
+        part *p = NULL;
+        topic *t = topic_of(k, l->elems[j].topic, l->elems[j].partition, &p);
+        if (t)
+            l->elems[j].offset = p->next;
+    }
+    floe__tell(k->o.on_notice, k->o.notice_ctx, "member %s of group %s: %zu partition%s "
+               "assigned", k->o.member, k->o.group, taken, taken == 1 ? "" : "s");
+    return FLOE_OK;
+}
+
+/* Whether anything of the partitions in l was read and not committed. */
+static bool read_since_commit(floe_kafka *k, const rd_kafka_topic_partition_list_t *l)
+{
+    for (int j = 0; j < l->cnt; j++) {
+        part *p = NULL;
+        if (topic_of(k, l->elems[j].topic, l->elems[j].partition, &p) && p->owned &&
+            p->next != p->committed)
+            return true;
+    }
+    return false;
+}
+
+/* Partitions revoked (what was read is committed first) or lost. */
+static void give_up(floe_kafka *k, rd_kafka_topic_partition_list_t *l)
+{
+    for (int j = 0; j < l->cnt; j++) {
+        part *p = NULL;
+        if (topic_of(k, l->elems[j].topic, l->elems[j].partition, &p)) {
+            p->owned = false;
+            p->n_held = 0;
+        }
+    }
+}
+
+/* The group's rebalances, inside floe_kafka_run's polls.  Eager ones:
+ * every rebalance revokes the whole assignment and hands out a new one, and
+ * each assignment sets every partition's position, at its table's record
+ * (librdkafka 2.0's incremental assignments were seen to drop messages it
+ * had fetched for the partitions kept).  A revocation commits everything
+ * read first, so the next owner starts where this one stopped; a lost
+ * assignment (a session timed out) commits nothing, another member may own
+ * the partitions already.  A failure halts the run (cb_rc). */
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e,
+                         rd_kafka_topic_partition_list_t *l, void *opaque)
+{
+    floe_kafka *k = opaque;
+    int rc = FLOE_OK;
+    rd_kafka_resp_err_t x;
+    if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (k->run_err && k->cb_rc == FLOE_OK)
+            rc = take(k, l, k->run_err);
+        x = rd_kafka_assign(rk, rc == FLOE_OK ? l : NULL);
+    } else {
+        if (rd_kafka_assignment_lost(rk)) {
+            /* what was read of them waits uncommitted in the sinks, and
+             * their new owners read it again: it must never be committed */
+            if (k->run_err && !k->closing && k->cb_rc == FLOE_OK && read_since_commit(k, l))
+                rc = floe__err_set(k->run_err, FLOE_EFENCED, "member %s of group %s lost its "
+                                   "partitions (its session expired: the process was paused "
+                                   "or cut off): what it read of them since its last commit is "
+                                   "left to their new owners; run it again", k->o.member,
+                                   k->o.group);
+        } else if (k->run_err && !k->closing && k->cb_rc == FLOE_OK) {
+            rc = commit_all(k, k->run_err);
+        }
+        give_up(k, l);
+        x = rd_kafka_assign(rk, NULL);
+    }
+    if (x && rc == FLOE_OK && k->run_err)
+        rc = kerr(k->run_err, x, "Kafka: the group's assignment");
+    if (rc != FLOE_OK && k->cb_rc == FLOE_OK)
+        k->cb_rc = rc;
+}
+
+/* A member reads what the group assigns of its topics. */
+static int subscribe(floe_kafka *k, floe_error *err)
+{
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new(k->n_topics ? (int)k->n_topics : 1);
+    if (!l)
+        return FLOE_OOM(err);
+    for (size_t i = 0; i < k->n_topics; i++)
+        rd_kafka_topic_partition_list_add(l, k->topics[i]->name, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = k->n_topics ? rd_kafka_subscribe(k->rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_topic_partition_list_destroy(l);
+    return e ? kerr(err, e, "Kafka: subscribing to the topics") : FLOE_OK;
+}
+
 /* topic_pattern: topics created since the last look join the run. */
 static int new_topics(floe_kafka *k, floe_error *err)
 {
@@ -1433,10 +1699,12 @@ static int new_topics(floe_kafka *k, floe_error *err)
         floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s matches the topic pattern: "
                    "it goes to table %s", k->topics[i]->name, k->topics[i]->table);
     }
-    return from < k->n_topics ? assign(k, from, err) : FLOE_OK;
+    if (from == k->n_topics)
+        return FLOE_OK;
+    return k->member ? subscribe(k, err) : assign(k, from, err);
 }
 
-int floe_kafka_run(floe_kafka *k, floe_error *err)
+static int run(floe_kafka *k, floe_error *err)
 {
     uint64_t interval_ns = (k->o.commit_interval_ms ? k->o.commit_interval_ms
                                                     : DEFAULT_COMMIT_MS) * 1000000u;
@@ -1454,6 +1722,11 @@ int floe_kafka_run(floe_kafka *k, floe_error *err)
         ssize_t n = rd_kafka_consume_batch_queue(k->queue, POLL_MS, msgs, BATCH);
         FLOE_RETURN_IF(n < 0, err, FLOE_EINTERNAL, "Kafka: %s",
                        rd_kafka_err2str(rd_kafka_last_error()));
+        if (k->cb_rc != FLOE_OK) {            /* a rebalance failed (err says why) */
+            for (ssize_t i = 0; i < n; i++)
+                rd_kafka_message_destroy(msgs[i]);
+            return k->cb_rc;
+        }
         int rc = FLOE_OK;
         for (ssize_t i = 0; i < n; i++) {
             if (rc == FLOE_OK)
@@ -1466,6 +1739,14 @@ int floe_kafka_run(floe_kafka *k, floe_error *err)
         if (k->has_pattern && floe__monotonic_ns() - k->last_refresh_ns >= refresh_ns)
             FLOE_FORWARD(new_topics(k, err));
     }
+}
+
+int floe_kafka_run(floe_kafka *k, floe_error *err)
+{
+    k->run_err = err;
+    int rc = run(k, err);
+    k->run_err = NULL;
+    return rc;
 }
 
 /* ---- what it did ------------------------------------------------------------------------------- */

@@ -256,13 +256,6 @@ static int summary_of(const floe__committer *c, const floe__sealed *s, json_t **
             return FLOE_OOM(err);
         }
     }
-    if (c->cfg.summary_hook) {
-        int rc = c->cfg.summary_hook(c->cfg.summary_ctx, s->desc.upper, o, err);
-        if (rc != FLOE_OK) {
-            json_decref(o);
-            return rc;
-        }
-    }
     *out = o;
     return FLOE_OK;
 }
@@ -408,6 +401,9 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
         *id = p.snapshot_id;
         return FLOE_OK;
     }
+    if (c->cfg.summary_hook)
+        FLOE_FORWARD(c->cfg.summary_hook(c->cfg.summary_ctx, s->desc.upper, t->loaded->metadata,
+                                         summary, err));
     floe__posdel_set *deletes = NULL;
     uint64_t token = 0;
     bool own = !c->cfg.prepare;

@@ -464,10 +464,11 @@ static int file_options(floe_sink *s, floe__content content, floe__file_writer_o
 }
 
 /* The committer's summary hook: the source's, when it set one. */
-static int summary_hook(void *ctx, floe__frontier upper, json_t *summary, floe_error *err)
+static int summary_hook(void *ctx, floe__frontier upper, const floe__metadata *base,
+                        json_t *summary, floe_error *err)
 {
     floe_sink *s = ctx;
-    return s->summary_fn ? s->summary_fn(s->summary_ctx, upper, summary, err) : FLOE_OK;
+    return s->summary_fn ? s->summary_fn(s->summary_ctx, upper, base, summary, err) : FLOE_OK;
 }
 
 static int setup_parts(floe_sink *s, floe_error *err)
@@ -869,6 +870,17 @@ const char *floe__sink_resume_property(const floe_sink *s, const char *key)
 
 void floe__sink_expect_absent_keys(floe_sink *s) { s->wcfg.absent_keys_expected = true; }
 
+int floe__sink_look(floe_sink *s, int (*fn)(void *ctx, const floe__metadata *md, floe_error *err),
+                    void *ctx, floe_error *err)
+{
+    pthread_mutex_lock(&s->commit_gate);
+    int rc = floe__table_refresh(s->table, err);
+    if (rc == FLOE_OK)
+        rc = fn(ctx, s->table->loaded->metadata, err);
+    pthread_mutex_unlock(&s->commit_gate);
+    return rc;
+}
+
 int floe_sink_complete(const floe_sink *s) { return s->complete; }
 
 const char *floe_sink_index_report(const floe_sink *s)
@@ -1045,7 +1057,8 @@ int floe_sink_set_property(floe_sink *s, const char *key, const char *value, flo
 }
 
 void floe__sink_summary_hook(floe_sink *s,
-                             int (*fn)(void *ctx, floe__frontier upper, json_t *summary,
+                             int (*fn)(void *ctx, floe__frontier upper,
+                                       const floe__metadata *base, json_t *summary,
                                        floe_error *err),
                              void *ctx)
 {

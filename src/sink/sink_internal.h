@@ -430,10 +430,13 @@ typedef struct floe__committer_config {
     /* Further summary properties (string values) for every snapshot, read
      * at each attempt; borrowed, may be NULL. */
     const json_t *extra_props;
-    /* Called at each attempt with the frontier its snapshot records: sets
-     * the summary properties that belong to exactly that frontier (a
-     * source's read positions) on `summary`; may be NULL. */
-    int (*summary_hook)(void *ctx, floe__frontier upper, json_t *summary, floe_error *err);
+    /* Called at each attempt with the frontier its snapshot records and
+     * the metadata it commits on (the table as just reloaded): sets the
+     * summary properties that belong to exactly that frontier (a source's
+     * read positions) on `summary`, or refuses the attempt (an error: it
+     * ends the commit unless its code is one retried); may be NULL. */
+    int (*summary_hook)(void *ctx, floe__frontier upper, const floe__metadata *base,
+                        json_t *summary, floe_error *err);
     void *summary_ctx;
     /* NULL, or a mutex held around each attempt (reload to commit), which
      * the sink's own maintenance holds around its commits too. */
@@ -574,14 +577,21 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
 /* Whether a partition spec change (e.g. a rerun's --partition-by) waits
  * for the sink's next snapshot. */
 bool floe__sink_spec_pending(const floe_sink *s);
+/* fn on the sink's table as the catalog has it now (reloaded), while no
+ * commit of the sink or its maintenance runs. */
+int floe__sink_look(floe_sink *s, int (*fn)(void *ctx, const floe__metadata *md, floe_error *err),
+                    void *ctx, floe_error *err);
 /* Every snapshot the sink commits from now on gets the summary
  * properties fn sets for the frontier it records (called at each commit
- * attempt, on the thread committing: the sink's), after those of
- * floe_sink_set_property.  For a source whose read position must match
- * the frontier of whichever commit lands, including the ones the sink
- * makes on its own (a schema change cuts a batch).  fn NULL: none. */
+ * attempt with the metadata it commits on, on the thread committing: the
+ * sink's), after those of floe_sink_set_property; an error from fn ends
+ * the commit.  For a source whose read position must match the frontier
+ * of whichever commit lands, including the ones the sink makes on its own
+ * (a schema change cuts a batch), and that checks the table before
+ * (another process took its input over).  fn NULL: none. */
 void floe__sink_summary_hook(floe_sink *s,
-                             int (*fn)(void *ctx, floe__frontier upper, json_t *summary,
+                             int (*fn)(void *ctx, floe__frontier upper,
+                                       const floe__metadata *base, json_t *summary,
                                        floe_error *err),
                              void *ctx);
 /* One NDJSON change line (SPEC 2), parsed into *ch (its row or strings

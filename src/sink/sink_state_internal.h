@@ -83,7 +83,8 @@ struct floe_sink {
     floe_sink_options opts;          /* its strings point into `strings` */
     floe__arena *strings;
     json_t *props;                   /* floe_sink_set_property's, for every commit */
-    int (*summary_fn)(void *ctx, floe__frontier upper, json_t *summary, floe_error *err);
+    int (*summary_fn)(void *ctx, floe__frontier upper, const floe__metadata *base,
+                      json_t *summary, floe_error *err);
     void *summary_ctx;               /* floe__sink_summary_hook's */
     bool touched;                    /* something was pushed or advanced */
     uint64_t since_publish;
