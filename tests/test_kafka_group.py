@@ -233,3 +233,55 @@ def test_sigkills_and_rebalances_in_a_group_lose_and_double_nothing(tmp_path):
     drain(r, "grpk", produced[0] + 1)
     final = assert_offsets_never_go_back(records(r, "kafka.grpk"))
     assert sum(final.values()) == produced[0] + 1
+
+
+def test_one_member_maintains_the_table_elected_through_it(tmp_path):
+    """With --maintain auto in every member, the table's floe.kafka.maintainer
+    lease names one of them at a time; when its holder is gone past the
+    lease, the other takes it over at its next commit."""
+    b = broker()
+    b.create_topic("grpm", 4)
+    r = Run(tmp_path, b.brokers)
+
+    def member(name):
+        args = member_args(r, "grpm", name)
+        args[args.index("--maintain") + 1] = "auto"
+        with open(f"{r.dir}/{name}.log", "a") as f:
+            return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=f, text=True)
+
+    def leases():
+        t = r.table("kafka.grpm")
+        return [s.summary.additional_properties.get("floe.kafka.maintainer")
+                for s in sorted(t.snapshots(), key=lambda s: s.sequence_number)
+                if s.summary and "floe.kafka.offsets" in s.summary.additional_properties]
+
+    b.produce("grpm", [(i % 4, None, {"id": i, "v": "x", "n": 0}) for i in range(400)])
+    m1 = member("m1")
+    wait_rows(r, "kafka.grpm", 400, [m1])
+    m2 = member("m2")
+    try:
+        for k in range(3):                   # both commit, several times
+            b.produce("grpm", [(i % 4, None, {"id": i, "v": "y", "n": 0})
+                               for i in range(400 + 40 * k, 440 + 40 * k)])
+            wait_rows(r, "kafka.grpm", 440 + 40 * k, [m1, m2])
+        held = {v.split()[0] for v in leases()}
+        assert held == {"m1"}, leases()      # the first to commit holds it
+        m1.kill()
+        m1.wait()
+        deadline, j = time.time() + 120 * SCALE, 0
+        while time.time() < deadline:        # m2 commits on until the lease is its own
+            b.produce("grpm", [(i % 4, None, {"id": 10000 + 4 * j + i, "v": "z", "n": 0})
+                               for i in range(4)])
+            j += 1
+            time.sleep(1)
+            if leases()[-1].split()[0] == "m2":
+                break
+        assert leases()[-1].split()[0] == "m2", leases()[-5:]
+    finally:
+        for p in (m1, m2):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                p.wait()
+    log1, log2 = (open(f"{r.dir}/{m}.log").read() for m in ("m1", "m2"))
+    assert "member m1 maintains table kafka.grpm" in log1, log1
+    assert "member m2 maintains table kafka.grpm" in log2, log2

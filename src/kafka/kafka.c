@@ -34,6 +34,8 @@
 
 #define OFFSETS_PROP "floe.kafka.offsets"
 #define KEY_PROP "floe.kafka.key"
+#define MAINT_PROP "floe.kafka.maintainer"
+#define MIN_LEASE_MS 10000
 #define DEFAULT_TIMEOUT_MS 30000u
 #define DEFAULT_COMMIT_MS 10000u
 #define DEFAULT_REFRESH_MS 30000u
@@ -84,6 +86,7 @@ typedef struct topic {
     char *declared;               /* kafka_columns: the schema with them */
     char *key;                    /* the key columns, "a,b" (upsert, debezium, changes) */
     bool pending;                 /* debezium: the table is made from the first event */
+    bool maintains;               /* a member: it holds the table's maintenance lease */
     floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
 } topic;
 
@@ -703,20 +706,56 @@ static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, const j
 }
 
 /* The newest floe.kafka.offsets of topic t on main's history of md (its
- * current snapshot back through the parents), parsed; NULL when none. */
-static json_t *latest_record(const topic *t, const floe__metadata *md)
+ * current snapshot back through the parents), parsed; NULL when none.
+ * *at: the snapshot holding it. */
+static json_t *latest_record(const topic *t, const floe__metadata *md,
+                             const floe__snapshot **at)
 {
     const floe__snapshot *s = floe__metadata_current_snapshot(md);
     for (size_t hops = 0; s && hops < MAX_HISTORY_WALK; hops++) {
         const char *v = floe__snapshot_summary_get(s, OFFSETS_PROP);
         json_t *j = v ? json_loads(v, 0, NULL) : NULL;
         const char *name = json_string_value(json_object_get(j, "topic"));
-        if (name && strcmp(name, t->name) == 0)
+        if (name && strcmp(name, t->name) == 0) {
+            if (at)
+                *at = s;
             return j;
+        }
         json_decref(j);
         s = s->has_parent ? floe__metadata_snapshot_by_id(md, s->parent_snapshot_id) : NULL;
     }
     return NULL;
+}
+
+/* Members elect the one that maintains a table through the table: every
+ * member's commit carries floe.kafka.maintainer, "NAME UNTIL" (wall-clock
+ * ms); a member takes it over when it is its own, absent or expired, and
+ * otherwise carries it on.  Its holder keeps renewing it while it commits;
+ * when it stops (gone, or idle past the lease), the next member to commit
+ * takes over.  Two maintaining at once for a moment is harmless (their
+ * commits race like any writers'). */
+static int maintainer_lease(topic *t, const char *had, json_t *summary, floe_error *err)
+{
+    floe_kafka *k = t->k;
+    int64_t now = floe__now_ms(), until = 0;
+    size_t n = had ? strcspn(had, " ") : 0;
+    if (had && had[n])
+        until = strtoll(had + n + 1, NULL, 10);
+    bool mine = !had || until < now ||
+                (n == strlen(k->o.member) && memcmp(had, k->o.member, n) == 0);
+    uint64_t interval = k->o.commit_interval_ms ? k->o.commit_interval_ms : DEFAULT_COMMIT_MS;
+    int64_t lease = (int64_t)(3 * interval > MIN_LEASE_MS ? 3 * interval : MIN_LEASE_MS);
+    char *v = mine ? floe__sprintf("%s %" PRId64, k->o.member, now + lease) : floe__strdup(had);
+    json_t *j = v ? json_string(v) : NULL;
+    floe__free(v);
+    if (!j || json_object_set_new(summary, MAINT_PROP, j) != 0)
+        return FLOE_OOM(err);
+    if (mine != t->maintains)
+        floe__tell(k->o.on_notice, k->o.notice_ctx, "member %s %s table %s", k->o.member,
+                   mine ? "maintains" : "leaves the maintenance of", t->table);
+    t->maintains = mine;
+    floe__sink_maintain(t->sink, mine);
+    return FLOE_OK;
 }
 
 /* A member's commit lands only where the table records, for each partition
@@ -757,8 +796,12 @@ static int offsets_summary(void *ctx, floe__frontier upper, const floe__metadata
 {
     topic *t = ctx;
     FLOE_FORWARD(dead_letter_flush(t->k, err));
-    json_t *rec = t->k->member ? latest_record(t, base) : NULL;
+    const floe__snapshot *at = NULL;
+    json_t *rec = t->k->member ? latest_record(t, base, &at) : NULL;
     int rc = t->k->member ? check_ownership(t, rec, err) : FLOE_OK;
+    if (rc == FLOE_OK && t->k->member && t->k->o.sink.maintain == FLOE_MAINTAIN_AUTO)
+        rc = maintainer_lease(t, at ? floe__snapshot_summary_get(at, MAINT_PROP) : NULL,
+                              summary, err);
     if (rc == FLOE_OK)
         rc = offsets_text(t->k, t, upper, json_object_get(rec, "partitions"), err);
     json_decref(rec);
@@ -826,6 +869,8 @@ static int open_sink(floe_kafka *k, topic *t, const char *declared, floe_error *
     if (k->o.kafka_columns)
         FLOE_FORWARD(check_kafka_columns(t, err));
     floe__sink_summary_hook(t->sink, offsets_summary, t);
+    if (k->member)                            /* until it holds the lease */
+        floe__sink_maintain(t->sink, false);
     if (t->key && !strchr(t->key, ',') && !(t->key_col = floe__strdup(t->key)))
         return FLOE_OOM(err);
     FLOE_FORWARD(floe_row_new(floe_sink_row_schema(t->sink), &t->row, err));
@@ -1543,7 +1588,7 @@ static int look_record(void *ctx, const floe__metadata *md, floe_error *err)
 {
     (void)err;
     look *l = ctx;
-    l->rec = latest_record(l->t, md);
+    l->rec = latest_record(l->t, md, NULL);
     return FLOE_OK;
 }
 

@@ -40,6 +40,7 @@ struct floe__maintainer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop, nudged;
+    bool paused;                           /* floe__maintainer_pause: no rounds */
     int64_t index_at;                      /* where the key index stands; 0: none */
     /* the thread's own */
     floe__fileio *io;
@@ -246,8 +247,9 @@ static void *thread_main(void *arg)
         wait_for_work(m);
         if (m->stop)
             break;
+        bool paused = m->paused;
         pthread_mutex_unlock(&m->mu);
-        if (allowance(m, floe__monotonic_ns()) > 0)
+        if (!paused && allowance(m, floe__monotonic_ns()) > 0)
             run_round(m);
         pthread_mutex_lock(&m->mu);
     }
@@ -289,6 +291,15 @@ void floe__maintainer_committed(floe__maintainer *m, int64_t index_at)
     m->nudged = true;
     m->index_at = index_at;
     pthread_cond_signal(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void floe__maintainer_pause(floe__maintainer *m, bool paused)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->paused = paused;
     pthread_mutex_unlock(&m->mu);
 }
 

@@ -870,6 +870,8 @@ const char *floe__sink_resume_property(const floe_sink *s, const char *key)
 
 void floe__sink_expect_absent_keys(floe_sink *s) { s->wcfg.absent_keys_expected = true; }
 
+void floe__sink_maintain(floe_sink *s, bool on) { floe__maintainer_pause(s->maintainer, !on); }
+
 int floe__sink_look(floe_sink *s, int (*fn)(void *ctx, const floe__metadata *md, floe_error *err),
                     void *ctx, floe_error *err)
 {

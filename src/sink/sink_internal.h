@@ -545,6 +545,9 @@ int floe__maintainer_start(const floe__maintainer_config *cfg, floe__maintainer 
  * after it (the index walks them at the next commit; with them gone it
  * would compare plans and read files back).  Accepts NULL. */
 void floe__maintainer_committed(floe__maintainer *m, int64_t index_at);
+/* Paused, the thread runs no rounds (one under way finishes) until let go
+ * on.  Accepts NULL. */
+void floe__maintainer_pause(floe__maintainer *m, bool paused);
 /* Safe from any thread. */
 void floe__maintainer_stats_get(floe__maintainer *m, floe__maintainer_stats *out);
 /* Stop the thread (a round under way finishes first) and free.  Accepts NULL. */
@@ -577,6 +580,10 @@ int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
 /* Whether a partition spec change (e.g. a rerun's --partition-by) waits
  * for the sink's next snapshot. */
 bool floe__sink_spec_pending(const floe_sink *s);
+/* Whether the sink's own maintenance (maintain FLOE_MAINTAIN_AUTO) runs:
+ * a source with several processes on one table lets one maintain it.  No
+ * effect without maintenance. */
+void floe__sink_maintain(floe_sink *s, bool on);
 /* fn on the sink's table as the catalog has it now (reloaded), while no
  * commit of the sink or its maintenance runs. */
 int floe__sink_look(floe_sink *s, int (*fn)(void *ctx, const floe__metadata *md, floe_error *err),
