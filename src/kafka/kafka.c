@@ -17,7 +17,9 @@
  * from another cluster, or offsets outside what the partition holds, is
  * refused rather than skipped or read twice.  Kafka's group offsets follow
  * each commit, for monitoring only.  Messages that do not parse halt the
- * run, are skipped, or are copied to a dead-letter topic first.
+ * run, are skipped, or are copied to a dead-letter topic first
+ * (dead_letter.c).  A member of a group (group.c) reads the partitions
+ * Kafka assigns it instead of all of them.
  */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -32,90 +34,17 @@
 #include "kafka/kafka_internal.h"
 #include "sink/sink_internal.h"
 
-#define OFFSETS_PROP "floe.kafka.offsets"
 #define KEY_PROP "floe.kafka.key"
-#define MAINT_PROP "floe.kafka.maintainer"
-#define MIN_LEASE_MS 10000
 #define DEFAULT_TIMEOUT_MS 30000u
-#define DEFAULT_COMMIT_MS 10000u
 #define DEFAULT_REFRESH_MS 30000u
-#define POLL_MS 100
 #define BATCH 1024
-#define MAX_HISTORY_WALK 100000    /* snapshots looked back through for a record */
 /* kafka_columns: what each appended row gets (filled by with_kafka_columns) */
 #define KAFKA_COLUMNS "_kafka_partition integer, _kafka_offset bigint, " \
                       "_kafka_timestamp timestamptz"
 
-/* changes: a message read whose change is not committed yet (its time is
- * at or past the table's frontier). */
-typedef struct held {
-    int64_t offset;
-    uint64_t time;
-} held;
-
-typedef struct part {
-    int32_t id;
-    int64_t next;                 /* the next offset to read */
-    int64_t stop;                 /* stop_at_end: the end at open */
-    /* changes: the partition's progress (its frontier), whether it closed,
-     * and its messages past the table's frontier, in offset order */
-    uint64_t progress;
-    bool closed;
-    held *held;
-    size_t n_held, cap_held;
-    /* a member of a group reads only the partitions it is assigned */
-    bool owned;
-    bool taking;                  /* being assigned: recorded_offsets sets it up */
-    bool unrecorded;              /* owned, and the table recorded no offset for it */
-    /* read by floe_kafka_metrics from other threads: */
-    _Atomic int64_t end;          /* the partition's end when last looked at */
-    _Atomic int64_t committed;    /* the next offset the table records */
-} part;
-
-typedef struct topic {
-    floe_kafka *k;
-    char *name, *table, *sink_id;
-    floe_sink *sink;
-    floe_row *row, *keyrow;
-    part *parts;
-    size_t n_parts;
-    uint64_t time;                /* the time of the next message (not changes) */
-    uint64_t committed_time;      /* the frontier committed */
-    bool complete;                /* changes: every partition closed, the table's input too */
-    char *key_col;                /* the single key column, for bare keys; NULL: several */
-    char *declared;               /* kafka_columns: the schema with them */
-    char *key;                    /* the key columns, "a,b" (upsert, debezium, changes) */
-    bool pending;                 /* debezium: the table is made from the first event */
-    bool maintains;               /* a member: it holds the table's maintenance lease */
-    floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
-} topic;
-
-struct floe_kafka {
-    floe_kafka_options o;
-    floe__arena *strings;
-    floe_catalog *catalog;        /* to look at tables before their sinks open */
-    rd_kafka_t *rk;
-    rd_kafka_queue_t *queue;
-    rd_kafka_t *dlq;              /* FLOE_KAFKA_BAD_DEAD_LETTER's producer */
-    uint64_t dlq_sent;            /* copies produced and not yet acknowledged */
-    char *dlq_failed;             /* the first copy the brokers refused, why */
-    char *cluster;
-    topic **topics;
-    size_t n_topics, cap_topics;
-    regex_t pattern;              /* topic_pattern, compiled */
-    bool has_pattern;
-    uint64_t last_refresh_ns;
-    atomic_bool stop;
-    bool member;                  /* o.member: partitions come from the group */
-    bool closing;                 /* floe_kafka_free: revocations commit nothing */
-    int cb_rc;                    /* the first failure inside a rebalance callback */
-    floe_error *run_err;          /* floe_kafka_run's, for the callback to fill */
-    uint64_t last_commit_ns;
-    int last_transient;           /* a transient error said once, until a message comes */
-    floe__buf text, key;
-    floe__buf row, scratch;       /* a Debezium row rewritten, and decoding room */
-    _Atomic uint64_t messages, bytes, bad, tombstones, truncates, evolved, snapshots, lag;
-};
+typedef floe__kafka_held held;
+typedef floe__kafka_part part;
+typedef floe__kafka_topic topic;
 
 void floe_kafka_options_init(floe_kafka_options *o)
 {
@@ -245,10 +174,10 @@ static int compile_pattern(floe_kafka *k, floe_error *err)
     return FLOE_OK;
 }
 
-
 /* ---- the consumer ------------------------------------------------------------------------------ */
 
-static int conf_set(rd_kafka_conf_t *c, const char *key, const char *value, floe_error *err)
+int floe__kafka_conf_set(rd_kafka_conf_t *c, const char *key, const char *value,
+                         floe_error *err)
 {
     char why[512];
     if (rd_kafka_conf_set(c, key, value, why, sizeof why) != RD_KAFKA_CONF_OK)
@@ -258,7 +187,7 @@ static int conf_set(rd_kafka_conf_t *c, const char *key, const char *value, floe
 
 /* librdkafka's own log lines stay out of stderr: what matters reaches
  * on_error (below) or comes back as an error of a call. */
-static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+void floe__kafka_on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     (void)rk, (void)level, (void)fac, (void)buf;
 }
@@ -276,36 +205,32 @@ static void on_error(rd_kafka_t *rk, int e, const char *reason, void *opaque)
                "and retries)", reason);
 }
 
-static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e,
-                         rd_kafka_topic_partition_list_t *l, void *opaque);
-static int subscribe(floe_kafka *k, floe_error *err);
-
 static int consumer_new(floe_kafka *k, floe_error *err)
 {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     if (!c)
         return FLOE_OOM(err);
     rd_kafka_conf_set_opaque(c, k);
-    rd_kafka_conf_set_log_cb(c, on_log);
+    rd_kafka_conf_set_log_cb(c, floe__kafka_on_log);
     rd_kafka_conf_set_error_cb(c, on_error);
-    int rc = conf_set(c, "bootstrap.servers", k->o.brokers, err);
+    int rc = floe__kafka_conf_set(c, "bootstrap.servers", k->o.brokers, err);
     if (rc == FLOE_OK)
-        rc = conf_set(c, "group.id", k->o.group ? k->o.group : "floe", err);
+        rc = floe__kafka_conf_set(c, "group.id", k->o.group ? k->o.group : "floe", err);
     if (rc == FLOE_OK)
-        rc = conf_set(c, "enable.auto.commit", "false", err);
+        rc = floe__kafka_conf_set(c, "enable.auto.commit", "false", err);
     if (rc == FLOE_OK)
-        rc = conf_set(c, "enable.auto.offset.store", "false", err);
+        rc = floe__kafka_conf_set(c, "enable.auto.offset.store", "false", err);
     if (rc == FLOE_OK)
-        rc = conf_set(c, "enable.partition.eof", "false", err);
+        rc = floe__kafka_conf_set(c, "enable.partition.eof", "false", err);
     if (rc == FLOE_OK)                     /* never jump over what was not read */
-        rc = conf_set(c, "auto.offset.reset", "error", err);
+        rc = floe__kafka_conf_set(c, "auto.offset.reset", "error", err);
     if (rc == FLOE_OK && k->member)
-        rc = conf_set(c, "group.instance.id", k->o.member, err);
+        rc = floe__kafka_conf_set(c, "group.instance.id", k->o.member, err);
     if (k->member)
-        rd_kafka_conf_set_rebalance_cb(c, on_rebalance);
+        rd_kafka_conf_set_rebalance_cb(c, floe__kafka_on_rebalance);
     for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2) {
         FLOE_RETURN_IF(!p[1], err, FLOE_EINVAL, "Kafka property %s has no value", p[0]);
-        rc = conf_set(c, p[0], p[1], err);
+        rc = floe__kafka_conf_set(c, p[0], p[1], err);
     }
     char why[512];
     if (rc == FLOE_OK && !(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, why, sizeof why))) {
@@ -321,132 +246,13 @@ static int consumer_new(floe_kafka *k, floe_error *err)
     return k->queue ? FLOE_OK : floe__err_set(err, FLOE_EINTERNAL, "Kafka: no consumer queue");
 }
 
-static int timeout_ms(const floe_kafka *k)
+int floe__kafka_timeout_ms(const floe_kafka *k)
 {
     uint64_t t = k->o.timeout_ms ? k->o.timeout_ms : DEFAULT_TIMEOUT_MS;
     return t > INT32_MAX ? INT32_MAX : (int)t;
 }
 
-/* ---- the dead-letter topic ------------------------------------------------------------------ */
-
-static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
-{
-    (void)rk;
-    floe_kafka *k = opaque;
-    if (m->err && !k->dlq_failed)
-        k->dlq_failed = floe__sprintf("%s", rd_kafka_err2str(m->err));
-}
-
-static int kerr(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* An idempotent producer to the same brokers (the same properties: the
- * same security), and the topic checked to exist. */
-static int dead_letter_new(floe_kafka *k, floe_error *err)
-{
-    rd_kafka_conf_t *c = rd_kafka_conf_new();
-    if (!c)
-        return FLOE_OOM(err);
-    rd_kafka_conf_set_opaque(c, k);
-    rd_kafka_conf_set_log_cb(c, on_log);
-    rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
-    int rc = conf_set(c, "bootstrap.servers", k->o.brokers, err);
-    if (rc == FLOE_OK)
-        rc = conf_set(c, "enable.idempotence", "true", err);
-    if (rc == FLOE_OK)
-        rc = conf_set(c, "linger.ms", "5", err);
-    for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2)
-        if (!strstr(p[0], "group.") && !strstr(p[0], "fetch.") && !strstr(p[0], "consume") &&
-            !strstr(p[0], "auto.") && !strstr(p[0], "isolation.") &&
-            !strstr(p[0], "partition.assignment"))
-            rc = conf_set(c, p[0], p[1], err);   /* (the consumer's own settings stay there) */
-    char why[512];
-    if (rc == FLOE_OK && !(k->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, c, why, sizeof why))) {
-        rd_kafka_conf_destroy(c);
-        return floe__err_set(err, FLOE_EINVAL, "Kafka producer (dead-letter topic): %s", why);
-    }
-    if (rc != FLOE_OK) {
-        rd_kafka_conf_destroy(c);
-        return rc;
-    }
-    const char *name = k->o.dead_letter_topic;
-    rd_kafka_topic_t *h = rd_kafka_topic_new(k->dlq, name, NULL);
-    if (!h)
-        return kerr(err, rd_kafka_last_error(), "Kafka topic %s", name);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(k->dlq, 0, h, &md, timeout_ms(k));
-    if (e)
-        rc = kerr(err, e, "Kafka metadata of the dead-letter topic %s", name);
-    else if (md->topic_cnt != 1 || md->topics[0].err || !md->topics[0].partition_cnt)
-        rc = floe__err_set(err, FLOE_ENOTFOUND, "the dead-letter topic %s does not exist (the "
-                           "brokers %s): create it first", name, k->o.brokers);
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(h);
-    return rc;
-}
-
-static int header(rd_kafka_headers_t *h, const char *name, const char *value)
-{
-    return rd_kafka_header_add(h, name, -1, value, -1) ? -1 : 0;
-}
-
-/* A copy of message m (key, value, headers) with floe's headers saying
- * where it came from and why it did not parse, on its way to the
- * dead-letter topic; acknowledged before any commit passes it
- * (dead_letter_flush). */
-static int dead_letter(floe_kafka *k, const rd_kafka_message_t *m, const char *why,
-                       floe_error *err)
-{
-    rd_kafka_headers_t *had = NULL, *h;
-    if (rd_kafka_message_headers(m, &had) == RD_KAFKA_RESP_ERR_NO_ERROR && had)
-        h = rd_kafka_headers_copy(had);
-    else
-        h = rd_kafka_headers_new(4);
-    if (!h)
-        return FLOE_OOM(err);
-    char pid[16], off[24];
-    snprintf(pid, sizeof pid, "%" PRId32, m->partition);
-    snprintf(off, sizeof off, "%" PRId64, m->offset);
-    if (header(h, "floe.topic", rd_kafka_topic_name(m->rkt)) || header(h, "floe.partition", pid) ||
-        header(h, "floe.offset", off) || header(h, "floe.error", why)) {
-        rd_kafka_headers_destroy(h);
-        return FLOE_OOM(err);
-    }
-    for (;;) {
-        rd_kafka_resp_err_t e = rd_kafka_producev(
-            k->dlq, RD_KAFKA_V_TOPIC(k->o.dead_letter_topic),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(m->key, m->key_len),
-            RD_KAFKA_V_VALUE(m->payload, m->len), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
-        if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
-            break;
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-            rd_kafka_headers_destroy(h);
-            return kerr(err, e, "Kafka: the dead-letter topic %s", k->o.dead_letter_topic);
-        }
-        rd_kafka_poll(k->dlq, POLL_MS);       /* room comes as deliveries are acknowledged */
-    }
-    k->dlq_sent++;
-    rd_kafka_poll(k->dlq, 0);
-    return FLOE_OK;
-}
-
-/* Every copy produced is acknowledged by the brokers (before a commit
- * records offsets past its message). */
-static int dead_letter_flush(floe_kafka *k, floe_error *err)
-{
-    if (!k->dlq || !k->dlq_sent)
-        return FLOE_OK;
-    rd_kafka_resp_err_t e = rd_kafka_flush(k->dlq, timeout_ms(k));
-    FLOE_RETURN_IF(k->dlq_failed, err, FLOE_ENET, "Kafka: a copy to the dead-letter topic %s "
-                   "was refused: %s", k->o.dead_letter_topic, k->dlq_failed);
-    if (e)
-        return kerr(err, e, "Kafka: copies to the dead-letter topic %s not acknowledged "
-                    "within %d ms", k->o.dead_letter_topic, timeout_ms(k));
-    k->dlq_sent = 0;
-    return FLOE_OK;
-}
-static int kerr(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
+int floe__kafka_err(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
 {
     char what[512];
     va_list ap;
@@ -488,18 +294,19 @@ static int learn_topics(floe_kafka *k, floe_error *err)
         topic *t = k->topics[i];
         rd_kafka_topic_t *h = rd_kafka_topic_new(k->rk, t->name, NULL);
         if (!h)
-            return kerr(err, rd_kafka_last_error(), "Kafka topic %s", t->name);
+            return floe__kafka_err(err, rd_kafka_last_error(), "Kafka topic %s", t->name);
         const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 0, h, &md, timeout_ms(k));
+        rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 0, h, &md, floe__kafka_timeout_ms(k));
         int rc = FLOE_OK;
         if (e)
-            rc = kerr(err, e, "Kafka metadata of topic %s", t->name);
+            rc = floe__kafka_err(err, e, "Kafka metadata of topic %s", t->name);
         else if (md->topic_cnt != 1 || md->topics[0].err)
             rc = md->topic_cnt == 1 &&
                          md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART
                      ? floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s does not exist (the "
                                      "brokers %s)", t->name, k->o.brokers)
-                     : kerr(err, md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__FAIL,
+                     : floe__kafka_err(err, md->topic_cnt ? md->topics[0].err
+                                                          : RD_KAFKA_RESP_ERR__FAIL,
                             "Kafka metadata of topic %s", t->name);
         else if (!md->topics[0].partition_cnt)
             rc = floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s has no partitions",
@@ -520,9 +327,9 @@ static int learn_topics(floe_kafka *k, floe_error *err)
 static int discover(floe_kafka *k, floe_error *err)
 {
     const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 1, NULL, &md, timeout_ms(k));
+    rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 1, NULL, &md, floe__kafka_timeout_ms(k));
     if (e)
-        return kerr(err, e, "Kafka: listing the topics (topic_pattern)");
+        return floe__kafka_err(err, e, "Kafka: listing the topics (topic_pattern)");
     int rc = FLOE_OK;
     for (int i = 0; rc == FLOE_OK && i < md->topic_cnt; i++) {
         const rd_kafka_metadata_topic_t *mt = &md->topics[i];
@@ -551,21 +358,22 @@ static int discover(floe_kafka *k, floe_error *err)
  * client's first metadata refresh, a second away). */
 static int learn_cluster(floe_kafka *k, floe_error *err)
 {
-    char *id = rd_kafka_clusterid(k->rk, timeout_ms(k));
+    char *id = rd_kafka_clusterid(k->rk, floe__kafka_timeout_ms(k));
     FLOE_RETURN_IF(!id, err, FLOE_ENET, "Kafka: no cluster id from %s within %d ms (are the "
-                   "brokers up?)", k->o.brokers, timeout_ms(k));
+                   "brokers up?)", k->o.brokers, floe__kafka_timeout_ms(k));
     k->cluster = floe__strdup(id);
     rd_kafka_mem_free(k->rk, id);
     return k->cluster ? FLOE_OK : FLOE_OOM(err);
 }
 
-static int watermarks(floe_kafka *k, const topic *t, part *p, int64_t *low, floe_error *err)
+int floe__kafka_watermarks(floe_kafka *k, const topic *t, part *p, int64_t *low, floe_error *err)
 {
     int64_t lo = 0, hi = 0;
     rd_kafka_resp_err_t e =
-        rd_kafka_query_watermark_offsets(k->rk, t->name, p->id, &lo, &hi, timeout_ms(k));
+        rd_kafka_query_watermark_offsets(k->rk, t->name, p->id, &lo, &hi,
+                                         floe__kafka_timeout_ms(k));
     if (e)
-        return kerr(err, e, "Kafka offsets of %s partition %" PRId32, t->name, p->id);
+        return floe__kafka_err(err, e, "Kafka offsets of %s partition %" PRId32, t->name, p->id);
     p->end = hi;
     if (low)
         *low = lo;
@@ -579,8 +387,8 @@ static int watermarks(floe_kafka *k, const topic *t, part *p, int64_t *low, floe
  * refused when they cannot be where reading goes on (another cluster, a
  * topic re-created, messages deleted unread).  A partition the record
  * does not name starts at its beginning. */
-static int recorded_offsets(floe_kafka *k, topic *t, const json_t *j, const char *text,
-                            floe_error *err)
+int floe__kafka_recorded_offsets(floe_kafka *k, topic *t, const json_t *j, const char *text,
+                                 floe_error *err)
 {
     int rc = FLOE_OK;
     const char *cluster = json_string_value(json_object_get(j, "cluster"));
@@ -588,7 +396,7 @@ static int recorded_offsets(floe_kafka *k, topic *t, const json_t *j, const char
     json_t *parts = json_object_get(j, "partitions");
     if (!j || !cluster || !name || !json_is_object(parts)) {
         rc = floe__err_set(err, FLOE_EFORMAT, "table %s: its %s property is malformed: %s",
-                           t->table, OFFSETS_PROP, text);
+                           t->table, FLOE__KAFKA_OFFSETS_PROP, text);
     } else if (strcmp(cluster, k->cluster) != 0) {
         rc = floe__err_set(err, FLOE_ESTATE, "table %s was fed from Kafka cluster %s, but the "
                            "brokers %s are cluster %s (a cluster replaced or rebuilt: the "
@@ -615,7 +423,7 @@ static int recorded_offsets(floe_kafka *k, topic *t, const json_t *j, const char
         snprintf(id, sizeof id, "%" PRId32, p->id);
         json_t *v = json_object_get(parts, id);
         int64_t low = 0;
-        rc = watermarks(k, t, p, &low, err);
+        rc = floe__kafka_watermarks(k, t, p, &low, err);
         if (rc != FLOE_OK)
             break;
         p->unrecorded = !v;
@@ -625,7 +433,7 @@ static int recorded_offsets(floe_kafka *k, topic *t, const json_t *j, const char
         }
         if (!json_is_integer(v) || json_integer_value(v) < 0) {
             rc = floe__err_set(err, FLOE_EFORMAT, "table %s: %s: partition %s is not an "
-                               "offset", t->table, OFFSETS_PROP, id);
+                               "offset", t->table, FLOE__KAFKA_OFFSETS_PROP, id);
             break;
         }
         p->next = p->committed = json_integer_value(v);
@@ -650,7 +458,7 @@ static int fresh_offsets(floe_kafka *k, topic *t, floe_error *err)
     for (size_t i = 0; i < t->n_parts; i++) {
         int64_t low = 0;
         t->parts[i].unrecorded = true;
-        FLOE_FORWARD(watermarks(k, t, &t->parts[i], &low, err));
+        FLOE_FORWARD(floe__kafka_watermarks(k, t, &t->parts[i], &low, err));
         t->parts[i].next = t->parts[i].committed = low;
     }
     return FLOE_OK;
@@ -705,89 +513,6 @@ static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, const j
     return rc;
 }
 
-/* The newest floe.kafka.offsets of topic t on main's history of md (its
- * current snapshot back through the parents), parsed; NULL when none.
- * *at: the snapshot holding it. */
-static json_t *latest_record(const topic *t, const floe__metadata *md,
-                             const floe__snapshot **at)
-{
-    const floe__snapshot *s = floe__metadata_current_snapshot(md);
-    for (size_t hops = 0; s && hops < MAX_HISTORY_WALK; hops++) {
-        const char *v = floe__snapshot_summary_get(s, OFFSETS_PROP);
-        json_t *j = v ? json_loads(v, 0, NULL) : NULL;
-        const char *name = json_string_value(json_object_get(j, "topic"));
-        if (name && strcmp(name, t->name) == 0) {
-            if (at)
-                *at = s;
-            return j;
-        }
-        json_decref(j);
-        s = s->has_parent ? floe__metadata_snapshot_by_id(md, s->parent_snapshot_id) : NULL;
-    }
-    return NULL;
-}
-
-/* Members elect the one that maintains a table through the table: every
- * member's commit carries floe.kafka.maintainer, "NAME UNTIL" (wall-clock
- * ms); a member takes it over when it is its own, absent or expired, and
- * otherwise carries it on.  Its holder keeps renewing it while it commits;
- * when it stops (gone, or idle past the lease), the next member to commit
- * takes over.  Two maintaining at once for a moment is harmless (their
- * commits race like any writers'). */
-static int maintainer_lease(topic *t, const char *had, json_t *summary, floe_error *err)
-{
-    floe_kafka *k = t->k;
-    int64_t now = floe__now_ms(), until = 0;
-    size_t n = had ? strcspn(had, " ") : 0;
-    if (had && had[n])
-        until = strtoll(had + n + 1, NULL, 10);
-    bool mine = !had || until < now ||
-                (n == strlen(k->o.member) && memcmp(had, k->o.member, n) == 0);
-    uint64_t interval = k->o.commit_interval_ms ? k->o.commit_interval_ms : DEFAULT_COMMIT_MS;
-    int64_t lease = (int64_t)(3 * interval > MIN_LEASE_MS ? 3 * interval : MIN_LEASE_MS);
-    char *v = mine ? floe__sprintf("%s %" PRId64, k->o.member, now + lease) : floe__strdup(had);
-    json_t *j = v ? json_string(v) : NULL;
-    floe__free(v);
-    if (!j || json_object_set_new(summary, MAINT_PROP, j) != 0)
-        return FLOE_OOM(err);
-    if (mine != t->maintains)
-        floe__tell(k->o.on_notice, k->o.notice_ctx, "member %s %s table %s", k->o.member,
-                   mine ? "maintains" : "leaves the maintenance of", t->table);
-    t->maintains = mine;
-    floe__sink_maintain(t->sink, mine);
-    return FLOE_OK;
-}
-
-/* A member's commit lands only where the table records, for each partition
- * it reads, the offset it started reading that partition at: else another
- * member read and committed the partition meanwhile (a rebalance moved it,
- * this process was paused past its session), and committing would double
- * those messages. */
-static int check_ownership(const topic *t, const json_t *rec, floe_error *err)
-{
-    const json_t *parts = json_object_get(rec, "partitions");
-    for (size_t i = 0; i < t->n_parts; i++) {
-        const part *p = &t->parts[i];
-        if (!p->owned)
-            continue;
-        char id[16];
-        snprintf(id, sizeof id, "%" PRId32, p->id);
-        const json_t *v = json_object_get(parts, id);
-        if (v ? json_integer_value(v) == p->committed : p->unrecorded)
-            continue;
-        char had[32] = "none";
-        if (v)
-            snprintf(had, sizeof had, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return floe__err_set(err, FLOE_EFENCED, "topic %s partition %" PRId32 ": table %s "
-                             "records offset %s, but this member (%s) read it from %" PRId64
-                             ": another member of the group committed the partition since (a "
-                             "rebalance moved it); nothing of this commit lands, and a rerun "
-                             "reads on from what the table records", t->name, p->id, t->table,
-                             had, t->k->o.member, p->committed);
-    }
-    return FLOE_OK;
-}
-
 /* The sink's summary hook: every snapshot of a topic's table records the
  * offsets that go with its frontier, whichever call committed it (a
  * schema change or truncation cuts a batch of its own). */
@@ -795,19 +520,15 @@ static int offsets_summary(void *ctx, floe__frontier upper, const floe__metadata
                            json_t *summary, floe_error *err)
 {
     topic *t = ctx;
-    FLOE_FORWARD(dead_letter_flush(t->k, err));
-    const floe__snapshot *at = NULL;
-    json_t *rec = t->k->member ? latest_record(t, base, &at) : NULL;
-    int rc = t->k->member ? check_ownership(t, rec, err) : FLOE_OK;
-    if (rc == FLOE_OK && t->k->member && t->k->o.sink.maintain == FLOE_MAINTAIN_AUTO)
-        rc = maintainer_lease(t, at ? floe__snapshot_summary_get(at, MAINT_PROP) : NULL,
-                              summary, err);
+    FLOE_FORWARD(floe__kafka_dlq_flush(t->k, err));
+    json_t *rec = NULL;
+    int rc = t->k->member ? floe__kafka_member_commit(t, base, summary, &rec, err) : FLOE_OK;
     if (rc == FLOE_OK)
         rc = offsets_text(t->k, t, upper, json_object_get(rec, "partitions"), err);
     json_decref(rec);
     FLOE_FORWARD(rc);
     json_t *v = json_string((const char *)t->k->text.data);
-    if (!v || json_object_set_new(summary, OFFSETS_PROP, v) != 0)
+    if (!v || json_object_set_new(summary, FLOE__KAFKA_OFFSETS_PROP, v) != 0)
         return FLOE_OOM(err);
     return FLOE_OK;
 }
@@ -891,12 +612,12 @@ static int resume_offsets(floe_kafka *k, topic *t, floe_error *err)
         t->parts[i].progress = t->committed_time;
     if (k->member)                         /* offsets come with each assignment */
         return FLOE_OK;
-    const char *rec = floe__sink_resume_property(t->sink, OFFSETS_PROP);
+    const char *rec = floe__sink_resume_property(t->sink, FLOE__KAFKA_OFFSETS_PROP);
     FLOE_RETURN_IF(!rec, err, FLOE_ESTATE, "table %s records progress of sink %s at %s but no "
                    "Kafka offsets (%s): it was not written by floe kafka", t->table,
-                   t->sink_id, resume, OFFSETS_PROP);
+                   t->sink_id, resume, FLOE__KAFKA_OFFSETS_PROP);
     json_t *j = json_loads(rec, 0, NULL);
-    int rc = recorded_offsets(k, t, j, rec, err);
+    int rc = floe__kafka_recorded_offsets(k, t, j, rec, err);
     json_decref(j);
     FLOE_FORWARD(rc);
     floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s: table %s resumes at its recorded "
@@ -1036,7 +757,7 @@ static int assign(floe_kafka *k, size_t from, floe_error *err)
     rd_kafka_topic_partition_list_destroy(l);
     if (!e)
         return FLOE_OK;
-    int rc = kerr(err, rd_kafka_error_code(e), "Kafka: assigning the partitions");
+    int rc = floe__kafka_err(err, rd_kafka_error_code(e), "Kafka: assigning the partitions");
     rd_kafka_error_destroy(e);
     return rc;
 }
@@ -1090,7 +811,7 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
         k->o.kafka_properties = opts->kafka_properties;
         rc = consumer_new(k, err);
         if (rc == FLOE_OK && k->o.dead_letter_topic)
-            rc = dead_letter_new(k, err);
+            rc = floe__kafka_dlq_open(k, err);
         k->o.kafka_properties = NULL;
     }
     if (rc == FLOE_OK)
@@ -1100,7 +821,7 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
         rc = open_topic(k, k->topics[i], err);
     if (rc == FLOE_OK)
-        rc = k->member ? subscribe(k, err) : assign(k, 0, err);
+        rc = k->member ? floe__kafka_subscribe(k, err) : assign(k, 0, err);
     if (rc != FLOE_OK) {
         floe_kafka_free(k);
         return rc;
@@ -1162,7 +883,7 @@ void floe_kafka_stop(floe_kafka *k) { atomic_store(&k->stop, true); }
 
 /* ---- messages ---------------------------------------------------------------------------------- */
 
-static topic *topic_of(floe_kafka *k, const char *name, int32_t partition, part **p)
+topic *floe__kafka_topic_of(floe_kafka *k, const char *name, int32_t partition, part **p)
 {
     for (size_t i = 0; i < k->n_topics; i++) {
         topic *t = k->topics[i];
@@ -1407,7 +1128,7 @@ static int consumer_error(floe_kafka *k, const rd_kafka_message_t *m, floe_error
                              rd_kafka_message_errstr(m));
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR__AUTHENTICATION:
-        return kerr(err, m->err, "Kafka: reading %s", name);
+        return floe__kafka_err(err, m->err, "Kafka: reading %s", name);
     default:
         on_error(k->rk, m->err, rd_kafka_message_errstr(m), k);
         return FLOE_OK;
@@ -1421,7 +1142,7 @@ static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
     k->last_transient = 0;
     const char *name = rd_kafka_topic_name(m->rkt);
     part *p = NULL;
-    topic *t = topic_of(k, name, m->partition, &p);
+    topic *t = floe__kafka_topic_of(k, name, m->partition, &p);
     FLOE_RETURN_IF(!t, err, FLOE_EINTERNAL, "Kafka: a message of %s partition %" PRId32
                    ", which is not assigned", name, m->partition);
     if (!p->owned || m->offset < p->next)
@@ -1438,7 +1159,7 @@ static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
             char why[1024];
             snprintf(why, sizeof why, "%s", floe_error_message(err));
             floe_error_clear(err);
-            FLOE_FORWARD(dead_letter(k, m, why, err));
+            FLOE_FORWARD(floe__kafka_dlq_copy(k, m, why, err));
         }
         atomic_fetch_add(&k->bad, 1);
         floe_error_clear(err);
@@ -1518,7 +1239,7 @@ static int commit_changes(topic *t, bool *done, floe_error *err)
     return FLOE_OK;
 }
 
-static int commit_all(floe_kafka *k, floe_error *err)
+int floe__kafka_commit_all(floe_kafka *k, floe_error *err)
 {
     bool any = false;
     for (size_t i = 0; i < k->n_topics; i++) {
@@ -1577,163 +1298,6 @@ static bool stop_asked(floe_kafka *k)
     return poll(&pf, 1, 0) > 0;
 }
 
-/* ---- a member of a group ------------------------------------------------------------------ */
-
-typedef struct look {
-    const topic *t;
-    json_t *rec;
-} look;
-
-static int look_record(void *ctx, const floe__metadata *md, floe_error *err)
-{
-    (void)err;
-    look *l = ctx;
-    l->rec = latest_record(l->t, md, NULL);
-    return FLOE_OK;
-}
-
-static part *part_of(topic *t, int32_t id)
-{
-    for (size_t i = 0; i < t->n_parts; i++)
-        if (t->parts[i].id == id)
-            return &t->parts[i];
-    return NULL;
-}
-
-/* Partitions assigned to this member: each starts at the offset its
- * table records now (the member that had it committed what it read
- * before giving it up). */
-static int take(floe_kafka *k, rd_kafka_topic_partition_list_t *l, floe_error *err)
-{
-    size_t taken = 0;
-    for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = k->topics[i];
-        bool any = false;
-        for (int j = 0; j < l->cnt; j++) {
-            if (strcmp(l->elems[j].topic, t->name) != 0)
-                continue;
-            part *p = part_of(t, l->elems[j].partition);
-            FLOE_RETURN_IF(!p, err, FLOE_ESTATE, "topic %s partition %" PRId32 " was added "
-                           "after floe started: run it again to read it", t->name,
-                           l->elems[j].partition);
-            p->taking = any = true;
-        }
-        if (!any)
-            continue;
-        look lk = {t, NULL};
-        int rc = t->sink ? floe__sink_look(t->sink, look_record, &lk, err) : FLOE_OK;
-        if (rc == FLOE_OK && lk.rec)
-            rc = recorded_offsets(k, t, lk.rec, "(the table's last record)", err);
-        for (size_t p = 0; rc == FLOE_OK && !lk.rec && p < t->n_parts; p++) {
-            int64_t low = 0;
-            if (!t->parts[p].taking)
-                continue;
-            rc = watermarks(k, t, &t->parts[p], &low, err);
-            t->parts[p].next = t->parts[p].committed = low;
-            t->parts[p].unrecorded = true;
-        }
-        json_decref(lk.rec);
-        FLOE_FORWARD(rc);
-        for (size_t p = 0; p < t->n_parts; p++) {
-            part *pt = &t->parts[p];
-            if (!pt->taking)
-                continue;
-            pt->taking = false;
-            pt->owned = true;
-            pt->stop = pt->end;
-            pt->n_held = 0;
-            taken++;
-        }
-    }
-    for (int j = 0; j < l->cnt; j++) {
-        part *p = NULL;
-        topic *t = topic_of(k, l->elems[j].topic, l->elems[j].partition, &p);
-        if (t)
-            l->elems[j].offset = p->next;
-    }
-    floe__tell(k->o.on_notice, k->o.notice_ctx, "member %s of group %s: %zu partition%s "
-               "assigned", k->o.member, k->o.group, taken, taken == 1 ? "" : "s");
-    return FLOE_OK;
-}
-
-/* Whether anything of the partitions in l was read and not committed. */
-static bool read_since_commit(floe_kafka *k, const rd_kafka_topic_partition_list_t *l)
-{
-    for (int j = 0; j < l->cnt; j++) {
-        part *p = NULL;
-        if (topic_of(k, l->elems[j].topic, l->elems[j].partition, &p) && p->owned &&
-            p->next != p->committed)
-            return true;
-    }
-    return false;
-}
-
-/* Partitions revoked (what was read is committed first) or lost. */
-static void give_up(floe_kafka *k, rd_kafka_topic_partition_list_t *l)
-{
-    for (int j = 0; j < l->cnt; j++) {
-        part *p = NULL;
-        if (topic_of(k, l->elems[j].topic, l->elems[j].partition, &p)) {
-            p->owned = false;
-            p->n_held = 0;
-        }
-    }
-}
-
-/* The group's rebalances, inside floe_kafka_run's polls.  Eager ones:
- * every rebalance revokes the whole assignment and hands out a new one, and
- * each assignment sets every partition's position, at its table's record
- * (librdkafka 2.0's incremental assignments were seen to drop messages it
- * had fetched for the partitions kept).  A revocation commits everything
- * read first, so the next owner starts where this one stopped; a lost
- * assignment (a session timed out) commits nothing, another member may own
- * the partitions already.  A failure halts the run (cb_rc). */
-static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e,
-                         rd_kafka_topic_partition_list_t *l, void *opaque)
-{
-    floe_kafka *k = opaque;
-    int rc = FLOE_OK;
-    rd_kafka_resp_err_t x;
-    if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        if (k->run_err && k->cb_rc == FLOE_OK)
-            rc = take(k, l, k->run_err);
-        x = rd_kafka_assign(rk, rc == FLOE_OK ? l : NULL);
-    } else {
-        if (rd_kafka_assignment_lost(rk)) {
-            /* what was read of them waits uncommitted in the sinks, and
-             * their new owners read it again: it must never be committed */
-            if (k->run_err && !k->closing && k->cb_rc == FLOE_OK && read_since_commit(k, l))
-                rc = floe__err_set(k->run_err, FLOE_EFENCED, "member %s of group %s lost its "
-                                   "partitions (its session expired: the process was paused "
-                                   "or cut off): what it read of them since its last commit is "
-                                   "left to their new owners; run it again", k->o.member,
-                                   k->o.group);
-        } else if (k->run_err && !k->closing && k->cb_rc == FLOE_OK) {
-            rc = commit_all(k, k->run_err);
-        }
-        give_up(k, l);
-        x = rd_kafka_assign(rk, NULL);
-    }
-    if (x && rc == FLOE_OK && k->run_err)
-        rc = kerr(k->run_err, x, "Kafka: the group's assignment");
-    if (rc != FLOE_OK && k->cb_rc == FLOE_OK)
-        k->cb_rc = rc;
-}
-
-/* A member reads what the group assigns of its topics. */
-static int subscribe(floe_kafka *k, floe_error *err)
-{
-    rd_kafka_topic_partition_list_t *l =
-        rd_kafka_topic_partition_list_new(k->n_topics ? (int)k->n_topics : 1);
-    if (!l)
-        return FLOE_OOM(err);
-    for (size_t i = 0; i < k->n_topics; i++)
-        rd_kafka_topic_partition_list_add(l, k->topics[i]->name, RD_KAFKA_PARTITION_UA);
-    rd_kafka_resp_err_t e = k->n_topics ? rd_kafka_subscribe(k->rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
-    rd_kafka_topic_partition_list_destroy(l);
-    return e ? kerr(err, e, "Kafka: subscribing to the topics") : FLOE_OK;
-}
-
 /* topic_pattern: topics created since the last look join the run. */
 static int new_topics(floe_kafka *k, floe_error *err)
 {
@@ -1746,25 +1310,25 @@ static int new_topics(floe_kafka *k, floe_error *err)
     }
     if (from == k->n_topics)
         return FLOE_OK;
-    return k->member ? subscribe(k, err) : assign(k, from, err);
+    return k->member ? floe__kafka_subscribe(k, err) : assign(k, from, err);
 }
 
 static int run(floe_kafka *k, floe_error *err)
 {
     uint64_t interval_ns = (k->o.commit_interval_ms ? k->o.commit_interval_ms
-                                                    : DEFAULT_COMMIT_MS) * 1000000u;
+                                                    : FLOE__KAFKA_COMMIT_MS) * 1000000u;
     uint64_t refresh_ns = (k->o.topic_refresh_ms ? k->o.topic_refresh_ms
                                                  : DEFAULT_REFRESH_MS) * 1000000u;
     rd_kafka_message_t *msgs[BATCH];
     for (;;) {
         if (stop_asked(k)) {
-            FLOE_FORWARD(commit_all(k, err));
+            FLOE_FORWARD(floe__kafka_commit_all(k, err));
             return floe__err_set(err, FLOE_EINTERRUPTED, "stopped; everything read is "
                                  "committed");
         }
         if (k->o.stop_at_end && at_end(k))
-            return commit_all(k, err);
-        ssize_t n = rd_kafka_consume_batch_queue(k->queue, POLL_MS, msgs, BATCH);
+            return floe__kafka_commit_all(k, err);
+        ssize_t n = rd_kafka_consume_batch_queue(k->queue, FLOE__KAFKA_POLL_MS, msgs, BATCH);
         FLOE_RETURN_IF(n < 0, err, FLOE_EINTERNAL, "Kafka: %s",
                        rd_kafka_err2str(rd_kafka_last_error()));
         if (k->cb_rc != FLOE_OK) {            /* a rebalance failed (err says why) */
@@ -1780,7 +1344,7 @@ static int run(floe_kafka *k, floe_error *err)
         }
         FLOE_FORWARD(rc);
         if (floe__monotonic_ns() - k->last_commit_ns >= interval_ns)
-            FLOE_FORWARD(commit_all(k, err));
+            FLOE_FORWARD(floe__kafka_commit_all(k, err));
         if (k->has_pattern && floe__monotonic_ns() - k->last_refresh_ns >= refresh_ns)
             FLOE_FORWARD(new_topics(k, err));
     }
@@ -1866,7 +1430,10 @@ int floe_kafka_metrics(const floe_kafka *k, char **out, floe_error *err)
     return rc;
 }
 
-floe_sink *floe_kafka_sink(floe_kafka *k, size_t i) { return i < k->n_topics ? k->topics[i]->sink : NULL; }
+floe_sink *floe_kafka_sink(floe_kafka *k, size_t i)
+{
+    return i < k->n_topics ? k->topics[i]->sink : NULL;
+}
 const char *floe_kafka_topic(const floe_kafka *k, size_t i)
 {
     return i < k->n_topics ? k->topics[i]->name : NULL;

@@ -1,13 +1,19 @@
 /*
  * kafka_internal.h - the Kafka source's pieces shared between its files:
- * Debezium's change events (debezium.c) for the consumer (kafka.c).
+ * Debezium's change events (debezium.c), and the consumer's state
+ * (kafka.c) that its group membership (group.c) and dead-letter topic
+ * (dead_letter.c) work on.
  */
 #ifndef FLOE_KAFKA_INTERNAL_H
 #define FLOE_KAFKA_INTERNAL_H
 
 #include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <regex.h>
+#include <stdatomic.h>
 
 #include "schema/schema_internal.h"
+#include "sink/sink_internal.h"
 #include "util/util_internal.h"
 
 /* The embedded schema parsed last, kept while the next event carries the
@@ -52,5 +58,122 @@ int floe__dbz_key_columns(floe__dbz_cache *c, const char *key, size_t n, floe__b
 int floe__dbz_columns(const json_t *fields, floe__buf *out, floe_error *err);
 /* Whether `fields` name a column s does not have. */
 bool floe__dbz_new_columns(const json_t *fields, const floe_schema *s);
+
+
+/* ---- the consumer (kafka.c), its group membership (group.c) and its
+ * dead-letter topic (dead_letter.c) ---------------------------------------- */
+
+#define FLOE__KAFKA_OFFSETS_PROP "floe.kafka.offsets"
+#define FLOE__KAFKA_COMMIT_MS 10000u     /* commit_interval_ms's default */
+#define FLOE__KAFKA_POLL_MS 100
+
+/* changes: a message read whose change is not committed yet (its time is
+ * at or past the table's frontier). */
+typedef struct floe__kafka_held {
+    int64_t offset;
+    uint64_t time;
+} floe__kafka_held;
+
+typedef struct floe__kafka_part {
+    int32_t id;
+    int64_t next;                 /* the next offset to read */
+    int64_t stop;                 /* stop_at_end: the end at open */
+    /* changes: the partition's progress (its frontier), whether it closed,
+     * and its messages past the table's frontier, in offset order */
+    uint64_t progress;
+    bool closed;
+    floe__kafka_held *held;
+    size_t n_held, cap_held;
+    /* a member of a group reads only the partitions it is assigned */
+    bool owned;
+    bool taking;                  /* being assigned: recorded_offsets sets it up */
+    bool unrecorded;              /* owned, and the table recorded no offset for it */
+    /* read by floe_kafka_metrics from other threads: */
+    _Atomic int64_t end;          /* the partition's end when last looked at */
+    _Atomic int64_t committed;    /* the next offset the table records */
+} floe__kafka_part;
+
+typedef struct floe__kafka_topic {
+    floe_kafka *k;
+    char *name, *table, *sink_id;
+    floe_sink *sink;
+    floe_row *row, *keyrow;
+    floe__kafka_part *parts;
+    size_t n_parts;
+    uint64_t time;                /* the time of the next message (not changes) */
+    uint64_t committed_time;      /* the frontier committed */
+    bool complete;                /* changes: every partition closed, the table's input too */
+    char *key_col;                /* the single key column, for bare keys; NULL: several */
+    char *declared;               /* kafka_columns: the schema with them */
+    char *key;                    /* the key columns, "a,b" (upsert, debezium, changes) */
+    bool pending;                 /* debezium: the table is made from the first event */
+    bool maintains;               /* a member: it holds the table's maintenance lease */
+    floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
+} floe__kafka_topic;
+
+struct floe_kafka {
+    floe_kafka_options o;
+    floe__arena *strings;
+    floe_catalog *catalog;        /* to look at tables before their sinks open */
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *queue;
+    rd_kafka_t *dlq;              /* FLOE_KAFKA_BAD_DEAD_LETTER's producer */
+    uint64_t dlq_sent;            /* copies produced and not yet acknowledged */
+    char *dlq_failed;             /* the first copy the brokers refused, why */
+    char *cluster;
+    floe__kafka_topic **topics;
+    size_t n_topics, cap_topics;
+    regex_t pattern;              /* topic_pattern, compiled */
+    bool has_pattern;
+    uint64_t last_refresh_ns;
+    atomic_bool stop;
+    bool member;                  /* o.member: partitions come from the group */
+    bool closing;                 /* floe_kafka_free: revocations commit nothing */
+    int cb_rc;                    /* the first failure inside a rebalance callback */
+    floe_error *run_err;          /* floe_kafka_run's, for the callback to fill */
+    uint64_t last_commit_ns;
+    int last_transient;           /* a transient error said once, until a message comes */
+    floe__buf text, key;
+    floe__buf row, scratch;       /* a Debezium row rewritten, and decoding room */
+    _Atomic uint64_t messages, bytes, bad, tombstones, truncates, evolved, snapshots, lag;
+};
+
+/* A Kafka error as a floe error (its class: network, not found, auth). */
+int floe__kafka_err(floe_error *err, rd_kafka_resp_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int floe__kafka_timeout_ms(const floe_kafka *k);
+int floe__kafka_conf_set(rd_kafka_conf_t *c, const char *key, const char *value,
+                         floe_error *err);
+void floe__kafka_on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+/* The partition's end (p->end) and, when low is not NULL, its start. */
+int floe__kafka_watermarks(floe_kafka *k, const floe__kafka_topic *t, floe__kafka_part *p,
+                           int64_t *low, floe_error *err);
+/* The partitions being taken (p->taking) set up at the offsets record j
+ * names (text: how to name it in errors), or refused (kafka.c). */
+int floe__kafka_recorded_offsets(floe_kafka *k, floe__kafka_topic *t, const json_t *j,
+                                 const char *text, floe_error *err);
+/* Every table with messages read commits them. */
+int floe__kafka_commit_all(floe_kafka *k, floe_error *err);
+/* The topic and partition of a message; NULL when not read here. */
+floe__kafka_topic *floe__kafka_topic_of(floe_kafka *k, const char *name, int32_t partition,
+                                        floe__kafka_part **p);
+
+/* group.c */
+void floe__kafka_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e,
+                              rd_kafka_topic_partition_list_t *l, void *opaque);
+int floe__kafka_subscribe(floe_kafka *k, floe_error *err);
+/* A member's part of a commit of t's table on `base`: refused
+ * (FLOE_EFENCED) when the table records, for a partition it reads, another
+ * offset than the one it started at; the maintenance lease taken or
+ * carried on in `summary`; *rec (the caller's): the table's last record,
+ * whose partitions the commit's record writes over. */
+int floe__kafka_member_commit(floe__kafka_topic *t, const floe__metadata *base,
+                              json_t *summary, json_t **rec, floe_error *err);
+
+/* dead_letter.c */
+int floe__kafka_dlq_open(floe_kafka *k, floe_error *err);
+int floe__kafka_dlq_copy(floe_kafka *k, const rd_kafka_message_t *m, const char *why,
+                         floe_error *err);
+int floe__kafka_dlq_flush(floe_kafka *k, floe_error *err);
 
 #endif /* FLOE_KAFKA_INTERNAL_H */
