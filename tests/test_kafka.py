@@ -72,16 +72,21 @@ class Run:
         except Exception:  # noqa: BLE001 - no catalog or table yet
             return None
 
-    def offsets(self, name):
-        """[(snapshot id, {partition: next offset})] of the sink's snapshots, oldest first."""
+    def kafka_snapshots(self, name):
+        """[(snapshot id, summary properties, {partition: next offset})] of the
+        snapshots recording Kafka offsets, oldest first."""
         t = self.table(name)
         out = []
         for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
-            prop = s.summary.additional_properties.get("floe.kafka.offsets") if s.summary else None
-            if prop:
-                out.append((s.snapshot_id, {int(k): v for k, v in
-                                            json.loads(prop)["partitions"].items()}))
+            props = s.summary.additional_properties if s.summary else {}
+            if "floe.kafka.offsets" in props:
+                offs = json.loads(props["floe.kafka.offsets"])["partitions"]
+                out.append((s.snapshot_id, props, {int(k): v for k, v in offs.items()}))
         return out
+
+    def offsets(self, name):
+        """[(snapshot id, {partition: next offset})], oldest first."""
+        return [(i, offs) for i, _, offs in self.kafka_snapshots(name)]
 
 
 def assert_rows(got, want):
@@ -449,15 +454,11 @@ def assert_offsets_cover(offs_by_frontier, messages):
 
 
 def frontiers_and_offsets(r, name):
-    t = r.table(name)
+    """[(frontier time or None for [], {partition: offset})], oldest first."""
     out = []
-    for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
-        props = s.summary.additional_properties if s.summary else {}
-        if "floe.kafka.offsets" in props:
-            f = json.loads(props["floe.frontier"])
-            out.append((f[0] if f else None,
-                        {int(k): v for k, v in json.loads(props["floe.kafka.offsets"])
-                         ["partitions"].items()}))
+    for _, props, offs in r.kafka_snapshots(name):
+        f = json.loads(props["floe.frontier"])
+        out.append((f[0] if f else None, offs))
     return out
 
 

@@ -4,7 +4,6 @@ through its own sink id, against the test broker.  Append mode shows a
 message committed twice as a doubled row, one lost as a missing one; the
 snapshots' floe.kafka.offsets must never give a partition back an offset
 it had passed, and the group's Kafka offsets never run ahead of the table."""
-import json
 import random
 import signal
 import subprocess
@@ -47,16 +46,8 @@ def ids_and_counts(r, table):
 
 
 def records(r, table):
-    """[(sink id, {partition: offset})] of every snapshot on main, oldest first."""
-    t = r.table(table)
-    out = []
-    for s in sorted(t.snapshots(), key=lambda s: s.sequence_number):
-        props = s.summary.additional_properties if s.summary else {}
-        if "floe.kafka.offsets" in props:
-            out.append((props.get("floe.sink-id"),
-                        {int(k): v for k, v in json.loads(props["floe.kafka.offsets"])
-                         ["partitions"].items()}))
-    return out
+    """[(sink id, {partition: offset})], oldest first."""
+    return [(props.get("floe.sink-id"), offs) for _, props, offs in r.kafka_snapshots(table)]
 
 
 def assert_offsets_never_go_back(recs):
@@ -250,10 +241,8 @@ def test_one_member_maintains_the_table_elected_through_it(tmp_path):
             return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=f, text=True)
 
     def leases():
-        t = r.table("kafka.grpm")
-        return [s.summary.additional_properties.get("floe.kafka.maintainer")
-                for s in sorted(t.snapshots(), key=lambda s: s.sequence_number)
-                if s.summary and "floe.kafka.offsets" in s.summary.additional_properties]
+        return [props.get("floe.kafka.maintainer")
+                for _, props, _ in r.kafka_snapshots("kafka.grpm")]
 
     b.produce("grpm", [(i % 4, None, {"id": i, "v": "x", "n": 0}) for i in range(400)])
     m1 = member("m1")

@@ -27,28 +27,11 @@ int floe__kafka_dlq_open(floe_kafka *k, floe_error *err)
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     if (!c)
         return FLOE_OOM(err);
-    rd_kafka_conf_set_opaque(c, k);
-    rd_kafka_conf_set_log_cb(c, floe__kafka_on_log);
     rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
-    int rc = floe__kafka_conf_set(c, "bootstrap.servers", k->o.brokers, err);
-    if (rc == FLOE_OK)
-        rc = floe__kafka_conf_set(c, "enable.idempotence", "true", err);
-    if (rc == FLOE_OK)
-        rc = floe__kafka_conf_set(c, "linger.ms", "5", err);
-    for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2)
-        if (!strstr(p[0], "group.") && !strstr(p[0], "fetch.") && !strstr(p[0], "consume") &&
-            !strstr(p[0], "auto.") && !strstr(p[0], "isolation.") &&
-            !strstr(p[0], "partition.assignment"))
-            rc = floe__kafka_conf_set(c, p[0], p[1], err);  /* (not the consumer's own) */
-    char why[512];
-    if (rc == FLOE_OK && !(k->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, c, why, sizeof why))) {
-        rd_kafka_conf_destroy(c);
-        return floe__err_set(err, FLOE_EINVAL, "Kafka producer (dead-letter topic): %s", why);
-    }
-    if (rc != FLOE_OK) {
-        rd_kafka_conf_destroy(c);
-        return rc;
-    }
+    static const char *const fixed[] = {"enable.idempotence", "true", "linger.ms", "5", NULL};
+    int rc = floe__kafka_client(k, c, RD_KAFKA_PRODUCER, fixed, &k->dlq, err);
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "the dead-letter topic");
     const char *name = k->o.dead_letter_topic;
     rd_kafka_topic_t *h = rd_kafka_topic_new(k->dlq, name, NULL);
     if (!h)

@@ -205,42 +205,56 @@ static void on_error(rd_kafka_t *rk, int e, const char *reason, void *opaque)
                "and retries)", reason);
 }
 
+/* Properties a producer does not take (the consumer's, passed through). */
+static bool consumer_only(const char *key)
+{
+    static const char *const prefixes[] = {"group.", "fetch.", "consume", "auto.",
+                                           "isolation.", "partition.assignment",
+                                           "session.", "heartbeat.", "max.poll."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+int floe__kafka_client(floe_kafka *k, rd_kafka_conf_t *c, rd_kafka_type_t type,
+                       const char *const *fixed, rd_kafka_t **out, floe_error *err)
+{
+    rd_kafka_conf_set_opaque(c, k);
+    rd_kafka_conf_set_log_cb(c, floe__kafka_on_log);
+    int rc = floe__kafka_conf_set(c, "bootstrap.servers", k->o.brokers, err);
+    for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2) {
+        if (!p[1])
+            rc = floe__err_set(err, FLOE_EINVAL, "Kafka property %s has no value", p[0]);
+        else if (type == RD_KAFKA_CONSUMER || !consumer_only(p[0]))
+            rc = floe__kafka_conf_set(c, p[0], p[1], err);
+    }
+    for (const char *const *p = fixed; rc == FLOE_OK && p && p[0]; p += 2)
+        rc = floe__kafka_conf_set(c, p[0], p[1], err);
+    char why[512];
+    if (rc == FLOE_OK && !(*out = rd_kafka_new(type, c, why, sizeof why)))
+        rc = floe__err_set(err, FLOE_EINVAL, "Kafka %s: %s",
+                           type == RD_KAFKA_CONSUMER ? "consumer" : "producer", why);
+    if (rc != FLOE_OK)
+        rd_kafka_conf_destroy(c);           /* (rd_kafka_new took it when it succeeded) */
+    return rc;
+}
+
 static int consumer_new(floe_kafka *k, floe_error *err)
 {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     if (!c)
         return FLOE_OOM(err);
-    rd_kafka_conf_set_opaque(c, k);
-    rd_kafka_conf_set_log_cb(c, floe__kafka_on_log);
     rd_kafka_conf_set_error_cb(c, on_error);
-    int rc = floe__kafka_conf_set(c, "bootstrap.servers", k->o.brokers, err);
-    if (rc == FLOE_OK)
-        rc = floe__kafka_conf_set(c, "group.id", k->o.group ? k->o.group : "floe", err);
-    if (rc == FLOE_OK)
-        rc = floe__kafka_conf_set(c, "enable.auto.commit", "false", err);
-    if (rc == FLOE_OK)
-        rc = floe__kafka_conf_set(c, "enable.auto.offset.store", "false", err);
-    if (rc == FLOE_OK)
-        rc = floe__kafka_conf_set(c, "enable.partition.eof", "false", err);
-    if (rc == FLOE_OK)                     /* never jump over what was not read */
-        rc = floe__kafka_conf_set(c, "auto.offset.reset", "error", err);
-    if (rc == FLOE_OK && k->member)
-        rc = floe__kafka_conf_set(c, "group.instance.id", k->o.member, err);
     if (k->member)
         rd_kafka_conf_set_rebalance_cb(c, floe__kafka_on_rebalance);
-    for (const char *const *p = k->o.kafka_properties; rc == FLOE_OK && p && p[0]; p += 2) {
-        FLOE_RETURN_IF(!p[1], err, FLOE_EINVAL, "Kafka property %s has no value", p[0]);
-        rc = floe__kafka_conf_set(c, p[0], p[1], err);
-    }
-    char why[512];
-    if (rc == FLOE_OK && !(k->rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, why, sizeof why))) {
-        rd_kafka_conf_destroy(c);
-        return floe__err_set(err, FLOE_EINVAL, "Kafka consumer: %s", why);
-    }
-    if (rc != FLOE_OK) {
-        rd_kafka_conf_destroy(c);
-        return rc;
-    }
+    /* floe's own, over any property: where reading resumes is the tables'
+     * record, and an offset out of range is never jumped over */
+    const char *fixed[] = {"group.id", k->o.group ? k->o.group : "floe",
+                           "enable.auto.commit", "false", "enable.auto.offset.store", "false",
+                           "enable.partition.eof", "false", "auto.offset.reset", "error",
+                           k->member ? "group.instance.id" : NULL, k->o.member, NULL};
+    FLOE_FORWARD(floe__kafka_client(k, c, RD_KAFKA_CONSUMER, fixed, &k->rk, err));
     rd_kafka_poll_set_consumer(k->rk);
     k->queue = rd_kafka_queue_get_consumer(k->rk);
     return k->queue ? FLOE_OK : floe__err_set(err, FLOE_EINTERNAL, "Kafka: no consumer queue");

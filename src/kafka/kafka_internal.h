@@ -145,6 +145,12 @@ int floe__kafka_timeout_ms(const floe_kafka *k);
 int floe__kafka_conf_set(rd_kafka_conf_t *c, const char *key, const char *value,
                          floe_error *err);
 void floe__kafka_on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
+/* A client of the brokers from c (taken: destroyed on failure) with floe's
+ * log callback and k as opaque: the brokers, the caller's properties (a
+ * producer leaves out the consumer's), then `fixed` ({"k", "v", ..., NULL};
+ * a NULL key ends it early), which no property overrides. */
+int floe__kafka_client(floe_kafka *k, rd_kafka_conf_t *c, rd_kafka_type_t type,
+                       const char *const *fixed, rd_kafka_t **out, floe_error *err);
 /* The partition's end (p->end) and, when low is not NULL, its start. */
 int floe__kafka_watermarks(floe_kafka *k, const floe__kafka_topic *t, floe__kafka_part *p,
                            int64_t *low, floe_error *err);
