@@ -1307,7 +1307,7 @@ typedef struct floe_kafka_options {
     const char *group;
     /* Set: this process is member `member` of `group` (required then),
      * sharing the topics' partitions with the group's other members
-     * (Kafka assigns them, cooperative-sticky; `member` is the static
+     * (Kafka assigns them, in eager rebalances; `member` is the static
      * group.instance.id, so a restarted member gets its partitions back at
      * once).  Each member writes every topic's table through its own sink
      * id, kafka:TOPIC@member; every commit records the offsets of all the

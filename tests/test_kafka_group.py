@@ -1,5 +1,5 @@
 """`floe kafka --group G --member NAME`: processes sharing a topic's
-partitions (Kafka's cooperative rebalancing), each writing the same table
+partitions (Kafka's eager rebalancing), each writing the same table
 through its own sink id, against the test broker.  Append mode shows a
 message committed twice as a doubled row, one lost as a missing one; the
 snapshots' floe.kafka.offsets must never give a partition back an offset
@@ -117,6 +117,18 @@ def test_two_members_share_a_topic_and_write_one_table(tmp_path):
     assert final == {p: 2 * total // PARTS for p in range(PARTS)}
     assert all(len(offs) == PARTS for _, offs in recs[1:])       # every record is whole
     assert b.group_offsets("g-grp1", "grp1", PARTS) == final
+
+
+def test_a_cooperative_assignment_strategy_is_refused_for_members(tmp_path):
+    b = broker()
+    b.create_topic("grp0", 2)
+    r = Run(tmp_path, b.brokers)
+    p = subprocess.run(member_args(r, "grp0", "m1", "--kafka-property",
+                                   "partition.assignment.strategy=cooperative-sticky"),
+                       capture_output=True, text=True, timeout=120 * SCALE)
+    assert p.returncode == 2, p.stderr                  # a bad option
+    assert "partition.assignment.strategy=cooperative-sticky" in p.stderr, p.stderr
+    assert "range or roundrobin" in p.stderr, p.stderr
 
 
 def test_a_member_that_lost_its_partitions_cannot_commit_them(tmp_path):

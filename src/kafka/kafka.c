@@ -791,6 +791,12 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     FLOE_RETURN_IF(opts->member && opts->format == FLOE_KAFKA_CHANGES, err, FLOE_EINVAL,
                    "Kafka: the changes format's frontier is the least progress of all the "
                    "partitions: one process reads them (no member)");
+    /* members rebalance eagerly (group.c says why) */
+    for (const char *const *p = opts->kafka_properties; opts->member && p && p[0] && p[1]; p += 2)
+        FLOE_RETURN_IF(strcmp(p[0], "partition.assignment.strategy") == 0 &&
+                           strstr(p[1], "cooperative"), err, FLOE_EINVAL,
+                       "Kafka property partition.assignment.strategy=%s: floe's members "
+                       "rebalance eagerly; use range or roundrobin", p[1]);
     FLOE_RETURN_IF(!opts->topics == !opts->topic_pattern, err, FLOE_EINVAL,
                    "Kafka: give topics or topic_pattern (one of them)");
     FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND &&
