@@ -1331,6 +1331,15 @@ typedef struct floe_kafka_options {
     uint64_t commit_interval_ms;    /* wall clock between snapshots; 0: 10000 */
     floe_kafka_bad on_bad_message;
     const char *dead_letter_topic;  /* FLOE_KAFKA_BAD_DEAD_LETTER's topic */
+    /* Debezium format: the topic of Debezium's transaction metadata
+     * (provide.transaction.metadata), PREFIX.transaction, whose END
+     * messages count each transaction's events per table.  Set, every
+     * snapshot holds whole source transactions: events are held until
+     * their transaction's END is read and all its events in every topic
+     * of the run are, and given to the tables in the order the
+     * transactions ended.  The topics must be PREFIX.SCHEMA.TABLE; not
+     * with member or topic_pattern.  NULL: events as they come. */
+    const char *transaction_topic;
     /* Append format: 1 adds the columns _kafka_partition int,
      * _kafka_offset long and _kafka_timestamp timestamptz (the message's
      * timestamp) to the row schema, filled from each message. */

@@ -57,7 +57,7 @@ topic.creation.default.partitions=1
 
 
 class Debezium:
-    def __init__(self, broker, db, tables, schemas=True):
+    def __init__(self, broker, db, tables, schemas=True, extra=None):
         if not glob.glob(os.path.join(JARS, "debezium-connector-postgres-*.jar")):
             pytest.fail("Debezium's jars are missing: scripts/install-deps.sh fetches them "
                         "(mvn -f tests/debezium/pom.xml dependency:copy-dependencies)")
@@ -71,6 +71,7 @@ class Debezium:
         with open(conn, "w") as f:
             f.write(CONNECTOR.format(pgport=db.srv.port, db=db.name, tables=",".join(tables),
                                      prefix=self.prefix))
+            f.writelines(f"{k}={v}\n" for k, v in (extra or {}).items())
         log4j = log4j_config(os.path.join(self.dir, "log4j.properties"))
         self.log = open(os.path.join(self.dir, "connect.log"), "w")
         self.proc = subprocess.Popen(

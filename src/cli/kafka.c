@@ -22,7 +22,7 @@ static const char USAGE[] =
     "floe kafka --brokers HOST:PORT,... --topics T1,T2 | --topic-pattern REGEX "
     "--format debezium|upsert|changes|append [--schema COLUMNS|@FILE] [--key COLS] "
     "[--table NS.NAME] [--table-map TOPIC=NS.NAME,...] [--namespace NS] "
-    "[--group ID [--member NAME]] "
+    "[--transaction-topic TOPIC] [--group ID [--member NAME]] "
     "[--kafka-property KEY=VALUE]... [--kafka-columns] "
     "[--on-bad-message fail|skip|dead-letter=TOPIC] [--stop-at end] [--commit-interval DURATION] "
     "[--partition-by SPEC] [--catalog URI] [--warehouse URI] [...]";
@@ -65,6 +65,14 @@ static const char NOTES[] =
     "  monitoring only.  A table fed from another cluster, or whose offsets the topic no\n"
     "  longer holds (deleted and created again, or deleted by retention), is refused:\n"
     "  read the topic as it now is into another table (--table, --table-map).\n"
+    "\n"
+    "source transactions:\n"
+    "  With Debezium's provide.transaction.metadata, --transaction-topic PREFIX.transaction\n"
+    "  (the topics read being PREFIX.SCHEMA.TABLE) holds each event until its\n"
+    "  transaction has ended and all its events in every topic read have arrived, and\n"
+    "  gives whole transactions to the tables in the order they ended: every snapshot\n"
+    "  of every table holds whole source transactions, and the tables of one commit\n"
+    "  round stand at the same transaction.  Not with --member or --topic-pattern.\n"
     "\n"
     "scaling out:\n"
     "  Processes given the same --group and each its own --member NAME share the topics'\n"
@@ -189,6 +197,12 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
             return -1;
         snprintf(*map, n, "%s=%s", o->topics, table);
         o->table_map = *map;
+    }
+    o->transaction_topic = cli_get(opts, "transaction-topic");
+    if (o->transaction_topic && o->format != FLOE_KAFKA_DEBEZIUM) {
+        cli_say("floe: --transaction-topic is Debezium's transaction metadata: it goes with "
+                "--format debezium\n");
+        return -1;
     }
     o->group = cli_get(opts, "group");
     o->member = cli_get(opts, "member");
@@ -382,6 +396,9 @@ int cmd_kafka(int argc, char **argv)
         {"table", true, "the Iceberg table of the one topic, NS.NAME", NULL},
         {"table-map", true, "Iceberg tables of topics, TOPIC=NS.NAME,...", NULL},
         {"namespace", true, "Iceberg namespace of the tables (default kafka)", NULL},
+        {"transaction-topic", true, "debezium: Debezium's transaction metadata topic, "
+                                    "PREFIX.transaction: every snapshot holds whole source "
+                                    "transactions (see below)", NULL},
         {"group", true, "consumer group whose offsets follow the commits (default floe)",
          NULL},
         {"member", true, "share the partitions with the other members of --group as member "

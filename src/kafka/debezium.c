@@ -88,7 +88,7 @@ typedef struct span {
 
 /* The top level: JsonConverter's {"schema", "payload"} or the envelope itself. */
 typedef struct top {
-    span schema, payload, op, before, after;
+    span schema, payload, op, before, after, transaction;
     size_t members;
 } top;
 
@@ -109,6 +109,21 @@ static int top_member(void *ctx, const floe__json_str *key, const char *v, const
         t->before = sp;
     else if (floe__json_str_eq(key, "after"))
         t->after = sp;
+    else if (floe__json_str_eq(key, "transaction"))
+        t->transaction = sp;
+    return FLOE_OK;
+}
+
+/* The "id" string of the envelope's "transaction" object. */
+static int transaction_member(void *ctx, const floe__json_str *key, const char *v,
+                              const char *vend, floe_error *err)
+{
+    floe__json_str *id = ctx;
+    const char *e;
+    if (floe__json_str_eq(key, "id") && v < vend && *v == '"') {
+        FLOE_FORWARD(floe__json_scan_string(v, vend, &e, id, err));
+        FLOE_RETURN_IF(id->escaped, err, FLOE_EINPUT, "a transaction id with escapes");
+    }
     return FLOE_OK;
 }
 
@@ -179,6 +194,13 @@ int floe__dbz_parse(floe__dbz_cache *c, const char *v, size_t n, floe__dbz *out,
     out->after_len = a.n;
     FLOE_RETURN_IF((out->op == 'c' || out->op == 'r' || out->op == 'u') && !out->after, err,
                    FLOE_EINPUT, "a Debezium '%c' event without \"after\"", out->op);
+    span tx = object_or_none(t.transaction);
+    if (tx.p) {
+        floe__json_str id = {0};
+        FLOE_FORWARD(each_member(tx.p, tx.p + tx.n, &after_top, transaction_member, &id, err));
+        out->txn = id.raw;
+        out->txn_len = id.raw ? id.len : 0;
+    }
     return FLOE_OK;
 }
 

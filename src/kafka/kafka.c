@@ -135,6 +135,7 @@ static int topic_new(floe_kafka *k, const char *name, size_t len, topic **out, f
         return FLOE_OOM(err);
     k->topics[k->n_topics++] = t;
     t->k = k;
+    t->tx_next = -1;
     if (!(t->name = floe__strndup(name, len)))
         return FLOE_OOM(err);
     *out = t;
@@ -301,35 +302,54 @@ static int set_parts(topic *t, const rd_kafka_metadata_topic_t *mt, floe_error *
     return FLOE_OK;
 }
 
+/* Topic `name`'s metadata (*md: the caller's to destroy); FLOE_ENOTFOUND
+ * when it does not exist or has no partitions. */
+static int describe(floe_kafka *k, const char *name, const struct rd_kafka_metadata **md,
+                    floe_error *err)
+{
+    rd_kafka_topic_t *h = rd_kafka_topic_new(k->rk, name, NULL);
+    if (!h)
+        return floe__kafka_err(err, rd_kafka_last_error(), "Kafka topic %s", name);
+    *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 0, h, md, floe__kafka_timeout_ms(k));
+    const struct rd_kafka_metadata *m = *md;
+    int rc = FLOE_OK;
+    if (e)
+        rc = floe__kafka_err(err, e, "Kafka metadata of topic %s", name);
+    else if (m->topic_cnt != 1 || m->topics[0].err)
+        rc = m->topic_cnt == 1 && m->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART
+                 ? floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s does not exist (the "
+                                 "brokers %s)", name, k->o.brokers)
+                 : floe__kafka_err(err, m->topic_cnt ? m->topics[0].err
+                                                     : RD_KAFKA_RESP_ERR__FAIL,
+                                   "Kafka metadata of topic %s", name);
+    else if (!m->topics[0].partition_cnt)
+        rc = floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s has no partitions", name);
+    rd_kafka_topic_destroy(h);
+    if (rc != FLOE_OK && *md) {
+        rd_kafka_metadata_destroy(*md);
+        *md = NULL;
+    }
+    return rc;
+}
+
+int floe__kafka_partition_count(floe_kafka *k, const char *name, int *n, floe_error *err)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    FLOE_FORWARD(describe(k, name, &md, err));
+    *n = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    return FLOE_OK;
+}
+
 /* Each named topic's partitions. */
 static int learn_topics(floe_kafka *k, floe_error *err)
 {
     for (size_t i = 0; i < k->n_topics; i++) {
-        topic *t = k->topics[i];
-        rd_kafka_topic_t *h = rd_kafka_topic_new(k->rk, t->name, NULL);
-        if (!h)
-            return floe__kafka_err(err, rd_kafka_last_error(), "Kafka topic %s", t->name);
         const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 0, h, &md, floe__kafka_timeout_ms(k));
-        int rc = FLOE_OK;
-        if (e)
-            rc = floe__kafka_err(err, e, "Kafka metadata of topic %s", t->name);
-        else if (md->topic_cnt != 1 || md->topics[0].err)
-            rc = md->topic_cnt == 1 &&
-                         md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART
-                     ? floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s does not exist (the "
-                                     "brokers %s)", t->name, k->o.brokers)
-                     : floe__kafka_err(err, md->topic_cnt ? md->topics[0].err
-                                                          : RD_KAFKA_RESP_ERR__FAIL,
-                            "Kafka metadata of topic %s", t->name);
-        else if (!md->topics[0].partition_cnt)
-            rc = floe__err_set(err, FLOE_ENOTFOUND, "Kafka topic %s has no partitions",
-                               t->name);
-        if (rc == FLOE_OK)
-            rc = set_parts(t, &md->topics[0], err);
-        if (md)
-            rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_destroy(h);
+        FLOE_FORWARD(describe(k, k->topics[i]->name, &md, err));
+        int rc = set_parts(k->topics[i], &md->topics[0], err);
+        rd_kafka_metadata_destroy(md);
         FLOE_FORWARD(rc);
     }
     return FLOE_OK;
@@ -464,6 +484,8 @@ int floe__kafka_recorded_offsets(floe_kafka *k, topic *t, const json_t *j, const
                                PRId64 ": the messages between were deleted (retention) "
                                "before floe read them", t->table, t->name, id, p->next, low);
     }
+    if (rc == FLOE_OK && k->o.transaction_topic)
+        rc = floe__kafka_tx_resume(k, t, j, err);
     return rc;
 }
 
@@ -492,7 +514,7 @@ static int64_t offset_for(const topic *t, const part *p, floe__frontier f)
     for (size_t i = 0; !f.empty && i < p->n_held; i++)
         if (p->held[i].time >= f.t)
             return p->held[i].offset;
-    return p->next;
+    return floe__kafka_resume_at(p);
 }
 
 /* floe.kafka.offsets for a commit of frontier f, into k->text: the
@@ -514,6 +536,13 @@ static int offsets_text(floe_kafka *k, const topic *t, floe__frontier f, const j
         if (json_object_set_new(parts, id, json_integer(offset_for(t, &t->parts[i], f))) != 0) {
             json_decref(j);
             return FLOE_OOM(err);
+        }
+    }
+    if (k->tx) {
+        int rc = floe__kafka_tx_record(t, f, j, err);
+        if (rc != FLOE_OK) {
+            json_decref(j);
+            return rc;
         }
     }
     size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
@@ -755,9 +784,11 @@ static int assign(floe_kafka *k, size_t from, floe_error *err)
     size_t n = 0;
     for (size_t i = from; i < k->n_topics; i++)
         n += k->topics[i]->n_parts;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n + 1);
     if (!l)
         return FLOE_OOM(err);
+    if (from == 0 && k->tx)
+        floe__kafka_tx_assign(k, l);
     for (size_t i = from; i < k->n_topics; i++) {
         topic *t = k->topics[i];
         for (size_t p = 0; p < t->n_parts; p++) {
@@ -797,6 +828,11 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
                            strstr(p[1], "cooperative"), err, FLOE_EINVAL,
                        "Kafka property partition.assignment.strategy=%s: floe's members "
                        "rebalance eagerly; use range or roundrobin", p[1]);
+    FLOE_RETURN_IF(opts->transaction_topic && opts->format != FLOE_KAFKA_DEBEZIUM, err,
+                   FLOE_EINVAL, "transaction_topic is Debezium's (the debezium format)");
+    FLOE_RETURN_IF(opts->transaction_topic && (opts->member || opts->topic_pattern), err,
+                   FLOE_EINVAL, "transaction_topic needs every topic a transaction touches "
+                   "read by this process from the start: not with member or topic_pattern");
     FLOE_RETURN_IF(!opts->topics == !opts->topic_pattern, err, FLOE_EINVAL,
                    "Kafka: give topics or topic_pattern (one of them)");
     FLOE_RETURN_IF(opts->format != FLOE_KAFKA_UPSERT && opts->format != FLOE_KAFKA_APPEND &&
@@ -818,7 +854,7 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
         if (own(k, &k->o.brokers) || own(k, &k->o.topics) || own(k, &k->o.namespace_name) ||
             own(k, &k->o.table_map) || own(k, &k->o.group) ||
             own(k, &k->o.dead_letter_topic) || own(k, &k->o.topic_pattern) ||
-            own(k, &k->o.member))
+            own(k, &k->o.member) || own(k, &k->o.transaction_topic))
             rc = FLOE_OOM(err);
         else
             rc = floe__sink_options_own(&k->o.sink, k->strings, err);
@@ -840,6 +876,8 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
         rc = learn_cluster(k, err);
     for (size_t i = 0; rc == FLOE_OK && i < k->n_topics; i++)
         rc = open_topic(k, k->topics[i], err);
+    if (rc == FLOE_OK && k->o.transaction_topic)
+        rc = floe__kafka_tx_open(k, err);
     if (rc == FLOE_OK)
         rc = k->member ? floe__kafka_subscribe(k, err) : assign(k, 0, err);
     if (rc != FLOE_OK) {
@@ -857,6 +895,7 @@ void floe_kafka_free(floe_kafka *k)
 {
     if (!k)
         return;
+    floe__kafka_tx_free(k);                    /* (its messages before the client) */
     if (k->queue)
         rd_kafka_queue_destroy(k->queue);
     k->closing = true;                         /* (revocations in the close commit nothing) */
@@ -1155,20 +1194,10 @@ static int consumer_error(floe_kafka *k, const rd_kafka_message_t *m, floe_error
     }
 }
 
-static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
+int floe__kafka_take(floe_kafka *k, topic *t, part *p, const rd_kafka_message_t *m,
+                     floe_error *err)
 {
-    if (m->err)
-        return consumer_error(k, m, err);
-    k->last_transient = 0;
-    const char *name = rd_kafka_topic_name(m->rkt);
-    part *p = NULL;
-    topic *t = floe__kafka_topic_of(k, name, m->partition, &p);
-    FLOE_RETURN_IF(!t, err, FLOE_EINTERNAL, "Kafka: a message of %s partition %" PRId32
-                   ", which is not assigned", name, m->partition);
-    if (!p->owned || m->offset < p->next)
-        return FLOE_OK;                     /* revoked, or read before (a seek back) */
-    atomic_fetch_add(&k->messages, 1);
-    atomic_fetch_add(&k->bytes, m->len + m->key_len);
+    const char *name = t->name;
     int rc = apply(k, t, p, m, err);
     if (rc == FLOE_EINPUT) {
         if (k->o.on_bad_message == FLOE_KAFKA_BAD_FAIL)
@@ -1190,6 +1219,30 @@ static int message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err)
                               m->partition, m->offset);
     if (k->o.format != FLOE_KAFKA_CHANGES)
         t->time++;
+    return FLOE_OK;
+}
+
+/* One message read; *kept: it is held (transaction_topic), not the
+ * caller's to destroy. */
+static int message(floe_kafka *k, rd_kafka_message_t *m, bool *kept, floe_error *err)
+{
+    *kept = false;
+    if (m->err)
+        return consumer_error(k, m, err);
+    k->last_transient = 0;
+    const char *name = rd_kafka_topic_name(m->rkt);
+    if (floe__kafka_tx_is(k, name))
+        return floe__kafka_tx_message(k, m, err);
+    part *p = NULL;
+    topic *t = floe__kafka_topic_of(k, name, m->partition, &p);
+    FLOE_RETURN_IF(!t, err, FLOE_EINTERNAL, "Kafka: a message of %s partition %" PRId32
+                   ", which is not assigned", name, m->partition);
+    if (!p->owned || m->offset < p->next)
+        return FLOE_OK;                     /* revoked, or read before (a seek back) */
+    atomic_fetch_add(&k->messages, 1);
+    atomic_fetch_add(&k->bytes, m->len + m->key_len);
+    FLOE_FORWARD(k->tx ? floe__kafka_tx_event(k, t, p, m, kept, err)
+                       : floe__kafka_take(k, t, p, m, err));
     p->next = m->offset + 1;
     return FLOE_OK;
 }
@@ -1273,6 +1326,8 @@ int floe__kafka_commit_all(floe_kafka *k, floe_error *err)
             t->committed_time = t->time;
             done = true;
         }
+        if (rc == FLOE_OK && done && k->tx)
+            rc = floe__kafka_tx_committed(t, err);
         if (rc != FLOE_OK)
             return floe__err_wrap(err, rc, "table %s", t->table);
         if (!done)
@@ -1283,7 +1338,7 @@ int floe__kafka_commit_all(floe_kafka *k, floe_error *err)
             if (t->parts[p].owned) {
                 t->parts[p].committed = k->o.format == FLOE_KAFKA_CHANGES
                                             ? offset_for(t, &t->parts[p], f)
-                                            : t->parts[p].next;
+                                            : floe__kafka_resume_at(&t->parts[p]);
                 t->parts[p].unrecorded = false;
             }
         atomic_fetch_add(&k->snapshots, 1);
@@ -1305,7 +1360,7 @@ static bool at_end(const floe_kafka *k)
             if (!k->topics[i]->parts[p].owned ||
                 k->topics[i]->parts[p].next < k->topics[i]->parts[p].stop)
                 return false;
-    return k->n_topics > 0 || !k->member;
+    return (k->n_topics > 0 || !k->member) && floe__kafka_tx_at_end(k);
 }
 
 static bool stop_asked(floe_kafka *k)
@@ -1358,11 +1413,14 @@ static int run(floe_kafka *k, floe_error *err)
         }
         int rc = FLOE_OK;
         for (ssize_t i = 0; i < n; i++) {
+            bool kept = false;
             if (rc == FLOE_OK)
-                rc = message(k, msgs[i], err);
-            rd_kafka_message_destroy(msgs[i]);
+                rc = message(k, msgs[i], &kept, err);
+            if (!kept)
+                rd_kafka_message_destroy(msgs[i]);
         }
         FLOE_FORWARD(rc);
+        FLOE_FORWARD(floe__kafka_tx_release(k, err));
         if (floe__monotonic_ns() - k->last_commit_ns >= interval_ns)
             FLOE_FORWARD(floe__kafka_commit_all(k, err));
         if (k->has_pattern && floe__monotonic_ns() - k->last_refresh_ns >= refresh_ns)

@@ -33,6 +33,8 @@ typedef struct floe__dbz {
     const char *before, *after;
     size_t before_len, after_len;
     const json_t *before_fields, *after_fields;
+    const char *txn;                /* transaction.id's bytes, or NULL */
+    size_t txn_len;
 } floe__dbz;
 
 /* Scan a message value: the envelope, bare or inside JsonConverter's
@@ -74,6 +76,24 @@ typedef struct floe__kafka_held {
     uint64_t time;
 } floe__kafka_held;
 
+/* transaction_topic: consecutive messages of a partition held for one
+ * transaction (id: bytes in the messages; NULL: of none). */
+typedef struct floe__kafka_run {
+    const char *id;
+    size_t id_len;
+    uint64_t n;
+} floe__kafka_run;
+
+/* transaction_topic: the events of the transaction whose END is at offset
+ * `end` are times [a, b) of a topic's table (b UINT64_MAX while they are
+ * being given: `given` of them so far; base: those a table held already). */
+typedef struct floe__kafka_mark {
+    uint64_t a, b;
+    int64_t end;
+    char *id;
+    uint64_t base, given;
+} floe__kafka_mark;
+
 typedef struct floe__kafka_part {
     int32_t id;
     int64_t next;                 /* the next offset to read */
@@ -88,6 +108,12 @@ typedef struct floe__kafka_part {
     bool owned;
     bool taking;                  /* being assigned: recorded_offsets sets it up */
     bool unrecorded;              /* owned, and the table recorded no offset for it */
+    /* transaction_topic: messages read (below next) and held until their
+     * transactions are whole, queue[q_head..q_len), in runs */
+    rd_kafka_message_t **queue;
+    size_t q_head, q_len, q_cap;
+    floe__kafka_run *runs;
+    size_t r_head, r_len, r_cap;
     /* read by floe_kafka_metrics from other threads: */
     _Atomic int64_t end;          /* the partition's end when last looked at */
     _Atomic int64_t committed;    /* the next offset the table records */
@@ -109,6 +135,15 @@ typedef struct floe__kafka_topic {
     bool pending;                 /* debezium: the table is made from the first event */
     bool maintains;               /* a member: it holds the table's maintenance lease */
     floe__dbz_cache values, keys; /* debezium: the embedded schemas parsed last */
+    /* transaction_topic: the offset from which the table needs the
+     * transaction topic's ENDs (-1: no record): past the last transaction
+     * it holds whole, or the END of tx_partial, of which it holds
+     * tx_partial_n events; and marks of those given since the last commit */
+    int64_t tx_next;
+    char *tx_partial;
+    uint64_t tx_partial_n;
+    floe__kafka_mark *marks;
+    size_t n_marks, cap_marks;
 } floe__kafka_topic;
 
 struct floe_kafka {
@@ -123,6 +158,7 @@ struct floe_kafka {
     char *cluster;
     floe__kafka_topic **topics;
     size_t n_topics, cap_topics;
+    struct floe__kafka_tx *tx;    /* transaction_topic (transactions.c) */
     regex_t pattern;              /* topic_pattern, compiled */
     bool has_pattern;
     uint64_t last_refresh_ns;
@@ -163,6 +199,45 @@ int floe__kafka_commit_all(floe_kafka *k, floe_error *err);
 /* The topic and partition of a message; NULL when not read here. */
 floe__kafka_topic *floe__kafka_topic_of(floe_kafka *k, const char *name, int32_t partition,
                                         floe__kafka_part **p);
+
+/* Where a partition's reading resumes when every message given to its
+ * table is committed: its first held message, or the next to read. */
+static inline int64_t floe__kafka_resume_at(const floe__kafka_part *p)
+{
+    return p->q_head < p->q_len ? p->queue[p->q_head]->offset : p->next;
+}
+/* A message of topic t's partition p given to its table (a bad one as
+ * on_bad_message says), taking the table's next time. */
+int floe__kafka_take(floe_kafka *k, floe__kafka_topic *t, floe__kafka_part *p,
+                     const rd_kafka_message_t *m, floe_error *err);
+/* The number of partitions of topic `name` (FLOE_ENOTFOUND: no such topic). */
+int floe__kafka_partition_count(floe_kafka *k, const char *name, int *n, floe_error *err);
+
+/* transactions.c: Debezium's transaction topic */
+/* After the tables are open (their records read by tx_resume): the
+ * transaction topic checked and read from the earliest table's stand. */
+int floe__kafka_tx_open(floe_kafka *k, floe_error *err);
+void floe__kafka_tx_free(floe_kafka *k);
+/* Table t's stand in the transaction topic, from its offsets record. */
+int floe__kafka_tx_resume(floe_kafka *k, floe__kafka_topic *t, const json_t *rec,
+                          floe_error *err);
+bool floe__kafka_tx_is(const floe_kafka *k, const char *name);
+int floe__kafka_tx_assign(floe_kafka *k, rd_kafka_topic_partition_list_t *l);
+bool floe__kafka_tx_at_end(const floe_kafka *k);
+/* A message of the transaction topic. */
+int floe__kafka_tx_message(floe_kafka *k, const rd_kafka_message_t *m, floe_error *err);
+/* A change event of t's partition p: given to the table at once (no
+ * transaction, nothing held before it) or held (*kept: m is the
+ * queue's now). */
+int floe__kafka_tx_event(floe_kafka *k, floe__kafka_topic *t, floe__kafka_part *p,
+                         rd_kafka_message_t *m, bool *kept, floe_error *err);
+/* The whole transactions, in the order they ended, given to the tables. */
+int floe__kafka_tx_release(floe_kafka *k, floe_error *err);
+/* "transactions" of the offsets record of a commit of frontier f. */
+int floe__kafka_tx_record(const floe__kafka_topic *t, floe__frontier f, json_t *rec,
+                          floe_error *err);
+/* After t's commit of its committed_time: its stand moves there. */
+int floe__kafka_tx_committed(floe__kafka_topic *t, floe_error *err);
 
 /* group.c */
 void floe__kafka_on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e,
