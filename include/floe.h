@@ -1340,6 +1340,10 @@ typedef struct floe_kafka_options {
      * transactions ended.  The topics must be PREFIX.SCHEMA.TABLE; not
      * with member or topic_pattern.  NULL: events as they come. */
     const char *transaction_topic;
+    /* transaction_topic: the most bytes of events held at once (keys and
+     * values); a transaction that needs more halts the run (FLOE_ELIMIT)
+     * before anything of it is committed.  0: 1 GiB. */
+    size_t txn_memory;
     /* Append format: 1 adds the columns _kafka_partition int,
      * _kafka_offset long and _kafka_timestamp timestamptz (the message's
      * timestamp) to the row schema, filled from each message. */

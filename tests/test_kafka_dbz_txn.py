@@ -215,6 +215,10 @@ def test_transactions_over_partitions_wait_for_their_last_event(tmp_path):
     assert p.returncode == 2 and "is not one of transaction topic" in p.stderr, p.stderr
     p = r.run(ta, "upsert", "--table", "t.other", "--transaction-topic", tx, check=False)
     assert p.returncode == 2 and "goes with --format debezium" in p.stderr, p.stderr
+    p = r.run(ta, "debezium", "--table-map", f"{ta}=t.m,{tb}=t.n", "--topics", f"{ta},{tb}",
+              "--transaction-topic", tx, "--txn-memory", "600", check=False)
+    assert p.returncode == 1 and "take more than 600 bytes" in p.stderr, p.stderr
+    assert "--txn-memory" in p.stderr, p.stderr
     r.run(ta, "debezium", "--table", "t.z")                       # fed without them first
     p = r.run(ta, "debezium", "--table", "t.z", "--transaction-topic", tx, check=False)
     assert p.returncode == 1 and "without its transactions" in p.stderr, p.stderr

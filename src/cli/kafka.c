@@ -22,7 +22,7 @@ static const char USAGE[] =
     "floe kafka --brokers HOST:PORT,... --topics T1,T2 | --topic-pattern REGEX "
     "--format debezium|upsert|changes|append [--schema COLUMNS|@FILE] [--key COLS] "
     "[--table NS.NAME] [--table-map TOPIC=NS.NAME,...] [--namespace NS] "
-    "[--transaction-topic TOPIC] [--group ID [--member NAME]] "
+    "[--transaction-topic TOPIC [--txn-memory BYTES]] [--group ID [--member NAME]] "
     "[--kafka-property KEY=VALUE]... [--kafka-columns] "
     "[--on-bad-message fail|skip|dead-letter=TOPIC] [--stop-at end] [--commit-interval DURATION] "
     "[--partition-by SPEC] [--catalog URI] [--warehouse URI] [...]";
@@ -199,6 +199,13 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
         o->table_map = *map;
     }
     o->transaction_topic = cli_get(opts, "transaction-topic");
+    if (cli_size_opt(opts, "txn-memory", &o->txn_memory) != 0)
+        return -1;
+    if (cli_has(opts, "txn-memory") && !o->transaction_topic) {
+        cli_say("floe: --txn-memory bounds the events held for --transaction-topic: give "
+                "that too\n");
+        return -1;
+    }
     if (o->transaction_topic && o->format != FLOE_KAFKA_DEBEZIUM) {
         cli_say("floe: --transaction-topic is Debezium's transaction metadata: it goes with "
                 "--format debezium\n");
@@ -399,6 +406,8 @@ int cmd_kafka(int argc, char **argv)
         {"transaction-topic", true, "debezium: Debezium's transaction metadata topic, "
                                     "PREFIX.transaction: every snapshot holds whole source "
                                     "transactions (see below)", NULL},
+        {"txn-memory", true, "with --transaction-topic: the most bytes of events held "
+                             "until their transactions are whole (default 1g)", NULL},
         {"group", true, "consumer group whose offsets follow the commits (default floe)",
          NULL},
         {"member", true, "share the partitions with the other members of --group as member "

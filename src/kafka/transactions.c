@@ -33,8 +33,12 @@ typedef struct end {
     uint64_t *expect;           /* per topic of the run: its events there still to read */
 } end;
 
+#define DEFAULT_MEMORY ((size_t)1 << 30)
+#define HELD_OVERHEAD 96            /* librdkafka's message, our slot and run, roughly */
+
 struct floe__kafka_tx {
     char *name;
+    size_t held, most;          /* bytes of events held; the bound (txn_memory) */
     size_t prefix_len;          /* of name up to its last '.': PREFIX */
     int64_t next;               /* the next offset to read */
     int64_t stop;               /* stop_at_end: the end at open */
@@ -199,6 +203,7 @@ int floe__kafka_tx_open(floe_kafka *k, floe_error *err)
         return FLOE_OOM(err);
     }
     tx->prefix_len = prefix_len;
+    tx->most = k->o.txn_memory ? k->o.txn_memory : DEFAULT_MEMORY;
     tx->next = from;
     tx->stop = high;
     k->tx = tx;
@@ -294,6 +299,7 @@ static int take_run(floe_kafka *k, topic *t, part *p, mark *m, floe_error *err)
     int rc = FLOE_OK;
     for (; r->n > 0; r->n--) {
         rd_kafka_message_t *msg = p->queue[p->q_head];
+        k->tx->held -= msg->len + msg->key_len + HELD_OVERHEAD;
         if (rc == FLOE_OK)
             rc = floe__kafka_take(k, t, p, msg, err);
         if (rc == FLOE_OK && m && r->id)
@@ -318,7 +324,14 @@ int floe__kafka_tx_event(floe_kafka *k, topic *t, part *p, rd_kafka_message_t *m
     }
     if (p->r_head == p->r_len && !ev.txn)
         return floe__kafka_take(k, t, p, m, err);
+    struct floe__kafka_tx *tx = k->tx;
+    size_t bytes = m->len + m->key_len + HELD_OVERHEAD;
+    FLOE_RETURN_IF(tx->held + bytes > tx->most, err, FLOE_ELIMIT, "topic %s partition %" PRId32
+                   " offset %" PRId64 ": events held until their transactions are whole "
+                   "take more than %zu bytes (txn_memory); raise it (--txn-memory), or read "
+                   "without the transaction topic", t->name, m->partition, m->offset, tx->most);
     FLOE_FORWARD(hold(p, m, ev.txn, ev.txn ? key_len(ev.txn, ev.txn_len) : 0, err));
+    tx->held += bytes;
     *kept = true;
     return FLOE_OK;
 }
