@@ -712,6 +712,13 @@ typedef struct floe_sink_options {
     double maintain_budget;          /* share of wall time, (0, 1]; 0: 0.2 */
     int64_t orphan_age_ms;           /* orphan safety window; 0: one day */
     int64_t orphan_interval_ms;      /* orphan removal every...; 0: hour; -1: never */
+    /* When the run ends (floe_sink_free after the sink's last advance or
+     * finish succeeded), FLOE_MAINTAIN_AUTO compacts what is still due, in
+     * the caller's thread, for at most this long, so that a table fed
+     * faster than maintenance kept up (a backfill, a catch-up) is left
+     * compacted; skipped in a member that does not hold the maintenance
+     * lease (floe kafka).  0: 10000; -1: no final pass. */
+    int64_t maintain_final_ms;
     /* Table properties for a table the sink creates, {"k1", "v1", ...,
      * NULL}; NULL: none.  Sink-created tables get floe's defaults unless
      * given here: write.metadata.delete-after-commit.enabled=true and

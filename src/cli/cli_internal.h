@@ -184,7 +184,9 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
     {"maintain-budget", true, "share of wall time maintenance may use: 0.2 (default) or "  \
                               "20%", NULL},                                                 \
     {"orphan-age", true, "orphan files older than this are removed (default 1d)", NULL},    \
-    {"orphan-interval", true, "look for orphan files this often (default 1h; 0: never)", NULL}
+    {"orphan-interval", true, "look for orphan files this often (default 1h; 0: never)", NULL}, \
+    {"maintain-final", true, "when the run ends, compact what is still due for at most this " \
+                             "long (default 10s; 0: never)", NULL}
 /* The sink options the sources (floe pg, floe kafka) take for every table
  * (besides --memory-limit and --spill-dir, which each says its own way). */
 #define CLI_SOURCE_SINK_OPTS                                                               \

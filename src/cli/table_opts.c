@@ -106,6 +106,10 @@ int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o)
         return -1;
     if (cli_has(opts, "orphan-interval") && o->orphan_interval_ms == 0)
         o->orphan_interval_ms = -1;                    /* 0: never */
+    if (cli_age_opt(opts, "maintain-final", &o->maintain_final_ms) != 0)
+        return -1;
+    if (cli_has(opts, "maintain-final") && o->maintain_final_ms == 0)
+        o->maintain_final_ms = -1;                     /* 0: no final pass */
     return 0;
 }
 

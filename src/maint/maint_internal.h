@@ -231,6 +231,12 @@ bool floe__table_has_maintenance_id(const floe__table *t, const char *id);
 int floe__compact(floe__table *t, const floe__compact_options *o, floe__compact_result *res,
                   floe_error *err);
 
+/* One `replace` snapshot on main's head that only merges t's manifests,
+ * every bin of them (as commit.manifest.min-count-to-merge 1 would; bins
+ * merge.c leaves alone stay), under `gate` when not NULL (t reloaded
+ * first).  Nothing when the table has no snapshot. */
+int floe__merge_manifests(floe__table *t, pthread_mutex_t *gate, floe_error *err);
+
 /* ---- copy-on-write (cow.c) ------------------------------------------------------ */
 /* A commit's position deletes turned into rewritten data files: the
  * snapshot the commit asserts loses remove[0..n_old) (the data files the

@@ -112,9 +112,14 @@ static void withdraw_moves(void *ctx, const char *id)
     floe__moved_free(floe__moves_take(ctx, id));
 }
 
-static int compact(floe__maintainer *m, double seconds, double ratio, floe_error *err)
+/* final: a round while the sink runs groups files by size tier; the final
+ * pass puts all of a partition's small files in one group, two of them
+ * already being enough. */
+static int compact(floe__maintainer *m, double seconds, double ratio, bool final,
+                   floe_error *err)
 {
-    floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = true,
+    floe__compact_options o = {.max_bytes = (uint64_t)(seconds * m->rate) + 1, .tiered = !final,
+                               .min_input_files = final ? 2 : 0,
                                .delete_ratio = ratio, .gate = m->cfg.gate};
     if (m->cfg.moves) {
         o.on_moves = hand_moves;
@@ -188,7 +193,7 @@ static int round_once(floe__maintainer *m, floe_error *err)
     double left = allowance(m, floe__monotonic_ns());
     double ratio = delete_ratio(m);
     if (left > 0 && compaction_due(&d, ratio)) {
-        FLOE_FORWARD(compact(m, left, ratio, err));
+        FLOE_FORWARD(compact(m, left, ratio, false, err));
         acted = true;
     }
     if (expiry_due(m, &d)) {
@@ -310,17 +315,88 @@ void floe__maintainer_stats_get(floe__maintainer *m, floe__maintainer_stats *out
     pthread_mutex_unlock(&m->mu);
 }
 
+static void stop_thread(floe__maintainer *m)
+{
+    if (!m->started)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->stop = true;
+    pthread_cond_signal(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->thread, NULL);
+    m->started = false;
+}
+
+/* Whether a manifest-merging commit would merge anything: more manifests
+ * than one per content, in an unpartitioned spec (merge.c leaves
+ * partitioned ones alone). */
+static bool mergeable(const floe__maintainer *m, const floe_table_debt *d)
+{
+    const floe__metadata *md = m->table->loaded->metadata;
+    const json_t *spec = floe__metadata_spec_by_id(md, floe__metadata_default_spec_id(md));
+    if (!spec || json_array_size(json_object_get(spec, "fields")) != 0)
+        return false;
+    return d->data_manifests > 1 || d->delete_manifests > (d->delete_files > 0);
+}
+
+/* The final pass: compaction rounds in the caller's thread, each bounded by
+ * the time left at the rate compaction ran so far, until nothing is due,
+ * a round does nothing or the time is up. */
+void floe__maintainer_final(floe__maintainer *m, uint64_t max_ns)
+{
+    if (!m)
+        return;
+    stop_thread(m);
+    if (m->paused)
+        return;
+    uint64_t t0 = floe__monotonic_ns();
+    floe_error *err = floe_error_new();
+    int rc = FLOE_OK;
+    for (;;) {
+        floe_table_debt d;
+        uint64_t now = floe__monotonic_ns();
+        if (now - t0 >= max_ns || (rc = look(m, &d, err)) != FLOE_OK)
+            break;
+        double ratio = delete_ratio(m);
+        if (!compaction_due(&d, ratio))
+            break;
+        uint64_t before;
+        pthread_mutex_lock(&m->mu);
+        before = m->stats.files_compacted;
+        pthread_mutex_unlock(&m->mu);
+        if ((rc = compact(m, (double)(max_ns - (now - t0)) / 1e9, ratio, true, err)) != FLOE_OK)
+            break;
+        pthread_mutex_lock(&m->mu);
+        bool moved = m->stats.files_compacted != before;
+        pthread_mutex_unlock(&m->mu);
+        if (!moved)
+            break;
+    }
+    /* then the manifests: one per content where the spec allows (merge.c) */
+    floe_table_debt d;
+    if (rc == FLOE_OK && floe__monotonic_ns() - t0 < max_ns &&
+        (rc = look(m, &d, err)) == FLOE_OK && mergeable(m, &d))
+        rc = floe__merge_manifests(m->table, m->cfg.gate, err);
+    uint64_t took = floe__monotonic_ns() - t0;
+    pthread_mutex_lock(&m->mu);
+    m->stats.busy_ns += took;
+    if (rc != FLOE_OK)
+        m->stats.failures++;
+    pthread_mutex_unlock(&m->mu);
+    if (rc != FLOE_OK && m->cfg.on_warning) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "table maintenance at the end of the run: %s (the table "
+                 "stays as committed)", err ? floe_error_message(err) : floe_code_string(rc));
+        m->cfg.on_warning(m->cfg.warning_ctx, msg);
+    }
+    floe_error_free(err);
+}
+
 void floe__maintainer_stop(floe__maintainer *m)
 {
     if (!m)
         return;
-    if (m->started) {
-        pthread_mutex_lock(&m->mu);
-        m->stop = true;
-        pthread_cond_signal(&m->cv);
-        pthread_mutex_unlock(&m->mu);
-        pthread_join(m->thread, NULL);
-    }
+    stop_thread(m);
     floe__table_free(m->table);
     floe__catalog_free(m->catalog);
     floe__fileio_free(m->io);

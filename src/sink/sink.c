@@ -547,6 +547,7 @@ static int setup_parts(floe_sink *s, floe_error *err)
 }
 
 #define HOUR_NS ((uint64_t)3600 * 1000000000)
+#define FINAL_MS 10000                  /* maintain_final_ms's default */
 
 /* FLOE_MAINTAIN_AUTO: a thread of its own on a catalog connection of its
  * own, made from opts->connect (also when floe__sink_open_with gave the
@@ -812,6 +813,11 @@ void floe_sink_free(floe_sink *s)
 {
     if (!s)
         return;
+    /* the run ends: what maintenance did not keep up with, compacted now */
+    if (s->maintainer && s->advanced_ok && s->opts.maintain_final_ms >= 0)
+        floe__maintainer_final(s->maintainer, (uint64_t)(s->opts.maintain_final_ms
+                                                             ? s->opts.maintain_final_ms
+                                                             : FINAL_MS) * 1000000u);
     floe__maintainer_stop(s->maintainer);
     floe__committer_free(s->committer);
     floe__writer_free(s->writer);
@@ -1180,6 +1186,7 @@ int floe__sink_seal_and_commit(floe_sink *s, floe__frontier f, floe_error *err)
 int floe__sink_advance(floe_sink *s, floe__frontier f, floe_error *err)
 {
     FLOE_RETURN_IF(s->ended, err, FLOE_EINVAL, "the sink's input has ended (floe_sink_end)");
+    s->advanced_ok = false;
     if (floe__frontier_cmp(f, s->input_frontier) < 0) {
         char have[32], want[32];
         floe__frontier_format(s->input_frontier, have, sizeof have);
@@ -1206,6 +1213,7 @@ int floe__sink_advance(floe_sink *s, floe__frontier f, floe_error *err)
     if (rc == FLOE_OK && !s->complete)
         rc = floe__sink_seal_and_commit(s, f, err);
     floe__sink_publish(s);
+    s->advanced_ok = rc == FLOE_OK;
     return rc;
 }
 

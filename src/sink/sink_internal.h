@@ -552,6 +552,10 @@ void floe__maintainer_pause(floe__maintainer *m, bool paused);
 void floe__maintainer_stats_get(floe__maintainer *m, floe__maintainer_stats *out);
 /* Stop the thread (a round under way finishes first) and free.  Accepts NULL. */
 void floe__maintainer_stop(floe__maintainer *m);
+/* The thread stopped, then compaction of what is still due, in the
+ * caller's thread, for at most max_ns (not while paused); a failure is a
+ * warning.  Then floe__maintainer_stop. */
+void floe__maintainer_final(floe__maintainer *m, uint64_t max_ns);
 
 /* ---- the sink (sink.c) ------------------------------------------------------------------
  * floe_sink_open with a catalog and FileIO of the caller's (borrowed; they

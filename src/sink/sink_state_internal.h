@@ -18,6 +18,7 @@ struct floe_sink {
     bool own_catalog;                /* false when given by floe__sink_open_with */
     uint64_t version, as_of;
     bool upsert, synthetic, complete;
+    bool advanced_ok;                /* the last advance (or finish) succeeded */
     floe__fileio *io;
     floe__catalog *catalog;
     floe__table *table;

@@ -199,6 +199,8 @@ int floe__attempt_merge(floe__attempt *a, floe_error *err)
                  NULL, 0};
     if (g.target <= 0)
         g.target = DEFAULT_TARGET;
+    if (a->req->merge_all)
+        g.min_count = 1;
     size_t n = a->list.n;
     g.cand = floe__calloc(n ? n : 1, sizeof *g.cand);
     g.gone = floe__calloc(n ? n : 1, sizeof *g.gone);

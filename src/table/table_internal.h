@@ -521,6 +521,9 @@ typedef struct floe__commit_request {
     const char *const *remove;        /* paths of content files to remove (borrowed) */
     size_t n_remove;
     const char *operation;            /* NULL: derived (see above) */
+    /* Merge every bin of carried manifests now (min-count-to-merge 1: a
+     * final compaction leaving one manifest per content where it can). */
+    bool merge_all;
     bool has_data_sequence_number;
     int64_t data_sequence_number;     /* for the added data files */
     /* A schema change in the same metadata update (the files are written
