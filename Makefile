@@ -23,7 +23,8 @@ endif
 CC      ?= cc
 # libpq (Debian: libpq-dev) for the Postgres source.
 PQ_INC  := $(shell pkg-config --cflags-only-I libpq 2>/dev/null || echo -I/usr/include/postgresql)
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla \
+# -fPIC: the same objects make libfloe.a and libfloe.so.
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla -fPIC \
            -Wstrict-prototypes -Wmissing-prototypes -Iinclude -Isrc $(PQ_INC) $(OPT) $(EXTRA_CFLAGS)
 # librdkafka (Debian: librdkafka-dev) for the Kafka source.
 LDLIBS  := -lzstd -lsnappy -lz -lsqlite3 -ljansson -lcurl -lpq -lrdkafka -lm -lpthread
@@ -40,11 +41,17 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
+# The library's version (include/floe.h); the shared library's soname
+# carries the major: a release that breaks the ABI raises it.
+VERSION := $(shell sed -n 's/^\#define FLOE_VERSION_STRING "\(.*\)"/\1/p' include/floe.h)
+MAJOR   := $(firstword $(subst ., ,$(VERSION)))
+
 LIB := $(BUILD)/libfloe.a
+SO  := $(BUILD)/libfloe.so.$(VERSION)
 BIN := $(BUILD)/floe
 
-.PHONY: all unit fuzz bench clean check-src libfuzzer
-all: $(LIB) $(BIN) $(UNIT_BIN) $(FUZZ_BIN) $(BENCH_BIN)
+.PHONY: all unit fuzz bench clean check-src libfuzzer install uninstall
+all: $(LIB) $(SO) $(BIN) $(UNIT_BIN) $(FUZZ_BIN) $(BENCH_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -53,6 +60,14 @@ $(BUILD)/obj/%.o: %.c
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+# Only the public floe_ symbols are exported (scripts/libfloe.map).
+$(SO): $(LIB_OBJ) scripts/libfloe.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDOPT) -Wl,-soname,libfloe.so.$(MAJOR) -Wl,--version-script=scripts/libfloe.map \
+	    -o $@ $(LIB_OBJ) $(LDLIBS)
+	ln -sf libfloe.so.$(VERSION) $(BUILD)/libfloe.so.$(MAJOR)
+	ln -sf libfloe.so.$(MAJOR) $(BUILD)/libfloe.so
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDOPT) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
@@ -85,6 +100,36 @@ build/libfuzzer/%: fuzz/%.c $(LIB_SRC)
 
 check-src:
 	@scripts/check-src.sh
+
+# make install [PREFIX=/usr/local] [LIBDIR=$(PREFIX)/lib] [DESTDIR=staging]:
+# the program, the header, both libraries and floe.pc (pkg-config).
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+# What linking libfloe.a needs besides it (pkg-config --static --libs):
+# floe's own link line.  (Not as Requires.private: pkg-config would then
+# add those libraries' private dependencies too, which a link against
+# their shared libraries neither needs nor finds.)
+
+install: $(LIB) $(SO) $(BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/floe
+	install -m 644 include/floe.h $(DESTDIR)$(INCDIR)/floe.h
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libfloe.a
+	install -m 755 $(SO) $(DESTDIR)$(LIBDIR)/libfloe.so.$(VERSION)
+	ln -sf libfloe.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libfloe.so.$(MAJOR)
+	ln -sf libfloe.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libfloe.so
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCDIR)' 'libdir=$(LIBDIR)' '' \
+	    'Name: floe' 'Description: streams changes into Apache Iceberg tables exactly once' \
+	    'Version: $(VERSION)' \
+	    'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lfloe' 'Libs.private: $(LDLIBS)' \
+	    > $(DESTDIR)$(LIBDIR)/pkgconfig/floe.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/floe $(DESTDIR)$(INCDIR)/floe.h $(DESTDIR)$(LIBDIR)/libfloe.a \
+	    $(DESTDIR)$(LIBDIR)/libfloe.so $(DESTDIR)$(LIBDIR)/libfloe.so.$(MAJOR) \
+	    $(DESTDIR)$(LIBDIR)/libfloe.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/floe.pc
 
 clean:
 	rm -rf build build-asan build-debug

@@ -36,6 +36,16 @@ extern "C" {
 #define FLOE_VERSION_MINOR 1
 #define FLOE_VERSION_PATCH 0
 #define FLOE_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
+#define FLOE_VERSION_NUMBER (FLOE_VERSION_MAJOR * 10000 + FLOE_VERSION_MINOR * 100 + \
+                             FLOE_VERSION_PATCH)
+
+/* The version of the library linked at run time ("0.1.0"), and as a
+ * number (FLOE_VERSION_NUMBER's form): a program compiled against one
+ * header and run with another libfloe.so of the same major version can
+ * tell which it got. */
+const char *floe_version(void);
+unsigned floe_version_number(void);
 
 /* ------------------------------------------------------------------------
  * Result codes.  The numbers are stable: never renumbered, never reused.
