@@ -209,6 +209,24 @@ static int round_once(floe__maintainer *m, floe_error *err)
     return acted ? look(m, &d, err) : FLOE_OK;
 }
 
+/* Work that took `took` ns and ended in rc counted; a failure is a
+ * warning: "WHAT: why (THEN)". */
+static void account(floe__maintainer *m, uint64_t took, int rc, const floe_error *err,
+                    const char *what, const char *then)
+{
+    pthread_mutex_lock(&m->mu);
+    m->stats.busy_ns += took;
+    if (rc != FLOE_OK)
+        m->stats.failures++;
+    pthread_mutex_unlock(&m->mu);
+    if (rc != FLOE_OK && m->cfg.on_warning) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s: %s (%s)", what,
+                 err ? floe_error_message(err) : floe_code_string(rc), then);
+        m->cfg.on_warning(m->cfg.warning_ctx, msg);
+    }
+}
+
 static void run_round(floe__maintainer *m)
 {
     floe_error *err = floe_error_new();
@@ -218,16 +236,8 @@ static void run_round(floe__maintainer *m)
     m->busy_ns += took;
     pthread_mutex_lock(&m->mu);
     m->stats.runs++;
-    m->stats.busy_ns += took;
-    if (rc != FLOE_OK)
-        m->stats.failures++;
     pthread_mutex_unlock(&m->mu);
-    if (rc != FLOE_OK && m->cfg.on_warning) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "table maintenance: %s (the sink goes on; the next round "
-                 "tries again)", err ? floe_error_message(err) : floe_code_string(rc));
-        m->cfg.on_warning(m->cfg.warning_ctx, msg);
-    }
+    account(m, took, rc, err, "table maintenance", "the sink goes on; the next round tries again");
     floe_error_free(err);
 }
 
@@ -377,18 +387,8 @@ void floe__maintainer_final(floe__maintainer *m, uint64_t max_ns)
     if (rc == FLOE_OK && floe__monotonic_ns() - t0 < max_ns &&
         (rc = look(m, &d, err)) == FLOE_OK && mergeable(m, &d))
         rc = floe__merge_manifests(m->table, m->cfg.gate, err);
-    uint64_t took = floe__monotonic_ns() - t0;
-    pthread_mutex_lock(&m->mu);
-    m->stats.busy_ns += took;
-    if (rc != FLOE_OK)
-        m->stats.failures++;
-    pthread_mutex_unlock(&m->mu);
-    if (rc != FLOE_OK && m->cfg.on_warning) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "table maintenance at the end of the run: %s (the table "
-                 "stays as committed)", err ? floe_error_message(err) : floe_code_string(rc));
-        m->cfg.on_warning(m->cfg.warning_ctx, msg);
-    }
+    account(m, floe__monotonic_ns() - t0, rc, err, "table maintenance at the end of the run",
+            "the table stays as committed");
     floe_error_free(err);
 }
 
