@@ -19,7 +19,9 @@
  * each commit, for monitoring only.  Messages that do not parse halt the
  * run, are skipped, or are copied to a dead-letter topic first
  * (dead_letter.c).  A member of a group (group.c) reads the partitions
- * Kafka assigns it instead of all of them.
+ * Kafka assigns it instead of all of them.  With Debezium's transaction
+ * topic (transactions.c), events are held until their transaction is
+ * whole and given to the tables a transaction at a time.
  */
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>

@@ -1,8 +1,8 @@
 /*
  * kafka_internal.h - the Kafka source's pieces shared between its files:
  * Debezium's change events (debezium.c), and the consumer's state
- * (kafka.c) that its group membership (group.c) and dead-letter topic
- * (dead_letter.c) work on.
+ * (kafka.c) that its group membership (group.c), dead-letter topic
+ * (dead_letter.c) and Debezium's transactions (transactions.c) work on.
  */
 #ifndef FLOE_KAFKA_INTERNAL_H
 #define FLOE_KAFKA_INTERNAL_H
