@@ -90,7 +90,10 @@ class KafkaServer:
         self.props = os.path.join(self.root, f"server-{self.generation}.properties")
         with open(self.props, "w") as f:
             f.write(PROPS.format(port=self.port, cport=self.cport, logs=self.logs))
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # as Kafka's own ids: never one starting with '-' (read as an option)
+        self.cluster_id = "-"
+        while self.cluster_id.startswith("-"):
+            self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         cmd, env = self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c",
                               self.props, "--standalone")
         subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=120 * SCALE)

