@@ -4,6 +4,10 @@
 # tests/unit/test_*.c becomes one unit-test program; every fuzz/fuzz_*.c one
 # corpus-replay program; `make libfuzzer` builds them as libFuzzer targets
 # with clang (apt-get install clang) for real fuzzing sessions.
+# `make WITH_PG=0` leaves the Postgres source (and libpq) out, `WITH_KAFKA=0`
+# the Kafka source (and librdkafka): their functions stay in the library,
+# refusing with FLOE_EUNSUPPORTED (src/mirror/without_pg.c,
+# src/kafka/without_kafka.c; docs/api.md).
 
 MODE   ?= release
 ifeq ($(MODE),asan)
@@ -21,19 +25,36 @@ LDOPT  :=
 endif
 
 CC      ?= cc
-# libpq (Debian: libpq-dev) for the Postgres source.
-PQ_INC  := $(shell pkg-config --cflags-only-I libpq 2>/dev/null || echo -I/usr/include/postgresql)
-# -fPIC: the same objects make libfloe.a and libfloe.so.
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla -fPIC \
-           -Wstrict-prototypes -Wmissing-prototypes -Iinclude -Isrc $(PQ_INC) $(OPT) $(EXTRA_CFLAGS)
-# librdkafka (Debian: librdkafka-dev) for the Kafka source.
-LDLIBS  := -lzstd -lsnappy -lz -lsqlite3 -ljansson -lcurl -lpq -lrdkafka -lm -lpthread
-
-LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
+WITH_PG    ?= 1
+WITH_KAFKA ?= 1
+LIB_SRC  := $(shell find src -name '*.c' -not -path 'src/cli/*' -not -name 'without_*.c' | sort)
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
+# libpq (Debian: libpq-dev) for the Postgres source.
+ifeq ($(WITH_PG),0)
+PQ_INC  :=
+PQ_LIB  :=
+LIB_SRC := $(filter-out src/mirror/mirror% src/source/pg_conn.c,$(LIB_SRC)) src/mirror/without_pg.c
+UNIT_SRC := $(filter-out tests/unit/test_mirror_plan.c tests/unit/test_spill.c,$(UNIT_SRC))
+else
+PQ_INC  := $(shell pkg-config --cflags-only-I libpq 2>/dev/null || echo -I/usr/include/postgresql)
+PQ_LIB  := -lpq
+endif
+# librdkafka (Debian: librdkafka-dev) for the Kafka source.
+ifeq ($(WITH_KAFKA),0)
+KAFKA_LIB :=
+LIB_SRC := $(filter-out $(filter-out src/kafka/options.c,$(filter src/kafka/%,$(LIB_SRC))),\
+                        $(LIB_SRC)) src/kafka/without_kafka.c
+BENCH_SRC := $(filter-out bench/bench_kafka_drain.c,$(BENCH_SRC))
+else
+KAFKA_LIB := -lrdkafka
+endif
+# -fPIC: the same objects make libfloe.a and libfloe.so.
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wvla -fPIC \
+           -Wstrict-prototypes -Wmissing-prototypes -Iinclude -Isrc $(PQ_INC) $(OPT) $(EXTRA_CFLAGS)
+LDLIBS  := -lzstd -lsnappy -lz -lsqlite3 -ljansson -lcurl $(PQ_LIB) $(KAFKA_LIB) -lm -lpthread
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
@@ -53,16 +74,24 @@ BIN := $(BUILD)/floe
 .PHONY: all unit fuzz bench clean check-src libfuzzer install uninstall
 all: $(LIB) $(SO) $(BIN) $(UNIT_BIN) $(FUZZ_BIN) $(BENCH_BIN)
 
-$(BUILD)/obj/%.o: %.c
+# What the objects and the library were built with: a change (CFLAGS, the
+# sources chosen) rebuilds them.
+CONFIG := $(CC) $(CFLAGS) | $(LIB_SRC)
+$(BUILD)/config: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CONFIG)' | cmp -s - $@ || echo '$(CONFIG)' > $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/config
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
+$(LIB): $(LIB_OBJ) $(BUILD)/config
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $(LIB_OBJ)
 
 # Only the public floe_ symbols are exported (scripts/libfloe.map).
-$(SO): $(LIB_OBJ) scripts/libfloe.map
+$(SO): $(LIB_OBJ) scripts/libfloe.map $(BUILD)/config
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDOPT) -Wl,-soname,libfloe.so.$(MAJOR) -Wl,--version-script=scripts/libfloe.map \
 	    -o $@ $(LIB_OBJ) $(LDLIBS)

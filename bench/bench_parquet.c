@@ -309,7 +309,7 @@ int main(int argc, char **argv)
     const char *codec = argc > 2 ? argv[2] : "zstd";
     const char *path = argc > 3 ? argv[3] : "/tmp/floe_bench_lineitem.parquet";
     floe_parquet_options o;
-    floe_parquet_options_init(&o);
+    floe_parquet_options_init(&o, sizeof o);
     int c = floe_compression_from_name(codec);
     if (c < 0) {
         fprintf(stderr, "unknown codec %s\n", codec);

@@ -41,13 +41,16 @@ int main(int argc, char **argv)
     if (!err)
         return 1;
     floe_sink_options o;
-    floe_sink_options_init(&o);
+    floe_sink_options_init(&o, sizeof o);
     o.table = "shop.inventory";
     o.schema = "sku int not null, stock int, note text";
     o.key = "sku";
     o.mode = FLOE_SINK_MODE_UPSERT;
-    o.connect.catalog = catalog;
-    o.connect.warehouse = argv[2];
+    floe_connect_options where;
+    floe_connect_options_init(&where, sizeof where);
+    where.catalog = catalog;
+    where.warehouse = argv[2];
+    o.connect = &where;
     o.commit_interval = 1;          /* one snapshot per second of its clock */
     floe_sink *sink = NULL;
     if (floe_sink_open(&o, &sink, err) != FLOE_OK)
@@ -98,7 +101,7 @@ int main(int argc, char **argv)
         return 1;
     }
     floe_sink_stats st;
-    floe_sink_stats_get(sink, &st);
+    floe_sink_stats_get(sink, &st, sizeof st);
     printf("committed %llu snapshots\n", (unsigned long long)st.snapshots_committed);
     floe_sink_free(sink);
     floe_error_free(err);

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void write_rows(const floe_schema *s, const uint8_t *p, const uint8_t *end)
 {
     floe_parquet_options o;
-    floe_parquet_options_init(&o);
+    floe_parquet_options_init(&o, sizeof o);
     o.page_size = 64;
     o.row_group_size = 512;
     o.dictionary_limit = 256;

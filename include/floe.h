@@ -21,6 +21,15 @@
  *  - Thread safety: distinct objects may be used from distinct threads at
  *    once; one object must not be used from two threads at once.  There is
  *    no global mutable state.
+ *  - Growing (docs/api.md, "Compatibility"): every struct begins with its
+ *    size.  Options structs are set up by floe_x_options_init(&o, sizeof o)
+ *    before their fields are set; the library reads only the bytes the
+ *    caller's struct has (a program built against an older header gets the
+ *    defaults for the fields added since), and refuses (FLOE_EUNSUPPORTED)
+ *    a newer program's struct that sets a field the library does not know.
+ *    Structs the library fills take their size as an argument (`sizeof
+ *    out`); it writes no more than that and sets out->size to the bytes it
+ *    filled.  Option structs refer to one another by pointer.
  */
 #ifndef FLOE_H
 #define FLOE_H
@@ -39,6 +48,12 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH, for compile-time comparisons. */
 #define FLOE_VERSION_NUMBER (FLOE_VERSION_MAJOR * 10000 + FLOE_VERSION_MINOR * 100 + \
                              FLOE_VERSION_PATCH)
+
+/* Whether struct *s (of type T, filled by the library) has `field`: a
+ * program built against a newer header, run with an older libfloe, checks
+ * this before reading a field added since (docs/api.md). */
+#define FLOE_HAS_FIELD(T, s, field) \
+    ((s)->size >= offsetof(T, field) + sizeof(((T *)0)->field))
 
 /* The version of the library linked at run time ("0.1.0"), and as a
  * number (FLOE_VERSION_NUMBER's form): a program compiled against one
@@ -178,6 +193,7 @@ typedef enum floe_compression {
 /* Options for Parquet writing.  Always start from floe_parquet_options_init()
  * (later versions append fields; init sets them to their defaults). */
 typedef struct floe_parquet_options {
+    size_t size;                    /* set by floe_parquet_options_init ("Growing") */
     floe_compression compression;   /* default ZSTD */
     int compression_level;          /* 0 = the codec's default (zstd: 3, gzip: 6) */
     size_t page_size;               /* target uncompressed data page bytes; default 1 MiB */
@@ -187,7 +203,7 @@ typedef struct floe_parquet_options {
     int dictionary;                 /* 1 = try dictionary encoding (default), 0 = never */
 } floe_parquet_options;
 
-void floe_parquet_options_init(floe_parquet_options *opts);
+void floe_parquet_options_init(floe_parquet_options *opts, size_t size);
 /* "none", "snappy", "gzip", "zstd" -> code; -1 when unknown. */
 int floe_compression_from_name(const char *name);
 
@@ -227,6 +243,7 @@ typedef struct floe_catalog floe_catalog;
  * environment variable named beside it, then the default.  Secrets
  * (tokens, credentials, keys) never appear in messages or logs. */
 typedef struct floe_connect_options {
+    size_t size;                    /* set by floe_connect_options_init ("Growing") */
     /* "sqlite:PATH" (relative to the working directory, or absolute),
      * "sqlite:///PATH" as SQLAlchemy and pyiceberg write it
      * ("sqlite:////abs/catalog.db" is absolute), or an "http(s)://" REST
@@ -263,7 +280,7 @@ typedef struct floe_connect_options {
     int must_exist;
 } floe_connect_options;
 
-void floe_connect_options_init(floe_connect_options *opts);
+void floe_connect_options_init(floe_connect_options *opts, size_t size);
 
 /* Open the catalog `opts` names (NULL: all defaults).  The database of a
  * SQLite catalog and its directory are created when missing (unless
@@ -333,6 +350,7 @@ int floe_table_partition_specs(const floe_table *table, char **out, floe_error *
 /* A snapshot of the table.  Strings are owned by the table and valid until
  * it is refreshed, committed to or freed. */
 typedef struct floe_snapshot_info {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     int64_t snapshot_id;
     int64_t parent_id;               /* -1: none */
     int64_t sequence_number;
@@ -346,7 +364,7 @@ typedef struct floe_snapshot_info {
 size_t floe_table_snapshot_count(const floe_table *table);
 /* Snapshot i (0 <= i < count); FLOE_EINVAL when out of range. */
 int floe_table_snapshot(const floe_table *table, size_t i, floe_snapshot_info *out,
-                        floe_error *err);
+                        size_t size, floe_error *err);
 /* Summary property `key` of snapshot i ("floe.frontier", "total-records",
  * ...), or NULL when absent. */
 const char *floe_table_snapshot_property(const floe_table *table, size_t i, const char *key);
@@ -364,6 +382,7 @@ typedef enum floe_progress_state {
 } floe_progress_state;
 
 typedef struct floe_sink_progress {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     floe_progress_state state;
     char frontier[32];            /* FOUND: "[t]" or "[]"; else "" */
     uint64_t sink_version;        /* FOUND */
@@ -378,7 +397,7 @@ int floe_table_sink_ids(const floe_table *table, char ***ids, size_t *n, floe_er
 /* Where sink `sink_id` stands in the table as last loaded.  May read older
  * metadata files when main's history was expired. */
 int floe_table_sink_progress(const floe_table *table, const char *sink_id,
-                             floe_sink_progress *out, floe_error *err);
+                             floe_sink_progress *out, size_t size, floe_error *err);
 
 /* ------------------------------------------------------------------------
  * Table maintenance (docs/maintenance.md): what keeps a table that is
@@ -395,6 +414,7 @@ int floe_table_sink_progress(const floe_table *table, const char *sink_id,
 /* A table's debt: what makes reading it cost more than reading its rows
  * compacted into few files, as of its current snapshot. */
 typedef struct floe_table_debt {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     uint64_t data_files;             /* live data files */
     uint64_t small_data_files;       /* of them, below 75% of target_file_size */
     uint64_t data_bytes, data_rows;  /* their size and rows (deletes not applied) */
@@ -417,7 +437,7 @@ typedef struct floe_table_debt {
 
 /* Read the table's debt (its manifests are read; the metadata as last
  * loaded). */
-int floe_table_debt_get(floe_table *table, floe_table_debt *out, floe_error *err);
+int floe_table_debt_get(floe_table *table, floe_table_debt *out, size_t size, floe_error *err);
 /* The debt per partition (spec id and partition tuple) as JSON text
  * (caller frees with floe_free): {"partitions": N, "worst": [{"spec_id",
  * "partition": {"field name": value, ...} (null when the spec no longer
@@ -431,6 +451,7 @@ int floe_table_partition_debt(floe_table *table, size_t max, char **out, floe_er
  * (everything off).  Steps run in this order: compaction, expiry, orphan
  * removal. */
 typedef struct floe_maintain_options {
+    size_t size;                    /* set by floe_maintain_options_init ("Growing") */
     /* Compaction: bin-pack data files smaller than 75% (or larger than
      * 180%) of the target size, or with at least 30% of their rows deleted,
      * into files of the target size with every delete applied, and drop the
@@ -463,10 +484,11 @@ typedef struct floe_maintain_options {
     int dry_run;
 } floe_maintain_options;
 
-void floe_maintain_options_init(floe_maintain_options *o);
+void floe_maintain_options_init(floe_maintain_options *opts, size_t size);
 
 /* What a maintenance run did (or, in a dry run, would do). */
 typedef struct floe_maintain_report {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     /* compaction */
     uint64_t compact_groups, compact_groups_failed, compact_conflicts;
     uint64_t files_rewritten, files_written, delete_files_dropped;
@@ -487,7 +509,7 @@ typedef struct floe_maintain_report {
  * fails (the steps before it stay done).  Errors: the catalog's and
  * storage's; FLOE_EUNSUPPORTED for tables floe cannot write (format 1). */
 int floe_table_maintain(floe_table *table, const floe_maintain_options *o,
-                        floe_maintain_report *report, floe_error *err);
+                        floe_maintain_report *report, size_t report_size, floe_error *err);
 
 /* ------------------------------------------------------------------------
  * Writing files.  Writers put rows into Parquet files under the table's
@@ -498,17 +520,21 @@ int floe_table_maintain(floe_table *table, const floe_maintain_options *o,
  * table, and use them from the table's thread.
  * ---------------------------------------------------------------------- */
 typedef struct floe_write_options {
-    floe_parquet_options parquet;    /* start from floe_parquet_options_init */
+    size_t size;                    /* set by floe_write_options_init ("Growing") */
+    const floe_parquet_options *parquet;  /* NULL: floe_parquet_options_init's */
     uint64_t target_file_size;       /* roll over at this estimated size; default 512 MiB */
     const char *prefix;              /* file name prefix; NULL: "data" / "delete" */
 } floe_write_options;
 
 /* Fill `o` with the defaults (later versions append fields). */
-void floe_write_options_init(floe_write_options *o);
+void floe_write_options_init(floe_write_options *opts, size_t size);
 /* The options the table's write properties ask of its data files (what
- * floe_data_writer_new does with opts NULL), to adjust and pass as opts;
- * errors as floe_data_writer_new's for a property floe cannot follow. */
-int floe_table_write_options(floe_table *table, floe_write_options *out, floe_error *err);
+ * floe_data_writer_new does with opts NULL), to adjust and pass as opts:
+ * into `out` and `parquet` (both set up by their _init), out->parquet
+ * pointing to `parquet`; errors as floe_data_writer_new's for a property
+ * floe cannot follow. */
+int floe_table_write_options(floe_table *table, floe_write_options *out,
+                             floe_parquet_options *parquet, floe_error *err);
 
 typedef struct floe_file_writer floe_file_writer;
 
@@ -659,11 +685,13 @@ typedef enum floe_delete_mode {
  * connect and the properties array too) is copied by floe_sink_open: the
  * caller's may be freed once it returns. */
 typedef struct floe_sink_options {
+    size_t size;                    /* set by floe_sink_options_init ("Growing") */
     const char *table;              /* "NS.NAME" (required) */
     const char *schema;             /* column list (SPEC 3); NULL: the existing table's */
     const char *key;                /* key columns "a,b"; NULL: none */
     floe_sink_mode mode;
-    floe_connect_options connect;   /* the catalog and storage */
+    const floe_connect_options *connect;  /* the catalog and storage; NULL: the
+                                       defaults (and environment) */
     uint64_t commit_interval;       /* in the input's time units; default 10000 */
     uint64_t as_of;                 /* default 0 */
     const char *sink_id;            /* NULL: the table name "NS.NAME" */
@@ -755,7 +783,7 @@ typedef struct floe_sink_options {
     void *notice_ctx;
 } floe_sink_options;
 
-void floe_sink_options_init(floe_sink_options *opts);
+void floe_sink_options_init(floe_sink_options *opts, size_t size);
 
 /* Open the catalog, load or create the table (checking a declared schema
  * against an existing table), read where the table says the sink stands
@@ -892,6 +920,7 @@ int floe_sink_end(floe_sink *sink, floe_error *err);
 int floe_sink_finish(floe_sink *sink, floe_error *err);
 
 typedef struct floe_sink_stats {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     uint64_t updates_in, bytes_in;          /* pushed */
     uint64_t updates_stashed;               /* waiting for the frontier */
     uint64_t snapshots_committed, lost_responses, commit_conflicts, commit_failures;
@@ -921,10 +950,8 @@ typedef struct floe_sink_stats {
     uint64_t deletes_retargeted;            /* moved onto a file a compaction wrote */
     uint64_t retractions_missing;           /* retracted a key with no live row */
     uint64_t retractions_mismatched;        /* retracted a row other than the key's live row */
-    /* Maintenance (FLOE_MAINTAIN_AUTO) and the table's debt as its last
-     * round saw it (debt_known 0 before the first). */
-    int debt_known;
-    floe_table_debt debt;
+    /* Maintenance (FLOE_MAINTAIN_AUTO); the table's debt as its last round
+     * saw it: floe_sink_debt_get. */
     uint64_t maintenance_runs, maintenance_failures;
     uint64_t maintenance_us;                /* time spent, summed */
     uint64_t compactions, files_compacted, deletes_carried;
@@ -936,7 +963,11 @@ typedef struct floe_sink_stats {
 /* Current figures: the input counters, the input frontier and the
  * freshness are read live (they never lag the input), the rest as of the
  * last commit or close. */
-void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out);
+void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out, size_t size);
+/* The table's debt as the sink's maintenance last saw it (its rounds
+ * read it; FLOE_MAINTAIN_AUTO only): 1 and *out filled, or 0 before the
+ * first round.  From any thread. */
+int floe_sink_debt_get(const floe_sink *sink, floe_table_debt *out, size_t size);
 /* The Prometheus text exposition of the sink's metrics (caller frees). */
 int floe_sink_metrics(const floe_sink *sink, char **out, floe_error *err);
 
@@ -964,6 +995,7 @@ typedef struct floe_pg floe_pg;
  * sink too) is copied by floe_pg_open: the caller's may be freed once it
  * returns. */
 typedef struct floe_pg_options {
+    size_t size;                    /* set by floe_pg_options_init ("Growing") */
     /* A libpq connection string or URI ("postgres://user@host/db",
      * "host=... dbname=..."); NULL: the PG* environment variables.  Never
      * printed: messages name host, port, database and user only. */
@@ -999,8 +1031,8 @@ typedef struct floe_pg_options {
      * orphan_age_ms, orphan_interval_ms, properties, on_warning and
      * warning_ctx (warnings of the mirror and of the tables' maintenance
      * threads too, from those threads).  The other fields are floe's to
-     * set. */
-    floe_sink_options sink;
+     * set.  NULL: floe_sink_options_init's. */
+    const floe_sink_options *sink;
     /* Wall-clock milliseconds between the snapshots of a table that has
      * changes (default 10000), and between those that only record the
      * progress of a table without changes (default 60000): the slot can
@@ -1069,7 +1101,7 @@ typedef struct floe_pg_options {
     const char *partition_by;
 } floe_pg_options;
 
-void floe_pg_options_init(floe_pg_options *opts);
+void floe_pg_options_init(floe_pg_options *opts, size_t size);
 
 /* Connect, check the server (wal_level logical, the REPLICATION
  * privilege, SELECT on the tables, a UTF8 database), resolve the tables
@@ -1142,6 +1174,7 @@ int floe_pg_retire(floe_pg *pg, floe_error *err);
  * TABLE while verifying, the connection: FLOE_ENET).  Tables needing a
  * copy are refused (run the mirror first). */
 typedef struct floe_pg_verify_table {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     const char *source;             /* "schema.table" */
     const char *table;              /* the Iceberg table, "NS.NAME" */
     uint64_t at;                    /* C, the LSN both sides were read at */
@@ -1166,6 +1199,7 @@ int floe_pg_verify(floe_pg *pg, void (*on_table)(void *ctx, const floe_pg_verify
 /* The mirrored tables. */
 size_t floe_pg_table_count(const floe_pg *pg);
 typedef struct floe_pg_table_info {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     const char *source;             /* "schema.table" */
     const char *table;              /* the Iceberg table, "NS.NAME" */
     const char *sink_id;
@@ -1176,12 +1210,13 @@ typedef struct floe_pg_table_info {
 /* Strings are owned by pg, valid until floe_pg_run reconnects (the tables
  * are opened again then); FLOE_EINVAL when i is out of range. */
 int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out,
-                           floe_error *err);
+                           size_t size, floe_error *err);
 /* The slot's and publication's names (owned by pg). */
 const char *floe_pg_slot_name(const floe_pg *pg);
 const char *floe_pg_publication_name(const floe_pg *pg);
 
 typedef struct floe_pg_stats {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     /* 1 copying (and after floe_pg_run ended during the copies), 2 streaming,
      * 3 stopped after streaming */
     int phase;
@@ -1213,7 +1248,7 @@ typedef struct floe_pg_stats {
     uint64_t streamed_transactions, streamed_aborts;
     uint64_t spill_bytes;
 } floe_pg_stats;
-void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out);
+void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out, size_t size);
 /* Prometheus text: every table's sink metrics (labelled by sink id) and
  * the slot's (floe_pg_*).  Caller frees. */
 int floe_pg_metrics(const floe_pg *pg, char **out, floe_error *err);
@@ -1225,6 +1260,7 @@ int floe_pg_lsn_parse(const char *text, uint64_t *out);
 
 /* A replication slot as the server reports it, for `floe inspect`. */
 typedef struct floe_pg_slot_info {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     int exists;
     int active;
     uint64_t confirmed_flush_lsn;
@@ -1232,7 +1268,7 @@ typedef struct floe_pg_slot_info {
     char wal_status[16];            /* "reserved", "lost", ... ("" before Postgres 13) */
 } floe_pg_slot_info;
 int floe_pg_slot_info_get(const char *source, const char *slot, floe_pg_slot_info *out,
-                          floe_error *err);
+                          size_t size, floe_error *err);
 
 /* ----------------------------------------------------------------------
  * Kafka into Iceberg (docs/kafka.md).
@@ -1305,6 +1341,7 @@ typedef enum floe_kafka_bad {
 /* Options; start from floe_kafka_options_init().  Every string is copied
  * by floe_kafka_open. */
 typedef struct floe_kafka_options {
+    size_t size;                    /* set by floe_kafka_options_init ("Growing") */
     const char *brokers;            /* "host:port,..." (required) */
     const char *topics;             /* "t1,t2" (this or topic_pattern) */
     /* Every topic whose whole name matches this POSIX extended regular
@@ -1343,8 +1380,8 @@ typedef struct floe_kafka_options {
      * delete_mode, index_dir, format_version, sink_version, maintain,
      * maintain_budget, orphan_age_ms, orphan_interval_ms, properties,
      * partition_by, on_warning and warning_ctx.  The other fields are
-     * floe's to set. */
-    floe_sink_options sink;
+     * floe's to set.  NULL: floe_sink_options_init's. */
+    const floe_sink_options *sink;
     uint64_t commit_interval_ms;    /* wall clock between snapshots; 0: 10000 */
     floe_kafka_bad on_bad_message;
     const char *dead_letter_topic;  /* FLOE_KAFKA_BAD_DEAD_LETTER's topic */
@@ -1381,7 +1418,7 @@ typedef struct floe_kafka_options {
     void *notice_ctx;
 } floe_kafka_options;
 
-void floe_kafka_options_init(floe_kafka_options *opts);
+void floe_kafka_options_init(floe_kafka_options *opts, size_t size);
 
 /* Connect, learn the cluster id and each topic's partitions, open every
  * topic's sink and find where each table stands: the offsets its last
@@ -1403,6 +1440,7 @@ void floe_kafka_stop(floe_kafka *k);
 void floe_kafka_free(floe_kafka *k);
 
 typedef struct floe_kafka_stats {
+    size_t size;                    /* the bytes the library filled in (see "Growing") */
     uint64_t topics, partitions;
     uint64_t messages, bytes;        /* read (key and value bytes) */
     uint64_t bad_messages;           /* skipped (on_bad_message SKIP) */
@@ -1415,7 +1453,7 @@ typedef struct floe_kafka_stats {
      * look at their ends (each commit looks). */
     uint64_t lag_messages;
 } floe_kafka_stats;
-void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out);
+void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out, size_t size);
 /* Prometheus text: the counters above as floe_kafka_*, each partition's
  * lag (floe_kafka_partition_lag{topic, partition}: messages past the offset
  * its table committed, as of the last look at the partition's end) and

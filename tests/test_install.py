@@ -2,7 +2,9 @@
 and libfloe.so with its soname and links, and floe.pc; the shared library
 exports exactly the functions include/floe.h declares; examples/embed.c is
 built against the *installed* library with pkg-config, shared and static,
-its table read back by DuckDB and pyiceberg; `make uninstall` removes it all."""
+its table read back by DuckDB and pyiceberg; `make uninstall` removes it all.
+The same for a library built without the optional sources (WITH_PG=0,
+WITH_KAFKA=0)."""
 import os
 import re
 import subprocess
@@ -30,12 +32,14 @@ def declared():
     return set(re.findall(r"\b(floe_[a-z0-9_]+)\s*\(", re.sub(r"/\*.*?\*/", "", h, flags=re.S)))
 
 
-def test_install_embed_and_uninstall(tmp_path):
+def install_embed_and_uninstall(tmp_path, build, *config):
+    """make install with `config` from `build`, its checks, examples/embed.c
+    built against it shared and static and read back, make uninstall."""
     prefix = tmp_path / "prefix"
     asan = "asan" in os.path.basename(BUILD)
-    make = ["make", "-s", f"BUILD={BUILD}", f"MODE={'asan' if asan else 'release'}",
-            f"PREFIX={prefix}"]
-    subprocess.run(make + ["install"], cwd=ROOT, check=True, timeout=600 * SCALE)
+    make = ["make", "-s", f"BUILD={build}", f"MODE={'asan' if asan else 'release'}",
+            f"PREFIX={prefix}", *config]
+    subprocess.run(make + ["install"], cwd=ROOT, check=True, timeout=900 * SCALE)
     lib = prefix / "lib"
     version = re.search(r'FLOE_VERSION_STRING "([^"]+)"',
                         open(os.path.join(ROOT, "include", "floe.h")).read()).group(1)
@@ -48,6 +52,7 @@ def test_install_embed_and_uninstall(tmp_path):
     dyn = subprocess.run(["readelf", "-d", str(lib / f"libfloe.so.{version}")],
                          capture_output=True, text=True, check=True).stdout
     assert f"Library soname: [libfloe.so.{major}]" in dyn, dyn
+    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn))
     nm = subprocess.run(["nm", "-D", "--defined-only", str(lib / "libfloe.so")],
                         capture_output=True, text=True, check=True).stdout
     exported = {line.split()[-1] for line in nm.splitlines() if line.strip()}
@@ -90,7 +95,33 @@ def test_install_embed_and_uninstall(tmp_path):
         finally:
             con.close()
         assert [tuple(r) for r in rows] == model(), kind
+    yield prefix, needed, pc("--static", "--libs")
 
     subprocess.run(make + ["uninstall"], cwd=ROOT, check=True)
     left = [os.path.join(dp, f) for dp, _, fs in os.walk(prefix) for f in fs]
     assert left == [], left
+
+
+def test_install_embed_and_uninstall(tmp_path):
+    for _, needed, static in install_embed_and_uninstall(tmp_path, BUILD):
+        assert {"libpq.so.5", "librdkafka.so.1"} <= needed, needed
+        assert "-lpq" in static and "-lrdkafka" in static, static
+
+
+def test_a_library_without_the_postgres_and_kafka_sources(tmp_path):
+    """make WITH_PG=0 WITH_KAFKA=0: neither libpq nor librdkafka is linked or
+    asked for, the library exports the same functions (the sources' refuse,
+    saying why), and a program that streams its own changes works."""
+    build = tmp_path / "build"
+    for prefix, needed, static in install_embed_and_uninstall(tmp_path, build, "WITH_PG=0",
+                                                              "WITH_KAFKA=0"):
+        assert not any("libpq" in n or "rdkafka" in n for n in needed), needed
+        assert "-lpq" not in static and "-lrdkafka" not in static, static
+        for cmd, what in ((["pg", "--tables", "public.t"], "Postgres source (make WITH_PG=0)"),
+                          (["kafka", "--brokers", "localhost:9", "--topics", "t", "--format",
+                            "upsert"], "Kafka source (make WITH_KAFKA=0)")):
+            p = subprocess.run([str(prefix / "bin" / "floe"), *cmd, "--catalog",
+                                f"sqlite:{tmp_path / 'c.db'}"], capture_output=True, text=True,
+                               timeout=60 * SCALE)
+            assert p.returncode == 1, p
+            assert f"this libfloe was built without the {what}" in p.stderr, p.stderr

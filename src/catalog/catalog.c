@@ -102,10 +102,10 @@ static int check_warehouse_scheme(const char *wh, floe_error *err)
                          "file system (a path or file://) or on S3 (s3://bucket/prefix)", shown);
 }
 
-void floe_connect_options_init(floe_connect_options *o)
+void floe_connect_options_init(floe_connect_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->s3_path_style = -1;
+    floe_connect_options d = {.size = sizeof d, .s3_path_style = -1};
+    floe__abi_init(o, size, &d, sizeof d);
 }
 
 static const char *pick(const char *given, const char *env, const char *dflt)
@@ -120,7 +120,7 @@ void floe__connect_resolve(const floe_connect_options *o, floe_connect_options *
 {
     floe_connect_options none;
     if (!o) {
-        floe_connect_options_init(&none);
+        floe_connect_options_init(&none, sizeof none);
         o = &none;
     }
     *out = *o;

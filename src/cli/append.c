@@ -51,7 +51,7 @@ static void job_free(job *j)
 
 /* The table's write options, with what the command line gives instead. */
 static int write_options(const cli_opt *opts, floe_table *t, floe_write_options *wo,
-                         floe_error *err)
+                         floe_parquet_options *po, floe_error *err)
 {
     const char *codec = cli_get(opts, "compression");
     int c = codec ? floe_compression_from_name(codec) : 0;
@@ -63,16 +63,18 @@ static int write_options(const cli_opt *opts, floe_table *t, floe_write_options 
     if (cli_size_opt(opts, "compression-level", &level) != 0 ||
         cli_size_opt(opts, "target-file-size", &target) != 0)
         return -1;
-    if (floe_table_write_options(t, wo, err) != FLOE_OK) {
+    floe_write_options_init(wo, sizeof *wo);
+    floe_parquet_options_init(po, sizeof *po);
+    if (floe_table_write_options(t, wo, po, err) != FLOE_OK) {
         cli_report("append", err);
         return -1;
     }
     if (codec) {
-        wo->parquet.compression = (floe_compression)c;
-        wo->parquet.compression_level = 0;
+        po->compression = (floe_compression)c;
+        po->compression_level = 0;
     }
     if (level)
-        wo->parquet.compression_level = (int)level;
+        po->compression_level = (int)level;
     if (target)
         wo->target_file_size = target;
     return 0;
@@ -106,7 +108,8 @@ static int setup(job *j, const cli_opt *opts)
         return -1;
     }
     floe_write_options wo;
-    if (write_options(opts, j->table, &wo, j->err) != 0)
+    floe_parquet_options po;
+    if (write_options(opts, j->table, &wo, &po, j->err) != 0)
         return -1;
     if (floe_data_writer_new(j->table, &wo, &j->writer, j->err) != FLOE_OK ||
         floe_row_new(floe_table_schema(j->table), &j->row, j->err) != FLOE_OK) {

@@ -83,7 +83,7 @@ static int load_snapshots(inspect_view *v, floe_error *err)
         return FLOE_ENOMEM;
     for (size_t i = 0; i < v->n_snaps; i++) {
         v->snaps[i].index = i;
-        int rc = floe_table_snapshot(v->table, i, &v->snaps[i].info, err);
+        int rc = floe_table_snapshot(v->table, i, &v->snaps[i].info, sizeof v->snaps[i].info, err);
         if (rc != FLOE_OK)
             return rc;
     }
@@ -102,7 +102,8 @@ static int load_sinks(inspect_view *v, floe_error *err)
         return FLOE_ENOMEM;
     for (size_t i = 0; i < v->n_sinks; i++) {
         v->sinks[i].id = v->sink_ids[i];
-        rc = floe_table_sink_progress(v->table, v->sink_ids[i], &v->sinks[i].progress, err);
+        floe_sink_progress *p = &v->sinks[i].progress;
+        rc = floe_table_sink_progress(v->table, v->sink_ids[i], p, sizeof *p, err);
         if (rc != FLOE_OK)
             return rc;
     }
@@ -290,7 +291,8 @@ static void pg_source_of(inspect_view *v, inspect_sink *k)
     if (!v->pg_source || !k->pg_slot)
         return;
     floe_error *e = floe_error_new();
-    if (e && floe_pg_slot_info_get(v->pg_source, k->pg_slot, &k->pg_slot_now, e) == FLOE_OK)
+    if (e && floe_pg_slot_info_get(v->pg_source, k->pg_slot, &k->pg_slot_now,
+                                   sizeof k->pg_slot_now, e) == FLOE_OK)
         k->pg_live = true;
     else
         snprintf(k->pg_error, sizeof k->pg_error, "%s", e ? floe_error_message(e) : "no memory");
@@ -304,7 +306,7 @@ static int inspect_table(floe_table *t, const char *ident, uint64_t limit, bool 
 {
     inspect_view v = {.table = t, .ident = ident, .limit = limit, .pg_source = pg_source};
     int status = CLI_EXIT_FAILED;
-    v.debt_known = floe_table_debt_get(t, &v.debt, NULL) == FLOE_OK;
+    v.debt_known = floe_table_debt_get(t, &v.debt, sizeof v.debt, NULL) == FLOE_OK;
     if (v.debt_known && floe_table_partition_debt(t, WORST_PARTITIONS, &v.parts_json, NULL) ==
                             FLOE_OK)
         v.parts = cli_json_parse(v.parts_json);

@@ -116,6 +116,8 @@ typedef struct run {
     metrics_server *metrics;
     uint64_t last_messages;         /* of the status line before */
     double last_secs;
+    floe_sink_options sink;         /* the options' */
+    floe_connect_options connect;   /* the sink options' */
 } run;
 
 static void on_warning(void *ctx, const char *msg)
@@ -158,7 +160,7 @@ static int kafka_properties(const cli_opt *opts, int argc, char **argv, const ch
 static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_options *o,
                    const char **props, char **map, run *r)
 {
-    floe_kafka_options_init(o);
+    floe_kafka_options_init(o, sizeof *o);
     static const char *const required[] = {"brokers", "format", NULL};
     if (cli_require(&CMD, opts, required) != 0)
         return -1;
@@ -267,8 +269,11 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     o->on_notice = on_notice;
     o->notice_ctx = r;
     o->stop_fd = cli_signals_fd();
-    floe_sink_options *so = &o->sink;
-    cli_connect_options(opts, &so->connect);
+    floe_sink_options *so = &r->sink;
+    floe_sink_options_init(so, sizeof *so);
+    o->sink = so;
+    cli_connect_options(opts, &r->connect);
+    so->connect = &r->connect;
     so->key = cli_get(opts, "key");
     so->partition_by = cli_get(opts, "partition-by");
     so->index_dir = cli_get(opts, "index-dir");
@@ -302,7 +307,7 @@ static void status_text(void *ctx, double secs, char *buf, size_t cap)
 {
     run *r = ctx;
     floe_kafka_stats st;
-    floe_kafka_stats_get(r->k, &st);
+    floe_kafka_stats_get(r->k, &st, sizeof st);
     char when[32];
     cli_elapsed_text((uint64_t)(secs * 1e9), when, sizeof when);
     double dt = secs - r->last_secs;
@@ -338,7 +343,7 @@ static void report_done(run *r, const char *how)
     if (r->quiet)
         return;
     floe_kafka_stats st;
-    floe_kafka_stats_get(r->k, &st);
+    floe_kafka_stats_get(r->k, &st, sizeof st);
     double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
     char bad[160] = "";
     if (st.bad_messages)
@@ -454,7 +459,7 @@ int cmd_kafka(int argc, char **argv)
         if (s && !(schema = cli_schema_text(s))) {
             status = CLI_EXIT_USAGE;
         } else {
-            o.sink.schema = schema;
+            r.sink.schema = schema;
             status = open_and_run(&r, opts, &o);
         }
     }

@@ -142,7 +142,7 @@ static void json_report(const floe_maintain_options *o, const floe_maintain_repo
 /* The steps and settings the options ask for; -1 on a bad option. */
 static int options(const cli_opt *opts, floe_maintain_options *o)
 {
-    floe_maintain_options_init(o);
+    floe_maintain_options_init(o, sizeof *o);
     size_t target = 0, max_bytes = 0;
     uint64_t retain = 0;
     if (cli_size_opt(opts, "target-file-size", &target) != 0 ||
@@ -182,13 +182,13 @@ static int run(const cli_opt *opts, const floe_maintain_options *o, floe_error *
     floe_maintain_report r;
     bool json = cli_has(opts, "json");
     if (floe_table_open(cat, cli_get(opts, "table"), NULL, NULL, &t, err) != FLOE_OK ||
-        floe_table_debt_get(t, &before, err) != FLOE_OK) {
+        floe_table_debt_get(t, &before, sizeof before, err) != FLOE_OK) {
         cli_report("maintain", err);
         goto done;
     }
-    int rc = floe_table_maintain(t, o, &r, err);
+    int rc = floe_table_maintain(t, o, &r, sizeof r, err);
     if (rc == FLOE_OK)
-        rc = floe_table_debt_get(t, &after, err);
+        rc = floe_table_debt_get(t, &after, sizeof after, err);
     if (json) {
         printf("{\"table\":");
         cli_json_string(stdout, cli_get(opts, "table"));

@@ -105,6 +105,8 @@ typedef struct run {
     _Atomic uint64_t warnings;      /* the maintenance threads warn too */
     uint64_t last_changes;
     double last_secs;
+    floe_sink_options sink;         /* the options' */
+    floe_connect_options connect;   /* the sink options' */
 } run;
 
 static void on_warning(void *ctx, const char *msg)
@@ -148,7 +150,7 @@ static int stop_at(const cli_opt *opts, floe_pg_options *o)
 
 static int options(const cli_opt *opts, floe_pg_options *o, run *r)
 {
-    floe_pg_options_init(o);
+    floe_pg_options_init(o, sizeof *o);
     o->source = cli_get(opts, "source");
     o->tables = cli_get(opts, "tables");
     o->publication = cli_get(opts, "publication");
@@ -165,14 +167,19 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     o->reconnect_timeout_ms = reconnect_ns / 1000000u;
     o->on_notice = on_notice;
     o->notice_ctx = r;
-    cli_connect_options(opts, &o->sink.connect);
-    o->sink.index_dir = cli_get(opts, "index-dir");
-    o->sink.spill_dir = cli_get(opts, "spill-dir");
-    o->sink.on_warning = on_warning;
-    o->sink.warning_ctx = r;
+    floe_sink_options *so = &r->sink;
+    floe_sink_options_init(so, sizeof *so);
+    o->sink = so;
+    cli_connect_options(opts, &r->connect);
+    so->connect = &r->connect;
+    so->index_dir = cli_get(opts, "index-dir");
+    so->spill_dir = cli_get(opts, "spill-dir");
+    so->on_warning = on_warning;
+    so->warning_ctx = r;
     o->stop_fd = cli_signals_fd();
     size_t txn = 0;
-    if (cli_sink_numbers(opts, &o->sink) != 0 || wall_ms(opts, "commit-interval", &o->commit_interval_ms) ||
+    if (cli_sink_numbers(opts, so) != 0 ||
+        wall_ms(opts, "commit-interval", &o->commit_interval_ms) ||
         wall_ms(opts, "idle-commit-interval", &o->idle_commit_interval_ms) || stop_at(opts, o) ||
         cli_size_opt(opts, "txn-memory", &txn) != 0)
         return -1;
@@ -244,7 +251,7 @@ static void status_text(void *ctx, double secs, char *buf, size_t cap)
 {
     run *r = ctx;
     floe_pg_stats st;
-    floe_pg_stats_get(r->pg, &st);
+    floe_pg_stats_get(r->pg, &st, sizeof st);
     char when[32], rcv[24], done[24] = "none", lag[24];
     cli_elapsed_text((uint64_t)(secs * 1e9), when, sizeof when);
     if (st.reconnecting) {
@@ -279,7 +286,7 @@ static int metrics_text(void *ctx, char **text, floe_error *err)
 static int health_text(void *ctx, char *text, size_t cap)
 {
     floe_pg_stats st;
-    floe_pg_stats_get(ctx, &st);
+    floe_pg_stats_get(ctx, &st, sizeof st);
     if (!st.reconnecting)
         return 200;
     snprintf(text, cap, "reconnecting to Postgres (%" PRIu64 " reconnections so far)",
@@ -293,7 +300,7 @@ static void table_notices(run *r)
         return;
     for (size_t i = 0; i < floe_pg_table_count(r->pg); i++) {
         floe_pg_table_info t;
-        if (floe_pg_table_info_get(r->pg, i, &t, NULL) != FLOE_OK)
+        if (floe_pg_table_info_get(r->pg, i, &t, sizeof t, NULL) != FLOE_OK)
             continue;
         const char *from = floe_sink_resume_frontier(t.sink);
         uint64_t lsn = 0;
@@ -315,7 +322,7 @@ static void report_done(run *r)
     if (r->mode == CLI_STATUS_QUIET)
         return;
     floe_pg_stats st;
-    floe_pg_stats_get(r->pg, &st);
+    floe_pg_stats_get(r->pg, &st, sizeof st);
     char lsn[24];
     floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
     double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
@@ -343,7 +350,7 @@ static int report_stop(run *r, int sig)
     const char *name = cli_signal_name(sig, buf, sizeof buf);
     metrics_server_health(r->metrics, 503, "stopping: %s", name);
     floe_pg_stats st;
-    floe_pg_stats_get(r->pg, &st);
+    floe_pg_stats_get(r->pg, &st, sizeof st);
     if (st.committed_lsn)
         floe_pg_lsn_format(st.committed_lsn, lsn, sizeof lsn);
     if (st.phase == 1)

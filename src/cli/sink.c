@@ -87,6 +87,7 @@ typedef struct run {
     char *prop_text[MAX_PROPERTIES];
     uint64_t started_ns;
     size_t lineno;              /* of the last line read */
+    floe_connect_options connect;   /* the sink options' */
 } run;
 
 static void on_warning(void *ctx, const char *msg)
@@ -161,10 +162,11 @@ static int numbers(const cli_opt *opts, floe_sink_options *o)
 static int options(const cli_opt *opts, int argc, char **argv, floe_sink_options *o, run *r,
                    char **schema_text)
 {
-    floe_sink_options_init(o);
+    floe_sink_options_init(o, sizeof *o);
     o->table = r->table = cli_get(opts, "table");
     o->key = cli_get(opts, "key");
-    cli_connect_options(opts, &o->connect);
+    cli_connect_options(opts, &r->connect);
+    o->connect = &r->connect;
     o->sink_id = cli_get(opts, "sink-id");
     o->spill_dir = cli_get(opts, "spill-dir");
     o->index_dir = cli_get(opts, "index-dir");
@@ -213,7 +215,7 @@ static bool committed(const floe_sink_stats *st, char *buf, size_t cap)
 static void halt_advice(run *r, bool input_at_fault)
 {
     floe_sink_stats st;
-    floe_sink_stats_get(r->sink, &st);
+    floe_sink_stats_get(r->sink, &st, sizeof st);
     char f[32];
     int code = floe_error_code(r->err);
     if (floe_sink_complete(r->sink)) {
@@ -250,7 +252,7 @@ static void report_done(run *r)
     if (r->mode == CLI_STATUS_QUIET)
         return;
     floe_sink_stats st;
-    floe_sink_stats_get(r->sink, &st);
+    floe_sink_stats_get(r->sink, &st, sizeof st);
     double secs = (double)(cli_now_ns() - r->started_ns) / 1e9;
     char f[32], where[160];
     if (!committed(&st, f, sizeof f))
@@ -287,7 +289,7 @@ static int report_stop(run *r, int sig)
     const char *name = cli_signal_name(sig, buf, sizeof buf);
     metrics_server_health(r->metrics, 503, "stopping: %s", name);
     floe_sink_stats st;
-    floe_sink_stats_get(r->sink, &st);
+    floe_sink_stats_get(r->sink, &st, sizeof st);
     cli_say("floe: %s: stopped reading %s after line %zu: %" PRIu64 " updates read, %" PRIu64
             " snapshots committed by this run\n", name, cli_lines_name(r->lines), r->lineno,
             st.updates_in, st.snapshots_committed);

@@ -176,7 +176,7 @@ static void draw(cli_status *s)
         return;
     }
     floe_sink_stats st;
-    floe_sink_stats_get(s->sink, &st);
+    floe_sink_stats_get(s->sink, &st, sizeof st);
     uint64_t now = cli_now_ns();
     double secs = (double)(now - s->last_ns) / 1e9;
     double rate = secs > 0 ? (double)(st.updates_in - s->last_updates) / secs : 0.0;

@@ -11,7 +11,7 @@
 
 void cli_connect_options(const cli_opt *opts, floe_connect_options *o)
 {
-    floe_connect_options_init(o);
+    floe_connect_options_init(o, sizeof *o);
     o->catalog = cli_get(opts, "catalog");
     o->warehouse = cli_get(opts, "warehouse");
     o->catalog_name = cli_get(opts, "catalog-name");

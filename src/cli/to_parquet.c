@@ -38,7 +38,7 @@ static void job_free(job *j)
 static int setup(job *j, const cli_opt *opts)
 {
     floe_parquet_options po;
-    floe_parquet_options_init(&po);
+    floe_parquet_options_init(&po, sizeof po);
     size_t level = 0;
     const char *codec = cli_get(opts, "compression");
     if (codec) {

@@ -263,7 +263,7 @@ int floe__kafka_member_commit(floe__kafka_topic *t, const floe__metadata *base,
     const floe__snapshot *at = NULL;
     *rec = latest_record(t, base, &at);
     FLOE_FORWARD(check_ownership(t, *rec, err));
-    if (t->k->o.sink.maintain != FLOE_MAINTAIN_AUTO)
+    if (t->k->sink.maintain != FLOE_MAINTAIN_AUTO)
         return FLOE_OK;
     return maintainer_lease(t, at ? floe__snapshot_summary_get(at, MAINT_PROP) : NULL, summary,
                             err);

@@ -48,13 +48,6 @@ typedef floe__kafka_held held;
 typedef floe__kafka_part part;
 typedef floe__kafka_topic topic;
 
-void floe_kafka_options_init(floe_kafka_options *o)
-{
-    memset(o, 0, sizeof *o);
-    floe_sink_options_init(&o->sink);
-    o->stop_fd = -1;
-}
-
 /* ---- options --------------------------------------------------------------------------------- */
 
 static int own(floe_kafka *k, const char **s)
@@ -599,7 +592,7 @@ static int check_kafka_columns(const topic *t, floe_error *err)
  * not exist (NULL: it must). */
 static int open_sink(floe_kafka *k, topic *t, const char *declared, floe_error *err)
 {
-    floe_sink_options so = k->o.sink;
+    floe_sink_options so = k->sink;
     so.table = t->table;
     so.sink_id = t->sink_id;
     so.key = t->key;
@@ -677,7 +670,7 @@ static int look_at_table(floe_kafka *k, topic *t, bool *exists, char **key, floe
     *exists = false;
     *key = NULL;
     if (!k->catalog)
-        FLOE_FORWARD(floe_catalog_open(&k->o.sink.connect, &k->catalog, err));
+        FLOE_FORWARD(floe_catalog_open(k->sink.connect, &k->catalog, err));
     floe_table *tbl = NULL;
     int rc = floe_table_open(k->catalog, t->table, NULL, NULL, &tbl, err);
     if (rc == FLOE_ENOTFOUND) {
@@ -687,11 +680,11 @@ static int look_at_table(floe_kafka *k, topic *t, bool *exists, char **key, floe
     FLOE_FORWARD(rc);
     *exists = true;
     floe_sink_progress pr;
-    rc = floe_table_sink_progress(tbl, t->sink_id, &pr, err);
+    rc = floe_table_sink_progress(tbl, t->sink_id, &pr, sizeof pr, err);
     for (size_t i = 0; rc == FLOE_OK && pr.state == FLOE_PROGRESS_FOUND &&
                        i < floe_table_snapshot_count(tbl); i++) {
         floe_snapshot_info si;
-        rc = floe_table_snapshot(tbl, i, &si, err);
+        rc = floe_table_snapshot(tbl, i, &si, sizeof si, err);
         const char *v = rc == FLOE_OK && si.snapshot_id == pr.snapshot_id
                             ? floe_table_snapshot_property(tbl, i, KEY_PROP) : NULL;
         if (v && !(*key = floe__strdup(v)))
@@ -715,11 +708,11 @@ static int open_topic(floe_kafka *k, topic *t, floe_error *err)
     const char *fmt = k->o.format == FLOE_KAFKA_UPSERT ? "upsert" : "debezium";
     bool by_key = k->o.format == FLOE_KAFKA_UPSERT || k->o.format == FLOE_KAFKA_DEBEZIUM;
     bool dbz = k->o.format == FLOE_KAFKA_DEBEZIUM;
-    FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_APPEND && k->o.sink.key, err, FLOE_EINVAL,
+    FLOE_RETURN_IF(k->o.format == FLOE_KAFKA_APPEND && k->sink.key, err, FLOE_EINVAL,
                    "the append format takes no key columns");
-    if (k->o.sink.key && !(t->key = floe__strdup(k->o.sink.key)))
+    if (k->sink.key && !(t->key = floe__strdup(k->sink.key)))
         return FLOE_OOM(err);
-    if (by_key && (!t->key || (dbz && !k->o.sink.schema))) {
+    if (by_key && (!t->key || (dbz && !k->sink.schema))) {
         bool exists = false;
         char *recorded = NULL;
         FLOE_FORWARD(look_at_table(k, t, &exists, &recorded, err));
@@ -736,7 +729,7 @@ static int open_topic(floe_kafka *k, topic *t, floe_error *err)
                        "columns (the message key is the row's key) and table %s records none: "
                        "name them (--key)", t->name, fmt, t->table);
     }
-    FLOE_FORWARD(open_sink(k, t, k->o.sink.schema, err));
+    FLOE_FORWARD(open_sink(k, t, k->sink.schema, err));
     return resume_offsets(k, t, err);
 }
 
@@ -749,7 +742,7 @@ static int open_from_event(floe_kafka *k, topic *t, const rd_kafka_message_t *m,
     const json_t *fields = ev->after_fields ? ev->after_fields : ev->before_fields;
     char *columns = NULL;
     int rc = FLOE_OK;
-    if (!k->o.sink.schema) {
+    if (!k->sink.schema) {
         FLOE_RETURN_IF(!fields, err, FLOE_EINVAL, "table %s does not exist and the events of "
                        "topic %s carry no schema to make it from (JsonConverter with "
                        "schemas.enable=false): declare its columns (--schema) and key (--key)",
@@ -768,12 +761,12 @@ static int open_from_event(floe_kafka *k, topic *t, const rd_kafka_message_t *m,
                                 "columns are not known: name them (--key)", t->table);
     }
     if (rc == FLOE_OK)
-        rc = open_sink(k, t, columns ? columns : k->o.sink.schema, err);
+        rc = open_sink(k, t, columns ? columns : k->sink.schema, err);
     if (rc == FLOE_OK) {
         t->pending = false;
         floe__tell(k->o.on_notice, k->o.notice_ctx, "topic %s: table %s made from its first "
                    "event: %s, key %s", t->name, t->table,
-                   columns ? columns : k->o.sink.schema, t->key);
+                   columns ? columns : k->sink.schema, t->key);
     }
     floe__free(columns);
     return rc;
@@ -809,11 +802,14 @@ static int assign(floe_kafka *k, size_t from, floe_error *err)
     return rc;
 }
 
-int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error *err)
+int floe_kafka_open(const floe_kafka_options *caller, floe_kafka **out, floe_error *err)
 {
     *out = NULL;
-    FLOE_RETURN_IF(!opts || !opts->brokers || !*opts->brokers, err, FLOE_EINVAL,
-                   "Kafka: no brokers");
+    FLOE_RETURN_IF(!caller, err, FLOE_EINVAL, "floe_kafka_open: NULL options");
+    floe_kafka_options o;
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_kafka_options, &o, caller, err));
+    const floe_kafka_options *opts = &o;
+    FLOE_RETURN_IF(!opts->brokers || !*opts->brokers, err, FLOE_EINVAL, "Kafka: no brokers");
     FLOE_RETURN_IF(opts->kafka_columns && opts->format != FLOE_KAFKA_APPEND, err, FLOE_EINVAL,
                    "kafka_columns is for the append format (the others keep one row per key)");
     FLOE_RETURN_IF((opts->on_bad_message == FLOE_KAFKA_BAD_DEAD_LETTER) !=
@@ -848,19 +844,21 @@ int floe_kafka_open(const floe_kafka_options *opts, floe_kafka **out, floe_error
     floe__buf_init(&k->key, 0);
     floe__buf_init(&k->row, 0);
     floe__buf_init(&k->scratch, 0);
-    int rc = k->strings ? FLOE_OK : FLOE_OOM(err);
-    if (rc == FLOE_OK) {
-        k->o = *opts;
-        k->member = opts->member != NULL;
-        k->o.kafka_properties = NULL;       /* read only here, by consumer_new */
-        if (own(k, &k->o.brokers) || own(k, &k->o.topics) || own(k, &k->o.namespace_name) ||
-            own(k, &k->o.table_map) || own(k, &k->o.group) ||
-            own(k, &k->o.dead_letter_topic) || own(k, &k->o.topic_pattern) ||
-            own(k, &k->o.member) || own(k, &k->o.transaction_topic))
-            rc = FLOE_OOM(err);
-        else
-            rc = floe__sink_options_own(&k->o.sink, k->strings, err);
-    }
+    k->o = *opts;
+    k->member = opts->member != NULL;
+    k->o.kafka_properties = NULL;           /* read only here, by consumer_new */
+    floe_connect_options connect;           /* until floe__sink_options_own copies it */
+    int rc = k->strings ? floe__sink_options_in(&k->sink, &connect, opts->sink, err)
+                        : FLOE_OOM(err);
+    k->o.sink = &k->sink;
+    if (rc == FLOE_OK &&
+        (own(k, &k->o.brokers) || own(k, &k->o.topics) || own(k, &k->o.namespace_name) ||
+         own(k, &k->o.table_map) || own(k, &k->o.group) || own(k, &k->o.dead_letter_topic) ||
+         own(k, &k->o.topic_pattern) || own(k, &k->o.member) ||
+         own(k, &k->o.transaction_topic)))
+        rc = FLOE_OOM(err);
+    if (rc == FLOE_OK)
+        rc = floe__sink_options_own(&k->sink, k->strings, err);
     if (rc == FLOE_OK)
         rc = k->o.topic_pattern ? compile_pattern(k, err) : split_topics(k, err);
     if (rc == FLOE_OK)
@@ -1440,9 +1438,9 @@ int floe_kafka_run(floe_kafka *k, floe_error *err)
 
 /* ---- what it did ------------------------------------------------------------------------------- */
 
-void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out)
+void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *dst, size_t size)
 {
-    memset(out, 0, sizeof *out);
+    floe_kafka_stats st = {.size = sizeof st}, *out = &st;
     out->topics = k->n_topics;
     for (size_t i = 0; i < k->n_topics; i++)
         out->partitions += k->topics[i]->n_parts;
@@ -1455,6 +1453,7 @@ void floe_kafka_stats_get(const floe_kafka *k, floe_kafka_stats *out)
     out->schema_changes = atomic_load(&m->evolved);
     out->snapshots_committed = atomic_load(&m->snapshots);
     out->lag_messages = atomic_load(&m->lag);
+    floe__abi_out(dst, size, &st, sizeof st);
 }
 
 static int metric(floe__buf *b, const char *name, const char *type, const char *help, double v,
@@ -1467,7 +1466,7 @@ static int metric(floe__buf *b, const char *name, const char *type, const char *
 int floe_kafka_metrics(const floe_kafka *k, char **out, floe_error *err)
 {
     floe_kafka_stats st;
-    floe_kafka_stats_get(k, &st);
+    floe_kafka_stats_get(k, &st, sizeof st);
     struct { const char *name, *type, *help; double v; } m[] = {
         {"floe_kafka_messages_total", "counter", "Messages read.", (double)st.messages},
         {"floe_kafka_bytes_total", "counter", "Key and value bytes of the messages read.", (double)st.bytes},

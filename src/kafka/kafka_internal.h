@@ -147,7 +147,8 @@ typedef struct floe__kafka_topic {
 } floe__kafka_topic;
 
 struct floe_kafka {
-    floe_kafka_options o;
+    floe_kafka_options o;         /* o.sink points to `sink` */
+    floe_sink_options sink;       /* its strings and connect options in `strings` */
     floe__arena *strings;
     floe_catalog *catalog;        /* to look at tables before their sinks open */
     rd_kafka_t *rk;

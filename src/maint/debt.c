@@ -39,6 +39,7 @@ static void snapshot_figures(const floe__metadata *md, int64_t now, floe_table_d
 int floe__debt(floe__table *t, floe_table_debt *out, floe_error *err)
 {
     memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
     const floe__metadata *md = t->loaded->metadata;
     int64_t target = floe__metadata_property_int(md, "write.target-file-size-bytes",
                                                  (int64_t)FLOE__DEFAULT_TARGET_FILE_SIZE);

@@ -8,11 +8,11 @@
 
 #define DAY_MS ((int64_t)24 * 3600 * 1000)
 
-void floe_maintain_options_init(floe_maintain_options *o)
+void floe_maintain_options_init(floe_maintain_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->expire_older_than_ms = -1;
-    o->orphan_older_than_ms = -1;
+    floe_maintain_options d = {.size = sizeof d, .expire_older_than_ms = -1,
+                               .orphan_older_than_ms = -1};
+    floe__abi_init(o, size, &d, sizeof d);
 }
 
 static uint64_t ms_since(uint64_t t0)
@@ -100,14 +100,9 @@ static int orphans_step(floe__table *t, const floe_maintain_options *o, floe_mai
     return rc;
 }
 
-int floe_table_maintain(floe_table *table, const floe_maintain_options *o,
-                        floe_maintain_report *report, floe_error *err)
+static int maintain(floe__table *t, const floe_maintain_options *o, floe_maintain_report *r,
+                    floe_error *err)
 {
-    FLOE_RETURN_IF(!table || !o, err, FLOE_EINVAL, "maintain: NULL argument");
-    floe_maintain_report scratch;
-    floe_maintain_report *r = report ? report : &scratch;
-    memset(r, 0, sizeof *r);
-    floe__table *t = floe__table_of(table);
     FLOE_FORWARD(floe__table_refresh(t, err));
     FLOE_FORWARD(floe__table_check_format(t, err));
     if (o->compact)
@@ -119,10 +114,25 @@ int floe_table_maintain(floe_table *table, const floe_maintain_options *o,
     return FLOE_OK;
 }
 
-int floe_table_debt_get(floe_table *table, floe_table_debt *out, floe_error *err)
+int floe_table_maintain(floe_table *table, const floe_maintain_options *opts,
+                        floe_maintain_report *report, size_t report_size, floe_error *err)
+{
+    FLOE_RETURN_IF(!table || !opts, err, FLOE_EINVAL, "maintain: NULL argument");
+    floe_maintain_options o;
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_maintain_options, &o, opts, err));
+    floe_maintain_report r = {.size = sizeof r};
+    int rc = maintain(floe__table_of(table), &o, &r, err);
+    floe__abi_out(report, report_size, &r, sizeof r);
+    return rc;
+}
+
+int floe_table_debt_get(floe_table *table, floe_table_debt *out, size_t size, floe_error *err)
 {
     FLOE_RETURN_IF(!table || !out, err, FLOE_EINVAL, "debt: NULL argument");
-    return floe__debt(floe__table_of(table), out, err);
+    floe_table_debt d;
+    FLOE_FORWARD(floe__debt(floe__table_of(table), &d, err));
+    floe__abi_out(out, size, &d, sizeof d);
+    return FLOE_OK;
 }
 
 int floe_table_partition_debt(floe_table *table, size_t max, char **out, floe_error *err)

@@ -1,5 +1,5 @@
 /*
- * mirror.c - the public floe_pg object: options, open, run, stop, free,
+ * mirror.c - the public floe_pg object: open, run, stop, free,
  * the tables, stats and metrics.  The work is in the other mirror_*.c
  * files (mirror_internal.h says which does what).
  */
@@ -15,20 +15,6 @@
 
 #define DEFAULT_MEMORY ((size_t)1 << 30)
 
-void floe_pg_options_init(floe_pg_options *o)
-{
-    memset(o, 0, sizeof *o);
-    floe_sink_options_init(&o->sink);
-    o->commit_interval_ms = 10000;
-    o->idle_commit_interval_ms = 60000;
-    o->stop_fd = -1;
-    o->reconnect_timeout_ms = 300000;
-    o->txn_streaming = 1;
-}
-
-void floe_pg_lsn_format(uint64_t lsn, char *out, size_t n) { floe__lsn_format(lsn, out, n); }
-int floe_pg_lsn_parse(const char *text, uint64_t *out) { return floe__lsn_parse(text, out); }
-
 /* ---- messages ----------------------------------------------------------------------------- */
 
 void floe__mirror_notice(floe_pg *pg, const char *fmt, ...)
@@ -41,14 +27,14 @@ void floe__mirror_notice(floe_pg *pg, const char *fmt, ...)
 
 void floe__mirror_warn(floe_pg *pg, const char *fmt, ...)
 {
-    if (!pg->opts.sink.on_warning)
+    if (!pg->sink.on_warning)
         return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    pg->opts.sink.on_warning(pg->opts.sink.warning_ctx, msg);
+    pg->sink.on_warning(pg->sink.warning_ctx, msg);
 }
 
 /* ---- stop ---------------------------------------------------------------------------------- */
@@ -78,7 +64,7 @@ static uint64_t committed_min(const floe_pg *pg, uint64_t *snapshots)
         floe_sink_stats st;
         if (!pg->tables[i].sink)
             return 0;
-        floe_sink_stats_get(pg->tables[i].sink, &st);
+        floe_sink_stats_get(pg->tables[i].sink, &st, sizeof st);
         *snapshots += st.snapshots_committed;
         if (!st.has_committed_frontier || st.committed_frontier_empty)
             return 0;
@@ -135,12 +121,14 @@ void floe__mirror_publish(floe_pg *pg)
     pthread_mutex_unlock(&pg->lock);
 }
 
-void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out)
+void floe_pg_stats_get(const floe_pg *pg, floe_pg_stats *out, size_t size)
 {
     floe_pg *p = (floe_pg *)pg;               /* the lock is all that is touched */
     pthread_mutex_lock(&p->lock);
-    *out = p->published;
+    floe_pg_stats st = p->published;
     pthread_mutex_unlock(&p->lock);
+    st.size = sizeof st;
+    floe__abi_out(out, size, &st, sizeof st);
 }
 
 static int pg_metric(floe__buf *b, const char *slot, const char *name, const char *type,
@@ -156,7 +144,7 @@ static int pg_metric(floe__buf *b, const char *slot, const char *name, const cha
 static int slot_metrics(const floe_pg *pg, floe__buf *b, floe_error *err)
 {
     floe_pg_stats st;
-    floe_pg_stats_get(pg, &st);
+    floe_pg_stats_get(pg, &st, sizeof st);
     struct { const char *name, *type, *help; double v; } m[] = {
         {"floe_pg_lag_bytes", "gauge", "WAL bytes between the server's position and the smallest committed frontier of the tables.", (double)st.lag_bytes},
         {"floe_pg_lag_seconds", "gauge", "Seconds since the oldest transaction received but not yet committed into its table committed in Postgres.", st.lag_seconds},
@@ -214,16 +202,16 @@ size_t floe_pg_table_count(const floe_pg *pg) { return pg->ntables; }
 const char *floe_pg_slot_name(const floe_pg *pg) { return pg->slot_name; }
 const char *floe_pg_publication_name(const floe_pg *pg) { return pg->pub_name; }
 
-int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out, floe_error *err)
+int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out, size_t size,
+                           floe_error *err)
 {
     FLOE_RETURN_IF(i >= pg->ntables, err, FLOE_EINVAL, "no table %zu", i);
     const floe__mtable *t = &pg->tables[i];
-    out->source = t->source;
-    out->table = t->ident;
-    out->sink_id = t->sink_id;
-    out->sink = t->sink;
-    out->copied = t->copied;
-    out->copied_rows = t->copied_rows;
+    floe_pg_table_info info = {
+        .size = sizeof info, .source = t->source, .table = t->ident, .sink_id = t->sink_id,
+        .sink = t->sink, .copied = t->copied, .copied_rows = t->copied_rows,
+    };
+    floe__abi_out(out, size, &info, sizeof info);
     return FLOE_OK;
 }
 
@@ -231,8 +219,11 @@ int floe_pg_table_info_get(const floe_pg *pg, size_t i, floe_pg_table_info *out,
 
 static int copy_options(floe_pg *pg, const floe_pg_options *o, floe_error *err)
 {
-    pg->opts = *o;
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_pg_options, &pg->opts, o, err));
+    floe_connect_options connect;
+    FLOE_FORWARD(floe__sink_options_in(&pg->sink, &connect, pg->opts.sink, err));
     floe_pg_options *c = &pg->opts;
+    c->sink = &pg->sink;
     if (!c->slot)
         c->slot = "floe";
     if (!c->publication)
@@ -245,16 +236,16 @@ static int copy_options(floe_pg *pg, const floe_pg_options *o, floe_error *err)
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         if (floe__arena_own_str(pg->strings, fields[i]) != 0)
             return FLOE_OOM(err);
-    FLOE_FORWARD(floe__sink_options_own(&c->sink, pg->strings, err));
+    FLOE_FORWARD(floe__sink_options_own(&pg->sink, pg->strings, err));
     pg->slot_name = c->slot;
     pg->pub_name = c->publication;
-    if (!pg->opts.sink.memory_limit)
-        pg->opts.sink.memory_limit = DEFAULT_MEMORY;
+    if (!pg->sink.memory_limit)
+        pg->sink.memory_limit = DEFAULT_MEMORY;
     if (!pg->opts.commit_interval_ms)
         pg->opts.commit_interval_ms = 10000;
     if (!pg->opts.idle_commit_interval_ms)
         pg->opts.idle_commit_interval_ms = 60000;
-    pg->stop_lsn = o->stop_at_lsn;
+    pg->stop_lsn = pg->opts.stop_at_lsn;
     return FLOE_OK;
 }
 
@@ -290,9 +281,10 @@ int floe__mirror_new(const floe_pg_options *o, floe_pg **out, floe_error *err)
     if (rc == FLOE_OK && pipe2(pg->stop_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
         rc = floe__err_set(err, FLOE_EIO, "cannot make a pipe");
     if (rc == FLOE_OK)
-        rc = floe__txnmap_new(o->txn_memory ? o->txn_memory : DEFAULT_MEMORY, &pg->txn, err);
+        rc = floe__txnmap_new(pg->opts.txn_memory ? pg->opts.txn_memory : DEFAULT_MEMORY,
+                              &pg->txn, err);
     if (rc == FLOE_OK)
-        rc = floe__spill_new(pg->opts.sink.spill_dir, &pg->spill, err);
+        rc = floe__spill_new(pg->sink.spill_dir, &pg->spill, err);
     if (rc != FLOE_OK) {
         floe_pg_free(pg);
         return rc;
@@ -589,13 +581,15 @@ static int slot_row(floe__pg_conn *c, const char *slot, floe_pg_slot_info *out, 
     return FLOE_OK;
 }
 
-int floe_pg_slot_info_get(const char *source, const char *slot, floe_pg_slot_info *out,
-                          floe_error *err)
+int floe_pg_slot_info_get(const char *source, const char *slot, floe_pg_slot_info *dst,
+                          size_t size, floe_error *err)
 {
-    memset(out, 0, sizeof *out);
+    floe_pg_slot_info info = {.size = sizeof info};
     floe__pg_conn *c = NULL;
     FLOE_FORWARD(floe__pg_connect(source, false, &c, err));
-    int rc = slot_row(c, slot, out, err);
+    int rc = slot_row(c, slot, &info, err);
     floe__pg_close(c);
+    if (rc == FLOE_OK)
+        floe__abi_out(dst, size, &info, sizeof info);
     return rc;
 }

@@ -179,9 +179,9 @@ static int commit_copy(floe_pg *pg, floe__mtable *t, uint64_t at, bool *other,
                        floe_error *err)
 {
     floe_sink_stats before, after;
-    floe_sink_stats_get(t->sink, &before);
+    floe_sink_stats_get(t->sink, &before, sizeof before);
     int rc = floe__mirror_advance(pg, t, at, err);
-    floe_sink_stats_get(t->sink, &after);
+    floe_sink_stats_get(t->sink, &after, sizeof after);
     if (rc == FLOE_OK && after.batches_skipped == before.batches_skipped)
         return FLOE_OK;
     int arc = another_mirror(pg, t, at, other, err);

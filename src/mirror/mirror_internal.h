@@ -243,7 +243,8 @@ typedef struct floe__mslot {
 } floe__mslot;
 
 struct floe_pg {
-    floe_pg_options opts;
+    floe_pg_options opts;    /* opts.sink points to `sink` */
+    floe_sink_options sink;  /* its strings and connect options in `strings` */
     const char *slot_name, *pub_name;  /* in `strings`, as opts' strings are */
     char *database;
     char system_id[24];      /* pg_control_system()'s system_identifier */

@@ -288,7 +288,8 @@ int floe_pg_drop_tables(const floe_pg_options *opts, const char *tables, int pur
                         floe_error *err)
 {
     FLOE_RETURN_IF(!opts || !tables, err, FLOE_EINVAL, "floe_pg_drop_tables: NULL argument");
-    floe_pg_options o = *opts;
+    floe_pg_options o;
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_pg_options, &o, opts, err));
     o.tables = tables;
     floe_pg *pg = NULL;
     FLOE_FORWARD(floe__mirror_new(&o, &pg, err));

@@ -48,7 +48,7 @@ static int put_unchanged(floe_pg *pg, floe__mtable *t, size_t c, uint8_t *mask, 
                          floe_error *err)
 {
     const char *why = t->cols[c].key ? "it is a key column"
-                      : pg->opts.sink.delete_mode == FLOE_DELETE_EQUALITY
+                      : pg->sink.delete_mode == FLOE_DELETE_EQUALITY
                           ? "with --delete-mode equality floe cannot take it from the key's row"
                           : !t->nkeys ? "the table has no key" : NULL;
     if (why) {

@@ -626,7 +626,7 @@ void floe__mirror_toast_gap(const floe_pg *pg, const floe__mtable *t, char *out,
     out[0] = 0;
     if (t->replident == 'f' || t->stream_replident == 'f')
         return;
-    if (t->nkeys && pg->opts.sink.delete_mode != FLOE_DELETE_EQUALITY)
+    if (t->nkeys && pg->sink.delete_mode != FLOE_DELETE_EQUALITY)
         return;
     for (size_t c = 0; c < t->ncols && at < n; c++)
         if (t->cols[c].toastable)
@@ -940,7 +940,7 @@ static int resumed_key(const floe__mtable *t, const recorded *rec, char **out, f
 
 static void sink_options(floe_pg *pg, floe__mtable *t, floe_sink_options *o)
 {
-    *o = pg->opts.sink;
+    *o = pg->sink;
     o->table = t->ident;
     o->mode = FLOE_SINK_MODE_UPSERT;
     o->sink_id = t->sink_id;
@@ -956,7 +956,7 @@ static void sink_options(floe_pg *pg, floe__mtable *t, floe_sink_options *o)
     o->on_notice = NULL;
     /* three quarters for the sinks; the rest is the stream's (a streamed
      * transaction's filter of keys touched once: an eighth; buffers) */
-    o->memory_limit = pg->opts.sink.memory_limit / 4 * 3 / pg->ntables;
+    o->memory_limit = pg->sink.memory_limit / 4 * 3 / pg->ntables;
     if (o->memory_limit < MIN_TABLE_MEMORY)
         o->memory_limit = MIN_TABLE_MEMORY;
 }
@@ -1127,7 +1127,7 @@ static int open_catalog(floe_pg *pg, floe_error *err)
 {
     if (pg->catalog)
         return FLOE_OK;
-    floe_connect_options co = pg->opts.sink.connect;
+    floe_connect_options co = *pg->sink.connect;
     co.must_exist = 0;
     return floe__catalog_open(&co, &pg->io, &pg->catalog, err);
 }

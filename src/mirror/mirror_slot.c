@@ -127,7 +127,7 @@ static int check_against_tables(floe_pg *pg, floe_error *err)
     if (!min && !any && !pg->opts.new_mirror) {    /* a catalog new to this slot */
         char a[24];
         floe__lsn_format(pg->slot.confirmed, a, sizeof a);
-        const char *cat = pg->opts.sink.connect.catalog;
+        const char *cat = pg->sink.connect->catalog;
         return floe__err_set(err, FLOE_ESTATE, "replication slot %s exists and is confirmed up "
                              "to %s, but catalog %s holds none of its tables: "
                              "another catalog holds this mirror (a relative catalog path, "

@@ -211,7 +211,7 @@ static int changed_keys(floe_pg *pg, floe__mtable *t, floe__mstage *s, uint64_t 
     if (rc == FLOE_OK)
         rc = floe__pg_exec(pg->conn, (const char *)sql.data, err);
     bool truncated = false;
-    size_t budget = pg->opts.sink.memory_limit / 8;
+    size_t budget = pg->sink.memory_limit / 8;
     for (size_t got = FETCH_ROWS; rc == FLOE_OK && got == FETCH_ROWS && !truncated;) {
         floe__pg_result *r = NULL;
         rc = floe__pg_query(pg->conn, "FETCH 10000 FROM floe_changes", NULL, 0, &r, err);

@@ -96,7 +96,7 @@ static uint64_t committed_min(const floe_pg *pg)
     uint64_t min = UINT64_MAX;
     for (size_t i = 0; i < pg->ntables; i++) {
         floe_sink_stats st;
-        floe_sink_stats_get(pg->tables[i].sink, &st);
+        floe_sink_stats_get(pg->tables[i].sink, &st, sizeof st);
         if (!st.has_committed_frontier || st.committed_frontier_empty)
             return 0;
         if (st.committed_frontier < min)
@@ -472,7 +472,7 @@ static int on_stream_commit(floe_pg *pg, const floe__pgo_msg *m, floe_error *err
     FLOE_FORWARD(floe__spill_read(pg->spill, m->xid, &pg->replay, err));
     pg->replay_end_lsn = m->end_lsn;
     pg->replay_pass = 1;
-    size_t most = pg->opts.sink.memory_limit / 8;
+    size_t most = pg->sink.memory_limit / 8;
     return floe__netfilter_new(floe__spill_records(pg->spill, m->xid), most, &pg->netf, err);
 }
 

@@ -464,7 +464,8 @@ static int verify_table(floe_pg *pg, floe__mtable *t, uint64_t at, table_fn fn, 
         rc = FLOE_OOM(err);
     if (rc == FLOE_OK) {
         floe_pg_verify_table r = {
-            .source = t->source, .table = t->ident, .at = at, .pg_rows = v.rows[PG],
+            .size = sizeof r, .source = t->source, .table = t->ident, .at = at,
+            .pg_rows = v.rows[PG],
             .iceberg_rows = v.rows[ICEBERG], .missing = v.missing, .extra = v.extra,
             .different = v.different, .shape_differs = !same_shape,
             .report = (const char *)v.report.data};
@@ -528,7 +529,7 @@ static int check_committed(floe_pg *pg, uint64_t at, floe_error *err)
 {
     for (size_t i = 0; i < pg->ntables; i++) {
         floe_sink_stats st;
-        floe_sink_stats_get(pg->tables[i].sink, &st);
+        floe_sink_stats_get(pg->tables[i].sink, &st, sizeof st);
         bool ok = st.has_committed_frontier && !st.committed_frontier_empty &&
                   st.committed_frontier == at;
         char f[24], c[24];

@@ -12,15 +12,17 @@ struct floe_parquet_writer {
     const floe_schema *schema;
 };
 
-void floe_parquet_options_init(floe_parquet_options *opts)
+void floe_parquet_options_init(floe_parquet_options *opts, size_t size)
 {
-    memset(opts, 0, sizeof *opts);
-    opts->compression = FLOE_COMPRESSION_ZSTD;
-    opts->compression_level = 0;
-    opts->page_size = (size_t)1 << 20;
-    opts->row_group_size = (size_t)128 << 20;
-    opts->dictionary_limit = (size_t)1 << 20;
-    opts->dictionary = 1;
+    floe_parquet_options d = {
+        .size = sizeof d,
+        .compression = FLOE_COMPRESSION_ZSTD,
+        .page_size = (size_t)1 << 20,
+        .row_group_size = (size_t)128 << 20,
+        .dictionary_limit = (size_t)1 << 20,
+        .dictionary = 1,
+    };
+    floe__abi_init(opts, size, &d, sizeof d);
 }
 
 int floe_compression_from_name(const char *name)
@@ -49,13 +51,15 @@ int floe_parquet_writer_open(const floe_schema *schema, const char *path,
 {
     FLOE_RETURN_IF(!schema || !path || !out, err, FLOE_EINVAL,
                    "floe_parquet_writer_open: schema, path and out are required");
+    floe_parquet_options po;
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_parquet_options, &po, opts, err));
     floe_parquet_writer *pw = floe__calloc(1, sizeof *pw);
     if (!pw)
         return FLOE_OOM(err);
     floe__output *o = NULL;
     int rc = floe__local_output_open(path, &o, err);
     if (rc == FLOE_OK)
-        rc = floe__pq_writer_new(schema, opts, o, &pw->w, err);
+        rc = floe__pq_writer_new(schema, &po, o, &pw->w, err);
     if (rc != FLOE_OK) {
         floe__free(pw);
         return floe__err_wrap(err, rc, "parquet file %s", path);

@@ -42,7 +42,7 @@ static floe_parquet_options resolved(const floe_parquet_options *o)
     if (o)
         r = *o;
     else
-        floe_parquet_options_init(&r);
+        floe_parquet_options_init(&r, sizeof r);
     if (r.compression == FLOE_COMPRESSION_DEFAULT)
         r.compression = FLOE_COMPRESSION_ZSTD;
     return r;

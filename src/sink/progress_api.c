@@ -36,14 +36,14 @@ int floe_table_sink_ids(const floe_table *table, char ***ids, size_t *n, floe_er
 }
 
 int floe_table_sink_progress(const floe_table *table, const char *sink_id,
-                             floe_sink_progress *out, floe_error *err)
+                             floe_sink_progress *dst, size_t size, floe_error *err)
 {
-    FLOE_RETURN_IF(!table || !sink_id || !out, err, FLOE_EINVAL,
+    FLOE_RETURN_IF(!table || !sink_id || !dst, err, FLOE_EINVAL,
                    "floe_table_sink_progress: NULL argument");
     const floe__table *t = floe__table_of(table);
     floe__progress p;
     FLOE_FORWARD(floe__progress_read(t->loaded->metadata, t->io, sink_id, &p, err));
-    memset(out, 0, sizeof *out);
+    floe_sink_progress sp = {.size = sizeof sp}, *out = &sp;
     out->state = p.state == FLOE__PROGRESS_FOUND     ? FLOE_PROGRESS_FOUND
                  : p.state == FLOE__PROGRESS_UNKNOWN ? FLOE_PROGRESS_UNKNOWN
                                                      : FLOE_PROGRESS_NONE;
@@ -52,5 +52,6 @@ int floe_table_sink_progress(const floe_table *table, const char *sink_id,
     out->sink_version = p.state == FLOE__PROGRESS_FOUND ? p.sink_version : 0;
     out->snapshot_id = p.snapshot_id;
     out->tag_snapshot_id = p.has_tag ? p.tag_snapshot_id : -1;
+    floe__abi_out(dst, size, &sp, sizeof sp);
     return FLOE_OK;
 }

@@ -28,13 +28,11 @@
 
 
 
-void floe_sink_options_init(floe_sink_options *o)
+void floe_sink_options_init(floe_sink_options *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    floe_connect_options_init(&o->connect);
-    o->commit_interval = 10000;
-    o->sink_version = 1;
-    o->compression = FLOE_COMPRESSION_DEFAULT;
+    floe_sink_options d = {.size = sizeof d, .commit_interval = 10000, .sink_version = 1,
+                           .compression = FLOE_COMPRESSION_DEFAULT};
+    floe__abi_init(o, size, &d, sizeof d);
 }
 
 /* ---- stats ------------------------------------------------------------------------------ */
@@ -144,8 +142,6 @@ static void maintenance_stats(floe__maintainer *m, floe_sink_stats *out)
 {
     floe__maintainer_stats ms;
     floe__maintainer_stats_get(m, &ms);
-    out->debt_known = ms.debt_known;
-    out->debt = ms.debt;
     out->maintenance_runs = ms.runs;
     out->maintenance_failures = ms.failures;
     out->maintenance_us = ms.busy_ns / 1000;
@@ -158,11 +154,12 @@ static void maintenance_stats(floe__maintainer *m, floe_sink_stats *out)
     out->orphans_removed = ms.orphans_removed;
 }
 
-void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out)
+void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *dst, size_t size)
 {
     floe_sink *s = (floe_sink *)sink;     /* the lock and the atomics are all that is touched */
+    floe_sink_stats st, *out = &st;
     pthread_mutex_lock(&s->lock);
-    *out = s->published;
+    st = s->published;
     pthread_mutex_unlock(&s->lock);
     out->updates_in = atomic_load_explicit(&s->updates_in, memory_order_relaxed);
     out->bytes_in = atomic_load_explicit(&s->bytes_in, memory_order_relaxed);
@@ -173,6 +170,19 @@ void floe_sink_stats_get(const floe_sink *sink, floe_sink_stats *out)
     out->freshness_seconds = oldest && now > oldest ? (double)(now - oldest) / 1e9 : 0.0;
     if (s->maintainer)
         maintenance_stats(s->maintainer, out);
+    floe__abi_out(dst, size, &st, sizeof st);
+}
+
+int floe_sink_debt_get(const floe_sink *s, floe_table_debt *out, size_t size)
+{
+    if (!s->maintainer)
+        return 0;
+    floe__maintainer_stats ms;
+    floe__maintainer_stats_get(s->maintainer, &ms);
+    if (!ms.debt_known)
+        return 0;
+    floe__abi_out(out, size, &ms.debt, sizeof ms.debt);
+    return 1;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -557,7 +567,7 @@ static int setup_maintainer(floe_sink *s, floe_error *err)
     const floe_sink_options *o = &s->opts;
     if (o->maintain == FLOE_MAINTAIN_OFF)
         return FLOE_OK;
-    floe__maintainer_config mc = {.connect = o->connect, .ns = s->ns, .name = s->name,
+    floe__maintainer_config mc = {.connect = *o->connect, .ns = s->ns, .name = s->name,
                                   .budget = o->maintain_budget, .orphan_age_ms = o->orphan_age_ms,
                                   .on_warning = on_warning, .warning_ctx = s,
                                   .moves = s->moves, .gate = &s->commit_gate};
@@ -709,7 +719,7 @@ static int sink_setup(floe_sink *s, floe_error *err)
     if (rc == FLOE_OK && !s->sink_id)
         rc = FLOE_OOM(err);
     if (rc == FLOE_OK && s->own_catalog) {
-        floe_connect_options co = o->connect;
+        floe_connect_options co = *o->connect;
         co.must_exist = co.must_exist || !declared;    /* nothing to create without a schema */
         rc = floe__catalog_open(&co, &s->io, &s->catalog, err);
         if (rc == FLOE_ENOTFOUND)
@@ -733,16 +743,37 @@ static int sink_setup(floe_sink *s, floe_error *err)
     return FLOE_OK;
 }
 
-int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *err)
+int floe__sink_options_in(floe_sink_options *dst, floe_connect_options *connect,
+                          const floe_sink_options *src, floe_error *err)
 {
-    return floe__sink_open_with(opts, NULL, NULL, out, err);
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_sink_options, dst, src, err));
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_connect_options, connect, dst->connect, err));
+    dst->connect = connect;
+    return FLOE_OK;
 }
 
-/* Point every string of o (its connect options and properties too) at a
- * copy in `a`, so the caller may free its own after open. */
+int floe_sink_open(const floe_sink_options *opts, floe_sink **out, floe_error *err)
+{
+    FLOE_RETURN_IF(!opts || !out, err, FLOE_EINVAL, "floe_sink_open: NULL argument");
+    floe_sink_options o;
+    floe_connect_options c;
+    FLOE_FORWARD(floe__sink_options_in(&o, &c, opts, err));
+    return floe__sink_open_with(&o, NULL, NULL, out, err);
+}
+
+/* Point every string of o (its connect options, as a copy of their own,
+ * and properties too) at a copy in `a`, so the caller may free its own
+ * after open. */
 int floe__sink_options_own(floe_sink_options *o, floe__arena *a, floe_error *err)
 {
-    floe_connect_options *c = &o->connect;
+    floe_connect_options *c = floe__arena_alloc(a, sizeof *c);
+    if (!c)
+        return FLOE_OOM(err);
+    if (o->connect)
+        *c = *o->connect;
+    else
+        floe_connect_options_init(c, sizeof *c);
+    o->connect = c;
     const char **fields[] = {
         &o->table, &o->schema, &o->key, &o->sink_id, &o->spill_dir, &o->index_dir,
         &o->resume_from, &o->partition_by, &c->catalog, &c->catalog_name, &c->warehouse, &c->token,

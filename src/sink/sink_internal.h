@@ -558,10 +558,14 @@ void floe__maintainer_stop(floe__maintainer *m);
 void floe__maintainer_final(floe__maintainer *m, uint64_t max_ns);
 
 /* ---- the sink (sink.c) ------------------------------------------------------------------
- * floe_sink_open with a catalog and FileIO of the caller's (borrowed; they
- * must outlive the sink): how tests put a fault-injecting catalog under a
- * real sink. */
+ * Every string of o, its connect options (a copy, the defaults for NULL)
+ * and its properties pointed at copies in `a`. */
 int floe__sink_options_own(floe_sink_options *o, floe__arena *a, floe_error *err);
+/* The caller's options (and the connect options they point to) read into
+ * the library's (floe_sink_open, and the sources' options' sink):
+ * dst->connect then points to `connect`.  floe__abi_in's errors. */
+int floe__sink_options_in(floe_sink_options *dst, floe_connect_options *connect,
+                          const floe_sink_options *src, floe_error *err);
 /* A summary property of the snapshot the sink resumes from (what its
  * source recorded with it, e.g. floe.pg.attnums); NULL when there is none.
  * Owned by the sink's table, valid until its next commit. */
@@ -579,6 +583,10 @@ int floe__sink_resync(floe_sink *s, uint64_t at, const floe_schema *user, const 
  * columns only; a retraction of one is a retraction of its key's row). */
 int floe__sink_push_bytes(floe_sink *s, const uint8_t *row, size_t len, uint64_t time,
                           int64_t diff, floe_error *err);
+/* floe_sink_open of the library's options (floe__sink_options_in), with a
+ * catalog and FileIO of the caller's (borrowed; they must outlive the
+ * sink), or neither: how tests put a fault-injecting catalog under a real
+ * sink. */
 int floe__sink_open_with(const floe_sink_options *opts, floe__catalog *catalog,
                          floe__fileio *io, floe_sink **out, floe_error *err);
 /* Whether a partition spec change (e.g. a rerun's --partition-by) waits

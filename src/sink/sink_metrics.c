@@ -85,13 +85,21 @@ static const metric_def METRICS[] = {
 };
 #define N_METRICS (sizeof METRICS / sizeof METRICS[0])
 
+/* What one sink's metrics are read from. */
+typedef struct {
+    floe_sink_stats st;
+    floe_table_debt debt;
+    int debt_known;
+} figures;
+
 /* The values of METRICS, in its order. */
-static void metric_values(const floe_sink_stats *st, double v[N_METRICS])
+static void metric_values(const figures *f, double v[N_METRICS])
 {
+    const floe_sink_stats *st = &f->st;
     double committed = !st->has_committed_frontier ? NAN
                        : st->committed_frontier_empty ? -1.0 : (double)st->committed_frontier;
-    const floe_table_debt *d = &st->debt;
-    double unknown = st->debt_known ? 0 : NAN;      /* before maintenance first looked */
+    const floe_table_debt *d = &f->debt;
+    double unknown = f->debt_known ? 0 : NAN;      /* before maintenance first looked */
     double all[] = {
         (double)st->snapshots_committed, (double)st->data_files, (double)st->delete_files,
         (double)st->updates_stashed, (double)st->commit_failures, (double)st->commit_conflicts,
@@ -129,7 +137,7 @@ static int quantile(floe__buf *b, const char *name, const char *sink, const char
 /* A summary, NAME_sum and NAME_count per sink; the commit durations also
  * with their p50 and p99 over the last FLOE__COMMIT_WINDOW commits. */
 static int summaries(floe__buf *b, const char *name, const char *help,
-                     const floe_sink *const *sinks, const floe_sink_stats *st, size_t n,
+                     const floe_sink *const *sinks, const figures *f, size_t n,
                      bool close, floe_error *err)
 {
     FLOE_FORWARD(floe__buf_printf(b, err, "# HELP %s %s\n# TYPE %s summary\n", name, help, name));
@@ -137,12 +145,13 @@ static int summaries(floe__buf *b, const char *name, const char *help,
     snprintf(sum, sizeof sum, "%s_sum", name);
     snprintf(count, sizeof count, "%s_count", name);
     for (size_t i = 0; i < n; i++) {
-        double us = (double)(close ? st[i].close_seconds_total_us : st[i].commit_seconds_total_us);
-        double k = (double)(close ? st[i].batches_sealed : st[i].snapshots_committed);
+        const floe_sink_stats *st = &f[i].st;
+        double us = (double)(close ? st->close_seconds_total_us : st->commit_seconds_total_us);
+        double k = (double)(close ? st->batches_sealed : st->snapshots_committed);
         if (!close && k > 0) {
-            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.5", st[i].commit_p50_us / 1e6,
+            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.5", st->commit_p50_us / 1e6,
                                   err));
-            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.99", st[i].commit_p99_us / 1e6,
+            FLOE_FORWARD(quantile(b, name, sinks[i]->sink_id, "0.99", st->commit_p99_us / 1e6,
                                   err));
         }
         FLOE_FORWARD(sample(b, sum, sinks[i]->sink_id, us / 1e6, err));
@@ -151,11 +160,13 @@ static int summaries(floe__buf *b, const char *name, const char *help,
     return FLOE_OK;
 }
 
-static int sinks_metrics(const floe_sink *const *sinks, size_t n, floe_sink_stats *st,
+static int sinks_metrics(const floe_sink *const *sinks, size_t n, figures *st,
                          floe__buf *b, floe_error *err)
 {
-    for (size_t i = 0; i < n; i++)
-        floe_sink_stats_get(sinks[i], &st[i]);
+    for (size_t i = 0; i < n; i++) {
+        floe_sink_stats_get(sinks[i], &st[i].st, sizeof st[i].st);
+        st[i].debt_known = floe_sink_debt_get(sinks[i], &st[i].debt, sizeof st[i].debt);
+    }
     FLOE_FORWARD(summaries(b, "floe_commit_duration_seconds", "Time spent committing a batch "
                            "(quantiles over the last 100 commits).", sinks, st, n, false, err));
     FLOE_FORWARD(summaries(b, "floe_close_duration_seconds", "Time spent closing a batch's files.",
@@ -175,7 +186,7 @@ static int sinks_metrics(const floe_sink *const *sinks, size_t n, floe_sink_stat
 int floe__sinks_metrics(const floe_sink *const *sinks, size_t n, floe__buf *out,
                         floe_error *err)
 {
-    floe_sink_stats *st = floe__calloc(n ? n : 1, sizeof *st);
+    figures *st = floe__calloc(n ? n : 1, sizeof *st);
     if (!st)
         return FLOE_OOM(err);
     int rc = sinks_metrics(sinks, n, st, out, err);

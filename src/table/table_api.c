@@ -54,10 +54,12 @@ floe__table *floe__table_of(const floe_table *t) { return t->t; }
 int floe_catalog_open(const floe_connect_options *opts, floe_catalog **out, floe_error *err)
 {
     FLOE_RETURN_IF(!out, err, FLOE_EINVAL, "floe_catalog_open: out is NULL");
+    floe_connect_options co;
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_connect_options, &co, opts, err));
     floe_catalog *c = floe__calloc(1, sizeof *c);
     if (!c)
         return FLOE_OOM(err);
-    int rc = floe__catalog_open(opts, &c->io, &c->cat, err);
+    int rc = floe__catalog_open(&co, &c->io, &c->cat, err);
     if (rc != FLOE_OK) {
         floe_catalog_free(c);
         return rc;
@@ -199,10 +201,12 @@ static const floe__snapshot *snapshot_at(const floe_table *t, size_t i)
     return floe__metadata_snapshot_at(t->t->loaded->metadata, i);
 }
 
-int floe_table_snapshot(const floe_table *t, size_t i, floe_snapshot_info *out, floe_error *err)
+int floe_table_snapshot(const floe_table *t, size_t i, floe_snapshot_info *dst, size_t size,
+                        floe_error *err)
 {
     const floe__snapshot *s = snapshot_at(t, i);
-    FLOE_RETURN_IF(!s || !out, err, FLOE_EINVAL, "snapshot index %zu out of range", i);
+    FLOE_RETURN_IF(!s || !dst, err, FLOE_EINVAL, "snapshot index %zu out of range", i);
+    floe_snapshot_info info = {.size = sizeof info}, *out = &info;
     out->snapshot_id = s->snapshot_id;
     out->parent_id = s->has_parent ? s->parent_snapshot_id : -1;
     out->sequence_number = s->sequence_number;
@@ -210,6 +214,7 @@ int floe_table_snapshot(const floe_table *t, size_t i, floe_snapshot_info *out, 
     out->operation = s->operation ? s->operation : "";
     out->manifest_list = s->manifest_list ? s->manifest_list : "";
     out->property_count = json_object_size(s->summary);
+    floe__abi_out(dst, size, &info, sizeof info);
     return FLOE_OK;
 }
 
@@ -239,33 +244,38 @@ int floe_table_snapshot_property_at(const floe_table *t, size_t i, size_t j, con
 
 /* ---- writers ------------------------------------------------------------------------------- */
 
-void floe_write_options_init(floe_write_options *o)
+void floe_write_options_init(floe_write_options *o, size_t size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    floe_parquet_options_init(&o->parquet);
+    floe_write_options d = {.size = sizeof d};
+    floe__abi_init(o, size, &d, sizeof d);
 }
 
-int floe_table_write_options(floe_table *t, floe_write_options *out, floe_error *err)
+int floe_table_write_options(floe_table *t, floe_write_options *out,
+                             floe_parquet_options *parquet, floe_error *err)
 {
-    FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "floe_table_write_options: NULL argument");
+    FLOE_RETURN_IF(!t || !out || !parquet, err, FLOE_EINVAL,
+                   "floe_table_write_options: NULL argument");
     floe__file_writer_options o;
     FLOE_FORWARD(floe__table_file_options(t->t, FLOE_CONTENT_DATA, &o, err));
-    floe_write_options_init(out);
-    out->parquet = o.parquet;
-    out->target_file_size = o.target_file_size;
+    floe_write_options wo = {.size = sizeof wo, .parquet = parquet,
+                             .target_file_size = o.target_file_size};
+    o.parquet.size = sizeof o.parquet;
+    floe__abi_out(parquet, parquet->size, &o.parquet, sizeof o.parquet);
+    floe__abi_out(out, out->size, &wo, sizeof wo);
     return FLOE_OK;
 }
 
-static void internal_options(const floe_write_options *o, floe__file_writer_options *io)
+/* The caller's write options (NULL: none) as the writers take them. */
+static int internal_options(const floe_write_options *o, floe__file_writer_options *io,
+                            floe_error *err)
 {
     memset(io, 0, sizeof *io);
-    if (o) {
-        io->parquet = o->parquet;
-        io->target_file_size = o->target_file_size;
-        io->prefix = o->prefix;
-    }
+    floe_write_options wo;
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_write_options, &wo, o, err));
+    FLOE_FORWARD(FLOE__OPTIONS_IN(floe_parquet_options, &io->parquet, wo.parquet, err));
+    io->target_file_size = wo.target_file_size;
+    io->prefix = wo.prefix;
+    return FLOE_OK;
 }
 
 static int new_writer(floe_table *t, floe__content content, floe__schema *own,
@@ -280,9 +290,14 @@ static int new_writer(floe_table *t, floe__content content, floe__schema *own,
     w->own_schema = own;
     w->schema = own ? own : t->t->schema;
     floe__file_writer_options o;
-    internal_options(opts, &o);
+    int rc = internal_options(opts, &o, err);
+    if (rc != FLOE_OK) {
+        floe_schema_free(own);
+        floe__free(w);
+        return rc;
+    }
     bool part = floe__table_partitioned(t->t);
-    int rc = !part ? floe__file_writer_new(t->t, content, w->schema, ids, n_ids,
+    rc = !part ? floe__file_writer_new(t->t, content, w->schema, ids, n_ids,
                                            opts ? &o : NULL, &w->w, err)
              : content == FLOE_CONTENT_DATA
                  ? floe__part_writer_new(t->t, w->schema, NULL, opts ? &o : NULL, NULL, &w->pw,
@@ -370,11 +385,11 @@ int floe_position_delete_writer_new(floe_table *t, const floe_write_options *opt
 {
     FLOE_RETURN_IF(!t || !out, err, FLOE_EINVAL, "floe_position_delete_writer_new: NULL "
                                                  "argument");
+    floe__file_writer_options o;
+    FLOE_FORWARD(internal_options(opts, &o, err));
     floe_position_delete_writer *w = floe__calloc(1, sizeof *w);
     if (!w)
         return FLOE_OOM(err);
-    floe__file_writer_options o;
-    internal_options(opts, &o);
     int rc = floe__table_partitioned(t->t) ? floe__posdel_set_new(&w->set, err)
                                            : floe__posdel_writer_new(t->t, opts ? &o : NULL,
                                                                      &w->w, err);

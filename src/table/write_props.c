@@ -98,7 +98,7 @@ int floe__table_file_options(const floe__table *t, floe__content content,
 {
     props p = {.md = t->loaded->metadata, .del = content != FLOE_CONTENT_DATA};
     floe__file_writer_options o = {0};
-    floe_parquet_options_init(&o.parquet);
+    floe_parquet_options_init(&o.parquet, sizeof o.parquet);
     int64_t level, row_group, page, dict, target;
     FLOE_FORWARD(get_codec(&p, &o.parquet.compression, err));
     FLOE_FORWARD(get_int(&p, "parquet.compression-level", INT64_MIN, 0, &level, err));

@@ -234,4 +234,28 @@ static inline int floe__output_write(floe__output *o, const void *p, size_t n, f
  * owns and must floe__buf_free); abort empties it. */
 floe__output *floe__output_memory(floe__buf *dst);
 
+/* ---- the public structs' sizes (abi.c) -------------------------------------
+ * Every public struct begins with a size_t holding its size as the caller
+ * compiled it (include/floe.h, "Growing"). */
+/* floe_x_options_init: the defaults (`full` bytes) into the caller's struct
+ * of `size` bytes, whose size field then says `size`. */
+void floe__abi_init(void *dst, size_t size, const void *defaults, size_t full);
+/* A caller's struct (src, of the size its first field says) into the
+ * library's own (dst, `full` bytes, holding the defaults): the fields the
+ * caller's has replace the defaults.  FLOE_EINVAL when the size field was
+ * never set; FLOE_EUNSUPPORTED when the caller's is larger and sets a byte
+ * past `full` (a field of a newer header).  `what` names the struct. */
+int floe__abi_in(void *dst, size_t full, const void *src, const char *what, floe_error *err);
+/* The library's struct (src, `full` bytes) out into the caller's (dst, of
+ * `size` bytes): at most `size` bytes written, the rest of a larger one
+ * zeroed, its size field set to the bytes filled.  Nothing for a NULL dst
+ * or a size below the size field's. */
+void floe__abi_out(void *dst, size_t size, const void *src, size_t full);
+
+/* Read the caller's options struct `src` (may be NULL: defaults) of type T
+ * into the library's `dst` of type T, set up by T_init first. */
+#define FLOE__OPTIONS_IN(T, dst, src, err)                                                  \
+    (T##_init((dst), sizeof *(dst)),                                                      \
+     (src) ? floe__abi_in((dst), sizeof *(dst), (src), #T, (err)) : FLOE_OK)
+
 #endif /* FLOE_UTIL_INTERNAL_H */

@@ -298,7 +298,7 @@ TEST(file_writer_rolls_names_and_aborts)
         return;
     }
     floe__file_writer_options o = {.target_file_size = 1, .prefix = "part"};
-    floe_parquet_options_init(&o.parquet);
+    floe_parquet_options_init(&o.parquet, sizeof o.parquet);
     floe__file_writer *w = NULL;
     CHECK_EQ_INT(floe__file_writer_new(t, FLOE_CONTENT_DATA, t->schema, NULL, 0, &o, &w, NULL),
                  FLOE_OK);
@@ -1015,7 +1015,7 @@ TEST(partitioned_writer_commits_tuples)
     floe__part_writer *w = NULL;
     /* a target of 300 row bytes: about 17 rows of 14 bytes per file */
     floe__file_writer_options o = {.target_file_size = 300};
-    floe_parquet_options_init(&o.parquet);
+    floe_parquet_options_init(&o.parquet, sizeof o.parquet);
     if (t)
         CHECK_EQ_INT(floe__part_writer_new(t, t->schema, NULL, &o, NULL, &w, e.err), FLOE_OK);
     floe__content_list files = {0};
@@ -1128,7 +1128,7 @@ TEST(public_api)
     floe_error *err = floe_error_new();
     floe_catalog *c = NULL;
     floe_connect_options co;
-    floe_connect_options_init(&co);
+    floe_connect_options_init(&co, sizeof co);
     co.catalog = "ftp://example.com/catalog";
     CHECK_EQ_INT(floe_catalog_open(&co, &c, err), FLOE_EINVAL);
     CHECK(strstr(floe_error_message(err), "unknown catalog URI") != NULL);
@@ -1208,7 +1208,7 @@ TEST(public_api)
     CHECK_EQ_INT(floe_table_current_snapshot_id(t), sid);
     CHECK_EQ_INT(floe_table_snapshot_count(t), 1);
     floe_snapshot_info si;
-    CHECK_EQ_INT(floe_table_snapshot(t, 0, &si, err), FLOE_OK);
+    CHECK_EQ_INT(floe_table_snapshot(t, 0, &si, sizeof si, err), FLOE_OK);
     CHECK(si.snapshot_id == sid && si.parent_id == -1 && si.sequence_number == 1);
     CHECK_EQ_STR(si.operation, "overwrite");
     CHECK_EQ_STR(floe_table_snapshot_property(t, 0, "floe.sink-id"), "a.b.t");
@@ -1219,7 +1219,7 @@ TEST(public_api)
     CHECK(k && v && strcmp(k, "operation") == 0 && strcmp(v, "overwrite") == 0);
     CHECK_EQ_INT(floe_table_snapshot_property_at(t, 0, si.property_count, &k, &v, err),
                  FLOE_EINVAL);
-    CHECK_EQ_INT(floe_table_snapshot(t, 1, &si, err), FLOE_EINVAL);
+    CHECK_EQ_INT(floe_table_snapshot(t, 1, &si, sizeof si, err), FLOE_EINVAL);
     CHECK_EQ_INT(floe_table_refresh(t, err), FLOE_OK);
     CHECK(floe__str_ends(floe_table_metadata_location(t), ".metadata.json"));
     floe_row_free(krow);
@@ -1258,7 +1258,7 @@ TEST(public_api_partitioned)
     snprintf(uri, sizeof uri, "sqlite:%s/catalog.db", e.dir);
     snprintf(wh, sizeof wh, "file://%s/wh", e.dir);
     floe_connect_options co;
-    floe_connect_options_init(&co);
+    floe_connect_options_init(&co, sizeof co);
     co.catalog = uri;
     co.warehouse = wh;
     co.catalog_name = "floe";

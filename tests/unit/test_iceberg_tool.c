@@ -300,7 +300,7 @@ static int run_delta(delta *d, int64_t *snapshot_id)
 {
     d->o.target_file_size = (uint64_t)json_integer_value(json_object_get(d->spec,
                                                                          "target_file_size"));
-    floe_parquet_options_init(&d->o.parquet);
+    floe_parquet_options_init(&d->o.parquet, sizeof d->o.parquet);
     FLOE_FORWARD(write_inserts(d));
     FLOE_FORWARD(write_posdels(d));
     FLOE_FORWARD(write_eqdels(d));

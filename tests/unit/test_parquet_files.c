@@ -195,7 +195,7 @@ static int row_from_json(rb *b, const floe__schema *s, const json_t *row)
 
 static void options_from_json(floe_parquet_options *o, const json_t *j)
 {
-    floe_parquet_options_init(o);
+    floe_parquet_options_init(o, sizeof *o);
     const json_t *v;
     if ((v = json_object_get(j, "compression")))
         o->compression = (floe_compression)floe_compression_from_name(json_string_value(v));
@@ -566,7 +566,7 @@ TEST(dictionary_policies)
 {
     floe__schema *s = ts_parse("low string!, grow string!, uniq string!, flag boolean!");
     floe_parquet_options o;
-    floe_parquet_options_init(&o);
+    floe_parquet_options_init(&o, sizeof o);
     o.page_size = 4096;
     o.dictionary_limit = 20000;
     o.compression = FLOE_COMPRESSION_NONE;
@@ -626,7 +626,7 @@ TEST(row_groups_and_splits)
 {
     floe__schema *s = ts_parse("a long!, b string");
     floe_parquet_options o;
-    floe_parquet_options_init(&o);
+    floe_parquet_options_init(&o, sizeof o);
     o.row_group_size = 64 * 1024;
     o.page_size = 8 * 1024;
     memfile mf;
@@ -677,7 +677,7 @@ TEST(public_api)
     CHECK_EQ_INT(floe_compression_from_name("none"), FLOE_COMPRESSION_NONE);
     CHECK_EQ_INT(floe_compression_from_name("lz4"), -1);
     floe_parquet_options o;
-    floe_parquet_options_init(&o);
+    floe_parquet_options_init(&o, sizeof o);
     CHECK_EQ_INT(o.compression, FLOE_COMPRESSION_ZSTD);
     CHECK_EQ_INT(o.page_size, 1 << 20);
     CHECK_EQ_INT(o.dictionary, 1);
@@ -724,7 +724,7 @@ TEST(public_api)
     /* bad options are refused and the file is not created */
     o.compression = (floe_compression)9;
     CHECK_EQ_INT(floe_parquet_writer_open(s, file2, &o, &w, err), FLOE_EINVAL);
-    floe_parquet_options_init(&o);
+    floe_parquet_options_init(&o, sizeof o);
     o.compression_level = 99;
     CHECK_EQ_INT(floe_parquet_writer_open(s, file2, &o, &w, err), FLOE_EINVAL);
     remove(file);

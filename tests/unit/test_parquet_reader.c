@@ -324,7 +324,7 @@ static const char NESTED[] =
 
 static void options(floe_parquet_options *o, int codec, bool dict, size_t page, size_t rg)
 {
-    floe_parquet_options_init(o);
+    floe_parquet_options_init(o, sizeof *o);
     o->compression = (floe_compression)codec;
     o->dictionary = dict;
     o->page_size = page;

@@ -182,7 +182,7 @@ static floe__catalog *open_at(server *s, const char *token, const char *credenti
     char uri[64];
     snprintf(uri, sizeof uri, "http://127.0.0.1:%d/", s->port);
     floe_connect_options o;
-    floe_connect_options_init(&o);
+    floe_connect_options_init(&o, sizeof o);
     o.catalog = uri;
     o.token = token;
     o.credential = credential;
@@ -414,7 +414,7 @@ TEST(a_refused_static_token_is_an_auth_error_without_the_token)
     char uri[64];
     snprintf(uri, sizeof uri, "http://127.0.0.1:%d", s.port);
     floe_connect_options o;
-    floe_connect_options_init(&o);
+    floe_connect_options_init(&o, sizeof o);
     o.catalog = uri;
     o.token = "sekrit-token-value";
     floe__catalog *c = NULL;
@@ -483,7 +483,7 @@ TEST(an_untellable_commit_is_unknown_and_keeps_its_files)
     char uri[64];
     snprintf(uri, sizeof uri, "http://127.0.0.1:%d/", s.port);
     floe_connect_options o;
-    floe_connect_options_init(&o);
+    floe_connect_options_init(&o, sizeof o);
     o.catalog = uri;
     floe_error *err = floe_error_new();
     floe_catalog *cat = NULL;

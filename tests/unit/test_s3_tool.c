@@ -197,7 +197,7 @@ TEST(local_uris_go_to_local_files)
     char *path = floe__sprintf("file://%s/sub/x.bin", dir);
     floe__fileio *io = NULL;
     floe_connect_options o;
-    floe_connect_options_init(&o);
+    floe_connect_options_init(&o, sizeof o);
     o.s3_endpoint = "http://127.0.0.1:1";        /* never contacted */
     CHECK_EQ_INT(floe__fileio_for_connect(&o, &io, NULL), FLOE_OK);
     CHECK_EQ_INT(floe__fileio_write_all(io, path, "hello", 5, NULL), FLOE_OK);

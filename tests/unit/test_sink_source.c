@@ -41,12 +41,15 @@ static int fix_open_mem(fix *f, const char *name, floe_delete_mode mode, uint64_
                    strdup("commit.manifest.min-count-to-merge"), strdup("3")};
     const char *props[] = {str[6], str[7], NULL};
     floe_sink_options o;
-    floe_sink_options_init(&o);
+    floe_sink_options_init(&o, sizeof o);
     o.table = str[0];
     o.schema = str[1];
     o.key = str[2];
-    o.connect.catalog = str[3];
-    o.connect.warehouse = str[4];
+    floe_connect_options co;
+    floe_connect_options_init(&co, sizeof co);
+    co.catalog = str[3];
+    co.warehouse = str[4];
+    o.connect = &co;
     o.index_dir = str[5];
     o.properties = props;
     o.delete_mode = mode;
@@ -55,6 +58,7 @@ static int fix_open_mem(fix *f, const char *name, floe_delete_mode mode, uint64_
     o.as_of = as_of;
     o.memory_limit = memory;
     int rc = floe_sink_open(&o, &f->sink, f->err);
+    memset(&co, 0x5a, sizeof co);       /* the connect options too: copied */
     for (size_t i = 0; i < sizeof str / sizeof *str; i++) {
         memset(str[i], 'x', strlen(str[i]));
         free(str[i]);
@@ -98,7 +102,7 @@ static int by_key(fix *f, uint64_t time, int id)
 static void table_state(fix *f, uint64_t *records, char *val, size_t cap, const char *key)
 {
     floe_connect_options co;
-    floe_connect_options_init(&co);
+    floe_connect_options_init(&co, sizeof co);
     co.catalog = f->catalog;
     co.warehouse = f->warehouse;
     floe_catalog *c = NULL;
@@ -133,7 +137,7 @@ TEST(retractions_by_key_update_and_delete_the_live_rows)
     CHECK_EQ_INT(push(&f, 5, 1, "{\"id\": 2, \"v\": \"b\"}"), FLOE_OK);
     CHECK_EQ_INT(floe_sink_advance(f.sink, 100, f.err), FLOE_OK);
     floe_sink_stats st;
-    floe_sink_stats_get(f.sink, &st);
+    floe_sink_stats_get(f.sink, &st, sizeof st);
     CHECK_EQ_INT(st.snapshots_committed, 1);
     CHECK(st.has_committed_frontier && st.committed_frontier == 100);
     CHECK_EQ_INT(by_key(&f, 150, 1), FLOE_OK);                          /* update of 1 */
@@ -141,13 +145,13 @@ TEST(retractions_by_key_update_and_delete_the_live_rows)
     CHECK_EQ_INT(by_key(&f, 160, 2), FLOE_OK);                          /* delete of 2 */
     CHECK_EQ_INT(by_key(&f, 170, 3), FLOE_OK);                          /* no such key */
     CHECK_EQ_INT(floe_sink_advance(f.sink, 200, f.err), FLOE_OK);       /* one commit */
-    floe_sink_stats_get(f.sink, &st);
+    floe_sink_stats_get(f.sink, &st, sizeof st);
     CHECK_EQ_INT(st.snapshots_committed, 2);
     CHECK_EQ_INT(st.retractions_missing, 1);
     CHECK_EQ_INT(st.retractions_mismatched, 0);
     CHECK_EQ_INT(floe_sink_advance(f.sink, 200, f.err), FLOE_OK);       /* nothing new */
     CHECK_EQ_INT(floe_sink_advance(f.sink, 250, f.err), FLOE_OK);       /* an empty commit */
-    floe_sink_stats_get(f.sink, &st);
+    floe_sink_stats_get(f.sink, &st, sizeof st);
     CHECK_EQ_INT(st.snapshots_committed, 3);
     uint64_t records;
     char val[64];
@@ -170,7 +174,7 @@ TEST(retractions_by_key_in_equality_mode)
     CHECK_EQ_INT(by_key(&f, 10, 1), FLOE_OK);
     CHECK_EQ_INT(floe_sink_advance(f.sink, 11, f.err), FLOE_OK);
     floe_sink_stats st;
-    floe_sink_stats_get(f.sink, &st);
+    floe_sink_stats_get(f.sink, &st, sizeof st);
     CHECK_EQ_INT(st.delete_files, 1);                                  /* an equality delete */
 out:
     fix_close(&f);
@@ -203,12 +207,15 @@ TEST(a_retraction_by_key_needs_declared_key_columns)
     snprintf(catalog, sizeof catalog, "sqlite:%s/append.db", tmp_root);
     snprintf(warehouse, sizeof warehouse, "%s/append-wh", tmp_root);
     floe_sink_options o;
-    floe_sink_options_init(&o);
+    floe_sink_options_init(&o, sizeof o);
     o.table = "ns.a";
     o.schema = "id bigint not null";
     o.mode = FLOE_SINK_MODE_UPSERT;              /* keyed by the whole row */
-    o.connect.catalog = catalog;
-    o.connect.warehouse = warehouse;
+    floe_connect_options co;
+    floe_connect_options_init(&co, sizeof co);
+    co.catalog = catalog;
+    co.warehouse = warehouse;
+    o.connect = &co;
     o.index_dir = "";
     floe_sink *s = NULL;
     floe_row *row = NULL;
@@ -289,7 +296,7 @@ static void bulk_snapshot(floe_delete_mode mode, const char *name, size_t memory
     CHECK_EQ_INT(push(&f, 150, 1, "{\"id\": 7, \"v\": \"again\"}"), FLOE_OK);
     CHECK_EQ_INT(floe_sink_advance(f.sink, 200, f.err), FLOE_OK);
     floe_sink_stats st;
-    floe_sink_stats_get(f.sink, &st);
+    floe_sink_stats_get(f.sink, &st, sizeof st);
     CHECK_EQ_INT(st.retractions_missing, 0);
     CHECK_EQ_INT(st.snapshots_committed, 2);
     table_state(&f, &records, val, sizeof val, "floe.frontier");

@@ -99,12 +99,12 @@ int main(int argc, char **argv)
         return 2;
     }
     floe_connect_options co;
-    floe_connect_options_init(&co);
+    floe_connect_options_init(&co, sizeof co);
     co.catalog = argv[3];
     co.warehouse = argv[4];
     int rc = floe__catalog_open(&co, &io, &f->inner, err);
     floe_sink_options o;
-    floe_sink_options_init(&o);
+    floe_sink_options_init(&o, sizeof o);
     o.table = argv[5];
     o.schema = argv[6];
     o.key = strcmp(argv[7], "-") ? argv[7] : NULL;
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
         rc = feed(sink, argv[8], err);
     if (sink) {
         floe_sink_stats st;
-        floe_sink_stats_get(sink, &st);
+        floe_sink_stats_get(sink, &st, sizeof st);
         printf("{\"snapshots\": %" PRIu64 ", \"lost_responses\": %" PRIu64 ", \"conflicts\": %" PRIu64
                ", \"failures\": %" PRIu64 ", \"commit_calls\": %ld}\n", st.snapshots_committed,
                st.lost_responses, st.commit_conflicts, st.commit_failures, f->calls);
