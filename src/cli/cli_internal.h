@@ -208,6 +208,12 @@ int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o);
  * maintenance options, into `o`, by one set of rules: 0, or -1 (reported)
  * when one is malformed. */
 int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o);
+/* A source's options for every table's sink: `o` set up, its connect
+ * options (into `connect`, which o->connect points to), --index-dir,
+ * --spill-dir, the warning callback and cli_sink_numbers's. */
+int cli_source_sink_options(const cli_opt *opts, floe_sink_options *o,
+                            floe_connect_options *connect,
+                            void (*on_warning)(void *ctx, const char *message), void *ctx);
 /* Fill `o` from those options (pointers into argv). */
 void cli_connect_options(const cli_opt *opts, floe_connect_options *o);
 /* Open the catalog the options name (must_exist: never create one);

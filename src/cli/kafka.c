@@ -269,31 +269,23 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
     o->on_notice = on_notice;
     o->notice_ctx = r;
     o->stop_fd = cli_signals_fd();
-    floe_sink_options *so = &r->sink;
-    floe_sink_options_init(so, sizeof *so);
-    o->sink = so;
-    cli_connect_options(opts, &r->connect);
-    so->connect = &r->connect;
-    so->key = cli_get(opts, "key");
-    so->partition_by = cli_get(opts, "partition-by");
-    so->index_dir = cli_get(opts, "index-dir");
-    so->spill_dir = cli_get(opts, "spill-dir");
-    so->on_warning = on_warning;
-    so->warning_ctx = r;
-    if (cli_sink_numbers(opts, so) != 0)
+    o->sink = &r->sink;
+    if (cli_source_sink_options(opts, &r->sink, &r->connect, on_warning, r) != 0)
         return -1;
+    r->sink.key = cli_get(opts, "key");
+    r->sink.partition_by = cli_get(opts, "partition-by");
     const char *term = getenv("TERM");
     bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
     r->mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
     r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
     if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0)
         return -1;
-    if (o->format == FLOE_KAFKA_CHANGES && !so->key && cli_has(opts, "delete-mode")) {
+    if (o->format == FLOE_KAFKA_CHANGES && !r->sink.key && cli_has(opts, "delete-mode")) {
         cli_say("floe: --delete-mode is for upsert mode: the changes format takes it with "
                 "--key\n");
         return -1;
     }
-    if (o->format == FLOE_KAFKA_APPEND && (so->key || cli_has(opts, "delete-mode"))) {
+    if (o->format == FLOE_KAFKA_APPEND && (r->sink.key || cli_has(opts, "delete-mode"))) {
         cli_say("floe: the append format takes neither --key nor --delete-mode (it writes no "
                 "deletes)\n");
         return -1;

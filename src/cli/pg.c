@@ -167,18 +167,10 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
     o->reconnect_timeout_ms = reconnect_ns / 1000000u;
     o->on_notice = on_notice;
     o->notice_ctx = r;
-    floe_sink_options *so = &r->sink;
-    floe_sink_options_init(so, sizeof *so);
-    o->sink = so;
-    cli_connect_options(opts, &r->connect);
-    so->connect = &r->connect;
-    so->index_dir = cli_get(opts, "index-dir");
-    so->spill_dir = cli_get(opts, "spill-dir");
-    so->on_warning = on_warning;
-    so->warning_ctx = r;
+    o->sink = &r->sink;
     o->stop_fd = cli_signals_fd();
     size_t txn = 0;
-    if (cli_sink_numbers(opts, so) != 0 ||
+    if (cli_source_sink_options(opts, &r->sink, &r->connect, on_warning, r) != 0 ||
         wall_ms(opts, "commit-interval", &o->commit_interval_ms) ||
         wall_ms(opts, "idle-commit-interval", &o->idle_commit_interval_ms) || stop_at(opts, o) ||
         cli_size_opt(opts, "txn-memory", &txn) != 0)

@@ -113,6 +113,20 @@ int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o)
     return 0;
 }
 
+int cli_source_sink_options(const cli_opt *opts, floe_sink_options *o,
+                            floe_connect_options *connect,
+                            void (*on_warning)(void *ctx, const char *message), void *ctx)
+{
+    floe_sink_options_init(o, sizeof *o);
+    cli_connect_options(opts, connect);
+    o->connect = connect;
+    o->index_dir = cli_get(opts, "index-dir");
+    o->spill_dir = cli_get(opts, "spill-dir");
+    o->on_warning = on_warning;
+    o->warning_ctx = ctx;
+    return cli_sink_numbers(opts, o);
+}
+
 int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o)
 {
     size_t mem = 0, target = 0;

@@ -116,6 +116,55 @@ done:
     floe_error_free(err);
 }
 
+/* floe_parquet_options as a header declared it before `dictionary` was
+ * added: a copy of that declaration, as an older program has it compiled
+ * in (on its stack: ASan's redzones catch a byte past it). */
+typedef struct parquet_options_before_dictionary {
+    size_t size;
+    floe_compression compression;
+    int compression_level;
+    size_t page_size;
+    size_t row_group_size;
+    size_t dictionary_limit;
+} parquet_options_before_dictionary;
+
+TEST(an_older_declaration_compiled_in_still_works)
+{
+    _Static_assert(sizeof(parquet_options_before_dictionary) <= sizeof(floe_parquet_options),
+                   "an older declaration is a prefix");
+    parquet_options_before_dictionary old;
+    floe_parquet_options_init((floe_parquet_options *)&old, sizeof old);
+    CHECK_EQ_INT(old.size, sizeof old);
+    CHECK_EQ_INT(old.compression, FLOE_COMPRESSION_ZSTD);
+    CHECK_EQ_INT(old.page_size, (size_t)1 << 20);
+    old.compression = FLOE_COMPRESSION_SNAPPY;
+    old.row_group_size = 4096;
+
+    floe_error *err = floe_error_new();
+    floe_schema *schema = NULL;
+    floe_row *row = NULL;
+    CHECK_EQ_INT(floe_schema_parse("id bigint, v text", &schema, err), FLOE_OK);
+    CHECK_EQ_INT(floe_row_new(schema, &row, err), FLOE_OK);
+    char path[400];
+    snprintf(path, sizeof path, "%s/older.parquet", tmp_root);
+    floe_parquet_writer *w = NULL;
+    CHECK_EQ_INT(floe_parquet_writer_open(schema, path, (const floe_parquet_options *)&old, &w,
+                                          err), FLOE_OK);
+    for (int i = 0; w && i < 1000; i++) {
+        char json[64];
+        snprintf(json, sizeof json, "{\"id\": %d, \"v\": \"row %d\"}", i, i % 10);
+        CHECK_EQ_INT(floe_row_set_json(row, json, strlen(json), err), FLOE_OK);
+        CHECK_EQ_INT(floe_parquet_writer_write(w, row, err), FLOE_OK);
+    }
+    CHECK_EQ_INT(w ? floe_parquet_writer_rows(w) : 0, 1000);
+    uint64_t size = 0;
+    CHECK_EQ_INT(floe_parquet_writer_close(w, &size, err), FLOE_OK);
+    CHECK(size > 0);
+    floe_row_free(row);
+    floe_schema_free(schema);
+    floe_error_free(err);
+}
+
 /* A program built against a newer header: its larger struct works while
  * the fields this library does not know are left zero, and is refused,
  * saying why, once it sets one.  Structs the library fills are zeroed
@@ -214,6 +263,7 @@ int main(void)
 {
     unit_make_tmp(tmp_root, sizeof tmp_root, "abi");
     RUN(an_older_program_s_smaller_structs_work_and_get_the_defaults);
+    RUN(an_older_declaration_compiled_in_still_works);
     RUN(a_newer_program_s_larger_structs_work_until_they_set_an_unknown_field);
     RUN(options_never_set_up_are_refused);
     unit_remove_tmp(tmp_root);
