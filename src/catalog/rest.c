@@ -155,19 +155,6 @@ typedef struct rest_call {
     bool vended;            /* ask for vended storage credentials */
 } rest_call;
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
-/* A reply worth repeating a read for: its code's class says so. */
-static bool transient_status(long s)
-{
-    return floe_code_class(floe__rest_status_code(s, FLOE_REST_READ)) == FLOE_FAIL_RETRY;
-}
-
 static bool auth_status(long s)
 {
     return s == 401 || s == 403 || s == 419;
@@ -223,30 +210,31 @@ static int call(rest_catalog *c, const rest_call *rc_, floe__http_response *resp
         body.len = json_dumpb(rc_->body, (char *)body.data, n + 1, JSON_COMPACT);
     }
     bool refreshed = false;
-    int rc = FLOE_OK, tries = rc_->op == FLOE_REST_COMMIT ? 1 : READ_TRIES;
-    for (int attempt = 1;; attempt++) {
+    int rc = FLOE_OK;
+    floe__retry retry;                          /* a commit is never repeated */
+    floe__retry_init(&retry, BACKOFF_MS, 4 * BACKOFF_MS);
+    retry.max_attempts = rc_->op == FLOE_REST_COMMIT ? 1 : READ_TRIES;
+    for (;;) {
         rc = floe__rest_auth_prepare(&c->auth, c->http, refreshed, err);
         if (rc == FLOE_OK)
             rc = exchange(c, rc_, rc_->body ? &body : NULL, resp, err);
-        bool more = attempt < tries;
         if (rc != FLOE_OK && rc_->op == FLOE_REST_COMMIT && resp->maybe_sent) {
             rc = unknown_outcome(rc_, err);
             break;
         }
-        if (floe_code_class(rc) == FLOE_FAIL_RETRY && more) {
-            floe_error_clear(err);
-        } else if (rc != FLOE_OK) {
-            break;
-        } else if (auth_status(resp->status) && floe__rest_auth_can_refresh(&c->auth) &&
-                   !refreshed) {
+        if (rc == FLOE_OK && auth_status(resp->status) &&
+            floe__rest_auth_can_refresh(&c->auth) && !refreshed) {
             refreshed = true;                   /* a new token, then the same request */
-            attempt--;
             continue;
-        } else if (!(transient_status(resp->status) && more && rc_->op != FLOE_REST_COMMIT)) {
-            break;
         }
-        sleep_ms(BACKOFF_MS * (unsigned)(1u << (attempt - 1)) +
-                 (unsigned)(floe__monotonic_ns() % BACKOFF_MS));
+        /* the transport's failure, or a reply a read takes as one, by its class */
+        int failed = rc != FLOE_OK ? rc
+                     : resp->status >= 200 && resp->status <= 299
+                         ? FLOE_OK
+                         : floe__rest_status_code(resp->status, FLOE_REST_READ);
+        if (!floe__retry_again(&retry, failed))
+            break;
+        floe_error_clear(err);
         refreshed = false;
     }
     floe__buf_free(&body);

@@ -485,9 +485,6 @@ static int new_with_conf(s3_conf *c, floe__fileio **out, floe_error *err)
     pthread_mutex_init(&s->lock, NULL);
     s->conf = c;
     c->generation = s->generation;
-    s->rng = floe__monotonic_ns() ^ ((uint64_t)(uintptr_t)s << 16) ^ 0x9E3779B97F4A7C15ull;
-    if (!s->rng)
-        s->rng = 1;
     *out = &s->base;
     return FLOE_OK;
 }

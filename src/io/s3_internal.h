@@ -51,13 +51,12 @@ typedef struct s3_conf {
 typedef struct floe__s3 {
     floe__fileio base;
     floe__fileio *local;          /* file:// URIs and plain paths go here */
-    pthread_mutex_t lock;         /* guards conf, idle, n_idle, rng */
+    pthread_mutex_t lock;         /* guards conf, idle, n_idle */
     s3_conf *conf;
     floe__http *idle[S3_IDLE_CLIENTS];
     unsigned idle_generation[S3_IDLE_CLIENTS];
     size_t n_idle;
     unsigned generation;          /* of the latest conf */
-    uint64_t rng;                 /* backoff jitter */
 } floe__s3;
 
 /* Pin the current settings / release them (accepts NULL). */

@@ -210,30 +210,6 @@ static void release(floe__s3 *s, const s3_conf *c, floe__http *h)
         floe__http_free(h);
 }
 
-/* ---- retries ----------------------------------------------------------------- */
-
-/* Exponential backoff with jitter: before attempt n+1 wait a random time in
- * [d/2, d], d = min(max, base * 2^(n-1)). */
-static void backoff(floe__s3 *s, const s3_conf *c, int attempt)
-{
-    long d = c->retry_base_ms;
-    for (int i = 1; i < attempt && d < c->retry_max_ms; i++)
-        d *= 2;
-    if (d > c->retry_max_ms)
-        d = c->retry_max_ms;
-    pthread_mutex_lock(&s->lock);
-    uint64_t x = s->rng;             /* xorshift64 */
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    s->rng = x;
-    pthread_mutex_unlock(&s->lock);
-    long ms = d / 2 + (long)(x % (uint64_t)(d / 2 + 1));
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 /* Words for a status when the reply has no error body (HEAD). */
 static const char *status_text(long status)
 {
@@ -339,19 +315,19 @@ int floe__s3_request(floe__s3 *s, const s3_conf *c, const s3_req *r, floe__http_
     floe_error *e = floe_error_new();
     int rc = e ? FLOE_OK : FLOE_OOM(err);
     int attempts = 0;
-    bool retry = false;
+    floe__retry retry;
+    floe__retry_init(&retry, (unsigned)c->retry_base_ms, (unsigned)c->retry_max_ms);
+    retry.max_attempts = c->max_attempts;
     while (e) {
         floe_error_clear(e);
         attempts++;
         rc = attempt_once(s, c, r, &hr, resp, e);
-        retry = floe_code_class(rc) == FLOE_FAIL_RETRY;
-        if (rc == FLOE_OK || !retry || attempts >= c->max_attempts)
+        if (!floe__retry_again(&retry, rc))
             break;
-        backoff(s, c, attempts);
     }
     if (e && rc != FLOE_OK) {
         floe__err_move(err, e);
-        wrap(c, r, rc, attempts, retry, err);
+        wrap(c, r, rc, attempts, floe_code_class(rc) == FLOE_FAIL_RETRY, err);
     }
     floe_error_free(e);
     floe__free(url);

@@ -456,19 +456,6 @@ static int plan_for(floe__compaction *c, pending *q, const floe__plan **p, floe_
     return FLOE_OK;
 }
 
-/* A short random wait before rebasing, so that a writer committing in
- * step with us (a sink every few hundred milliseconds) is not met again at
- * the same moment: 10..40 ms, doubling, at most ~1 s. */
-static void backoff(int tries)
-{
-    uint8_t r[16] = {0};
-    if (floe__uuid_random(r, NULL) != FLOE_OK)
-        r[0] = 0;                                    /* no jitter then */
-    unsigned ms = (10u << (tries < 6 ? tries : 6)) + (unsigned)(r[0] % 30);
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* One commit attempt of a group: against the start plan while main is
  * still there, else a new plan the group is revalidated on (*stale when it
  * failed that: the group is given up).  With a gate, held throughout, after
@@ -514,16 +501,21 @@ static int commit_group(floe__compaction *c, pending *q, bool *keep_files, floe_
         floe__compact_moved moved = {q->id, q->paths, q->map, q->files};
         c->o->on_moves(c->o->moves_ctx, &moved);
     }
-    for (int tries = 0; rc == FLOE_OK; tries++) {
+    /* a conflict, a transient failure (the network) or an unknown outcome:
+     * after a short random wait (so that a writer committing in step with
+     * us is not met again at the same moment), look, rebase, again */
+    floe__retry retry;
+    floe__retry_init(&retry, 20, 1000);
+    retry.max_attempts = MAX_ATTEMPTS;
+    retry.unknown_too = true;
+    while (rc == FLOE_OK) {
         bool stale = false;
         rc = attempt_group(c, q, &p, &now, summary, &stale, err);
-        if (stale || rc == FLOE_OK || (rc != FLOE_ECONFLICT && rc != FLOE_EUNKNOWN_OUTCOME) ||
-            tries + 1 >= MAX_ATTEMPTS)
-            break;
         *keep_files |= rc == FLOE_EUNKNOWN_OUTCOME;
         c->res->conflicts += rc == FLOE_ECONFLICT;
+        if (stale || !floe__retry_again(&retry, rc))
+            break;
         floe_error_clear(err);
-        backoff(tries);
         if ((rc = floe__table_refresh(c->t, err)) == FLOE_OK &&
             floe__table_has_maintenance_id(c->t, q->id))
             break;                                  /* the unknown outcome was a success */

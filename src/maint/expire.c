@@ -326,17 +326,18 @@ int floe__expire(floe__table *t, const floe__expire_options *o, floe__expire_res
                  floe_error *err)
 {
     memset(res, 0, sizeof *res);
-    int rc = FLOE_ECONFLICT;
     json_t *ids = NULL;
     floe__loaded_table *old = NULL;
-    for (int tries = 0; rc == FLOE_ECONFLICT && tries < MAX_ATTEMPTS; tries++) {
+    floe__retry retry;                   /* a lost race or the network: again, as it is now */
+    floe__retry_init(&retry, 20, 1000);
+    retry.max_attempts = MAX_ATTEMPTS;
+    int rc = attempt(t, o, res, &ids, &old, err);
+    while (floe__retry_again(&retry, rc)) {
         json_decref(ids);
         ids = NULL;
-        if (tries > 0) {                /* a lost race: start from the table as it is now */
-            floe_error_clear(err);
-            if ((rc = floe__table_refresh(t, err)) != FLOE_OK)
-                break;
-        }
+        floe_error_clear(err);
+        if ((rc = floe__table_refresh(t, err)) != FLOE_OK)
+            break;
         rc = attempt(t, o, res, &ids, &old, err);
     }
     if (rc == FLOE_OK && o->clean_files && json_array_size(ids))

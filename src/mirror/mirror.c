@@ -414,34 +414,35 @@ static void pause_ms(floe_pg *pg, unsigned ms)
     poll(p, pg->opts.stop_fd >= 0 ? 2 : 1, (int)ms);
 }
 
-/* Reconnecting with backoff: the first failure of a row, and the next wait. */
-typedef struct backoff {
-    uint64_t failing_since;                /* monotonic ns; 0: not failing */
-    unsigned delay_ms;
-} backoff;
+/* Reconnecting: 100 ms doubling to 10 s (floe__retry's waits), for up to
+ * reconnect_timeout_ms of failing in a row. */
+static void backoff_init(floe_pg *pg, floe__retry *b)
+{
+    floe__retry_init(b, 100, 10000);
+    b->max_ns = pg->opts.reconnect_timeout_ms * 1000000ull;
+}
 
 /* After rc failed: FLOE_OK when it is transient and the caller may try
  * again (it said so and waited), else the error to end with (rc, or why
  * reconnecting gave up). */
-static int backoff_wait(floe_pg *pg, backoff *b, int rc, floe_error *err)
+static int backoff_wait(floe_pg *pg, floe__retry *b, int rc, floe_error *err)
 {
     if (!floe_error_retryable(err))
         return rc;
-    uint64_t now = floe__monotonic_ns(), limit = pg->opts.reconnect_timeout_ms;
-    if (!b->failing_since)
-        b->failing_since = now;
-    if (floe__mirror_stopping(pg) || (limit && now - b->failing_since >= limit * 1000000ull)) {
+    bool timed_out = b->max_ns && b->failures &&
+                     floe__retry_seconds(b) * 1e9 >= (double)b->max_ns;
+    if (floe__mirror_stopping(pg) || timed_out) {
         set_reconnecting(pg, false);
-        return limit && !floe__mirror_stopping(pg)
+        return timed_out && !floe__mirror_stopping(pg)
                    ? floe__err_wrap(err, rc, "gave up reconnecting after %.0fs",
-                                    (double)(now - b->failing_since) / 1e9)
+                                    floe__retry_seconds(b))
                    : rc;
     }
+    unsigned delay = floe__retry_delay(b);
     floe__mirror_warn(pg, "%s: reconnecting in %.1fs (every table stays at its last commit and "
-                      "resumes from it)", floe_error_message(err), (double)b->delay_ms / 1e3);
+                      "resumes from it)", floe_error_message(err), (double)delay / 1e3);
     set_reconnecting(pg, true);
-    pause_ms(pg, b->delay_ms);
-    b->delay_ms = b->delay_ms * 2 > 10000 ? 10000 : b->delay_ms * 2;
+    pause_ms(pg, delay);
     floe_error_clear(err);
     if (floe__mirror_stopping(pg)) {
         set_reconnecting(pg, false);
@@ -457,7 +458,9 @@ int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
     int rc = floe__mirror_setup(pg, err);
     if (rc == FLOE_OK)
         rc = floe__mirror_slot_prepare(pg, err);
-    for (backoff b = {0, 100}; rc != FLOE_OK && (rc = backoff_wait(pg, &b, rc, err)) == FLOE_OK;)
+    floe__retry b;
+    backoff_init(pg, &b);
+    while (rc != FLOE_OK && (rc = backoff_wait(pg, &b, rc, err)) == FLOE_OK)
         rc = reopen(pg, false, err);       /* Postgres not there yet, or gone: again */
     set_reconnecting(pg, false);
     if (rc != FLOE_OK) {
@@ -472,7 +475,8 @@ int floe_pg_open(const floe_pg_options *o, floe_pg **out, floe_error *err)
 
 int floe_pg_run(floe_pg *pg, floe_error *err)
 {
-    backoff b = {0, 100};
+    floe__retry b;
+    backoff_init(pg, &b);
     bool ran = true;
     for (int rc = run_once(pg, err);;) {
         if (rc != FLOE_OK && pg->reopen && !floe__mirror_stopping(pg)) {
@@ -496,7 +500,7 @@ int floe_pg_run(floe_pg *pg, floe_error *err)
         floe__mirror_notice(pg, "reconnected to Postgres (%" PRIu64 " reconnections so far): "
                             "resuming every table from its committed frontier", pg->reconnects);
         set_reconnecting(pg, false);
-        b = (backoff){0, 100};
+        backoff_init(pg, &b);
         rc = run_once(pg, err);
         ran = true;
     }

@@ -24,7 +24,7 @@
  * floe-<sink id> to the new snapshot in the same metadata update.
  * Conflicts and unknown outcomes are retried after a reload (which also
  * finds a commit that did land), transient failures are retried, anything
- * else is fatal (the code's class decides), with doubling backoff: at most
+ * else is fatal (the code's class decides), with floe__retry's waits: at most
  * max_tries failures; conflicts another writer's commit explains (main
  * moved: the table goes on) for up to conflict_patience_ms.
  * Each attempt holds the sink's commit gate, which its own maintenance
@@ -78,13 +78,6 @@ void floe__committer_free(floe__committer *c) { floe__free(c); }
 void floe__committer_get_stats(const floe__committer *c, floe__committer_stats *out)
 {
     *out = c->stats;
-}
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
 }
 
 typedef enum verdict { PROCEED, ALREADY_LANDED, COVERED } verdict;
@@ -501,7 +494,8 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
     json_t *summary = NULL;
     FLOE_FORWARD(summary_of(c, s, &summary, err));
     uint64_t start = floe__monotonic_ns();
-    unsigned delay = c->cfg.backoff_ms;
+    floe__retry retry;                  /* the waits; the limits are the loop's own */
+    floe__retry_init(&retry, c->cfg.backoff_ms, 2000);
     int rc = FLOE_OK;
     int64_t id = -1;
     int failed = 0, conflicts = 0;
@@ -532,8 +526,7 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
         if (fatal(rc) || failed == c->cfg.max_tries ||
             (raced && floe__monotonic_ns() - start >= patience))
             break;
-        sleep_ms(delay + (unsigned)(floe__monotonic_ns() % (delay / 2 + 1)));
-        delay = delay * 2 > 2000 ? 2000 : delay * 2;
+        floe__retry_sleep_ms(floe__retry_delay(&retry));
     }
     json_decref(summary);
     if (rc != FLOE_OK && !fatal(rc)) {

@@ -234,6 +234,33 @@ static inline int floe__output_write(floe__output *o, const void *p, size_t n, f
  * owns and must floe__buf_free); abort empties it. */
 floe__output *floe__output_memory(floe__buf *dst);
 
+/* ---- retries (retry.c) -----------------------------------------------------
+ * Every retry loop's policy: a failure is tried again when its code's class
+ * is FLOE_FAIL_RETRY (FLOE_FAIL_UNKNOWN too with unknown_too: the caller
+ * looks before it repeats), within an attempt and a time limit; the wait
+ * before attempt n+1 is a random time in [d/2, d], d = min(max_ms,
+ * first_ms * 2^(n-1)).  One per loop, on its stack (it holds its own
+ * jitter state). */
+typedef struct floe__retry {
+    unsigned first_ms, max_ms;
+    int max_attempts;               /* attempts in all; 0: no limit */
+    uint64_t max_ns;                /* since the first failure; 0: no limit */
+    bool unknown_too;
+    int failures;                   /* so far */
+    uint64_t since_ns;              /* the first failure's (monotonic) */
+    uint64_t rng;
+} floe__retry;
+void floe__retry_init(floe__retry *r, unsigned first_ms, unsigned max_ms);
+/* After a failure: whether to try again (the class, the limits), having
+ * waited if so. */
+bool floe__retry_again(floe__retry *r, int rc);
+/* Count a failure and return the wait before the next attempt, for loops
+ * that decide for themselves and wait their own way (a stop to heed). */
+unsigned floe__retry_delay(floe__retry *r);
+void floe__retry_sleep_ms(unsigned ms);
+/* Seconds since the first failure (0: none yet). */
+double floe__retry_seconds(const floe__retry *r);
+
 /* ---- the public structs' sizes (abi.c) -------------------------------------
  * Every public struct begins with a size_t holding its size as the caller
  * compiled it (include/floe.h, "Growing"). */

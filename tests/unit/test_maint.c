@@ -461,6 +461,34 @@ TEST(compaction_keeps_its_files_when_its_last_attempt_may_have_landed)
     env_close(&e);
 }
 
+/* A network failure before anything was sent (the class says: try again)
+ * is retried like a conflict, not the end of the group. */
+TEST(compaction_retries_a_network_failure)
+{
+    env e;
+    scripted *sc = NULL;
+    CHECK_EQ_INT(env_open_on(&e, "unsent", 2, &sc), FLOE_OK);
+    char first[512], path[512];
+    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
+    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
+    sc_script(sc, SC_UNSENT);
+    sc_script(sc, SC_CONFLICT);
+    sc_script(sc, SC_UNSENT);
+    floe__compact_options o = {.min_input_files = 2};
+    floe__compact_result r;
+    CHECK_EQ_INT(floe__compact(e.t, &o, &r, e.err), FLOE_OK);
+    CHECK_EQ_INT(sc->calls, 3 + 4);
+    CHECK_EQ_INT(r.groups, 1);
+    CHECK_EQ_INT(r.groups_failed, 0);
+    int64_t rows, sum;
+    CHECK_EQ_INT(live(&e, &rows, &sum), FLOE_OK);
+    CHECK_EQ_INT(rows, 199);
+    CHECK_EQ_INT(sum, (int64_t)199 * 200 / 2 - 3);
+    CHECK_EQ_INT(data_files(&e), 1);
+    env_close(&e);
+}
+
 /* ---- manifest merging -------------------------------------------------------------------- */
 
 TEST(manifests_merge_once_the_newest_bin_is_full)
@@ -669,6 +697,7 @@ int main(void)
     RUN(compaction_gives_up_when_rows_come_back);
     RUN(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen);
     RUN(compaction_keeps_its_files_when_its_last_attempt_may_have_landed);
+    RUN(compaction_retries_a_network_failure);
     RUN(manifests_merge_once_the_newest_bin_is_full);
     RUN(expiry_keeps_tags_and_the_newest_and_deletes_what_only_they_reached);
     RUN(expiry_keeps_what_follows_keep_since);
