@@ -433,17 +433,24 @@ TEST(compaction_hands_its_moves_over_before_its_snapshot_can_be_seen)
     env_close(&e);
 }
 
+/* Two data files of rows 0..199 on a scripted catalog, row 3 deleted: one
+ * compaction group. */
+static void two_files_on_script(env *e, const char *name, scripted **sc)
+{
+    CHECK_EQ_INT(env_open_on(e, name, 2, sc), FLOE_OK);
+    char first[512], path[512];
+    CHECK_EQ_INT(add_rows(e, 0, 100, first, sizeof first), FLOE_OK);
+    CHECK_EQ_INT(add_rows(e, 100, 200, path, sizeof path), FLOE_OK);
+    CHECK_EQ_INT(delete_row(e, e->t, first, 3), FLOE_OK);
+}
+
 /* The group's last attempt lands but its response is lost: its files are
  * the table's now and must stay. */
 TEST(compaction_keeps_its_files_when_its_last_attempt_may_have_landed)
 {
     env e;
     scripted *sc = NULL;
-    CHECK_EQ_INT(env_open_on(&e, "lastlost", 2, &sc), FLOE_OK);
-    char first[512], path[512];
-    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
-    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
-    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
+    two_files_on_script(&e, "lastlost", &sc);
     for (int i = 0; i < 9; i++)
         sc_script(sc, SC_CONFLICT);
     sc_script(sc, SC_LOST);
@@ -467,11 +474,7 @@ TEST(compaction_retries_a_network_failure)
 {
     env e;
     scripted *sc = NULL;
-    CHECK_EQ_INT(env_open_on(&e, "unsent", 2, &sc), FLOE_OK);
-    char first[512], path[512];
-    CHECK_EQ_INT(add_rows(&e, 0, 100, first, sizeof first), FLOE_OK);
-    CHECK_EQ_INT(add_rows(&e, 100, 200, path, sizeof path), FLOE_OK);
-    CHECK_EQ_INT(delete_row(&e, e.t, first, 3), FLOE_OK);
+    two_files_on_script(&e, "unsent", &sc);
     sc_script(sc, SC_UNSENT);
     sc_script(sc, SC_CONFLICT);
     sc_script(sc, SC_UNSENT);
