@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 
 int main(int argc, char **argv);
 

@@ -5,9 +5,8 @@
  * writers did, and the position deletes of each commit attempt moved onto
  * the rows' current files.
  *
- *   keybuild.c  index data files of a plan: key columns read back, their
- *               DVs, position deletes and equality deletes on the key applied
- *   keeper.c    the lifecycle: open (load + replay, or rebuild), sync per
+ *   keeper.c    the lifecycle (the index built from files by
+ *               keyindex/keybuild.c): open (load + replay, or rebuild), sync per
  *               commit attempt, commit bookkeeping, checkpoints
  *
  * The invariant: outside a commit attempt the index holds exactly the live
@@ -23,42 +22,9 @@
 #ifndef FLOE_KEEPER_INTERNAL_H
 #define FLOE_KEEPER_INTERNAL_H
 
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 #include "sink/moves_internal.h"
 #include "sink/sink_internal.h"
-
-/* ---- building from files (keybuild.c) ----------------------------------------------------- */
-
-/* What rows are indexed by. */
-typedef struct floe__kx_source {
-    floe__fileio *io;
-    const floe__schema *key_schema;   /* the key columns in key order (the whole row when the
-                                         key is the whole row) */
-    bool whole_row;                   /* then rowhash is the row's hash, else 0 (unknown) */
-    int32_t hash_schema;              /* whole_row: the schema id of key_schema's rows */
-} floe__kx_source;
-
-typedef struct floe__kx_build_stats {
-    uint64_t files, rows, deleted;    /* data files indexed; rows read; rows their deletes drop */
-    uint64_t bytes;                   /* file bytes of the files indexed */
-} floe__kx_build_stats;
-
-/* One plan being indexed (its delete files read once). */
-typedef struct floe__kx_build floe__kx_build;
-int floe__kx_build_new(floe__kx *kx, const floe__kx_source *src, const floe__plan *p,
-                       floe__kx_build **out, floe_error *err);
-void floe__kx_build_free(floe__kx_build *b);            /* accepts NULL */
-/* Index the live rows of the plan's data file i under a new file id (the
- * caller retires an older id of the same path first).  Equality deletes
- * must delete by exactly the key's columns: others are FLOE_EUNSUPPORTED. */
-int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err);
-void floe__kx_build_get_stats(const floe__kx_build *b, floe__kx_build_stats *out);
-/* The keys of an equality delete file on the key columns, for `fn`. */
-int floe__kx_build_eq_keys(floe__kx_build *b, const floe__plan_file *eq,
-                           int (*fn)(void *ctx, const uint8_t *key, size_t len, floe_error *err),
-                           void *ctx, floe_error *err);
-/* Whether an equality delete file deletes by exactly the key's columns. */
-bool floe__kx_eq_on_key(const floe__schema *key_schema, const floe__content_file *eq);
 
 /* ---- the keeper (keeper.c) ------------------------------------------------------------------ */
 

@@ -5,7 +5,7 @@
 #ifndef FLOE_WRITE_INTERNAL_H
 #define FLOE_WRITE_INTERNAL_H
 
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 #include "sink/sink_internal.h"
 
 typedef struct floe__open_batch {

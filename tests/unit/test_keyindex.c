@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 #include "sink/moves_internal.h"
 #include "unit.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "scripted_catalog.h"
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 #include "source/source_internal.h"
 #include "unit.h"
 

@@ -17,7 +17,7 @@
  */
 #include <stdlib.h>
 
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 
 /* Bytes a row takes in a chunk besides a key too long to be inline: its
  * entry and its room in the sort. */

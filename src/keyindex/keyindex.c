@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 
 #define BLOCK_BITS 20
 #define BLOCK_SIZE ((size_t)1 << BLOCK_BITS)

@@ -38,7 +38,7 @@
 #include <zlib.h>
 
 #include "io/io_internal.h"
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 
 #define CHECKPOINT_MAGIC "FLOEKXC1"
 #define VERSION 3

@@ -16,7 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "sink/keyindex_internal.h"
+#include "keyindex/keyindex_internal.h"
 
 #define ENTRY_FIXED 32                  /* entry bytes besides the key */
 

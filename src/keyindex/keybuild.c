@@ -3,13 +3,13 @@
  * data file of a plan, its key columns (the whole row when the key is the
  * whole row) read back by field id, row by row with their positions, minus
  * the rows its deletion vector or position delete files delete and the
- * keys its equality delete files delete (see keeper_internal.h).
+ * keys its equality delete files delete (keyindex_internal.h).
  *
  * The key bytes are the projected row itself: the row format of a
  * projection onto the key columns in key order is the concatenation of
  * their slots, exactly what the sink builds from an input row.
  */
-#include "sink/keeper_internal.h"
+#include "keyindex/keyindex_internal.h"
 
 struct floe__kx_build {
     floe__kx *kx;

@@ -19,6 +19,12 @@
  *   keyindex_store.c  durability: checkpoints and a write-ahead log of each
  *                     batch's changes, tied to the frontier and snapshot
  *                     they reflect
+ *   keybuild.c        the index read from a table's data files: key
+ *                     columns read back, their DVs, position deletes and
+ *                     equality deletes on the key applied
+ *
+ * It knows tables (their plans and files) and nothing of sinks: the sink
+ * keeps it true to its table (sink/keeper.c).
  *
  * Files are known by a small id (the file table); a data file a compaction
  * removed is retired, and its entries are ignored from then on (and dropped
@@ -322,5 +328,38 @@ void floe__kx_ckpt_abort(floe__kx_ckpt *c);
 /* Bytes logged since the checkpoint, and the checkpoint's size. */
 uint64_t floe__kx_store_log_bytes(const floe__kx_store *s);
 uint64_t floe__kx_store_checkpoint_bytes(const floe__kx_store *s);
+
+/* ---- building from files (keybuild.c) ----------------------------------------------------- */
+
+/* What rows are indexed by. */
+typedef struct floe__kx_source {
+    floe__fileio *io;
+    const floe__schema *key_schema;   /* the key columns in key order (the whole row when the
+                                         key is the whole row) */
+    bool whole_row;                   /* then rowhash is the row's hash, else 0 (unknown) */
+    int32_t hash_schema;              /* whole_row: the schema id of key_schema's rows */
+} floe__kx_source;
+
+typedef struct floe__kx_build_stats {
+    uint64_t files, rows, deleted;    /* data files indexed; rows read; rows their deletes drop */
+    uint64_t bytes;                   /* file bytes of the files indexed */
+} floe__kx_build_stats;
+
+/* One plan being indexed (its delete files read once). */
+typedef struct floe__kx_build floe__kx_build;
+int floe__kx_build_new(floe__kx *kx, const floe__kx_source *src, const floe__plan *p,
+                       floe__kx_build **out, floe_error *err);
+void floe__kx_build_free(floe__kx_build *b);            /* accepts NULL */
+/* Index the live rows of the plan's data file i under a new file id (the
+ * caller retires an older id of the same path first).  Equality deletes
+ * must delete by exactly the key's columns: others are FLOE_EUNSUPPORTED. */
+int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err);
+void floe__kx_build_get_stats(const floe__kx_build *b, floe__kx_build_stats *out);
+/* The keys of an equality delete file on the key columns, for `fn`. */
+int floe__kx_build_eq_keys(floe__kx_build *b, const floe__plan_file *eq,
+                           int (*fn)(void *ctx, const uint8_t *key, size_t len, floe_error *err),
+                           void *ctx, floe_error *err);
+/* Whether an equality delete file deletes by exactly the key's columns. */
+bool floe__kx_eq_on_key(const floe__schema *key_schema, const floe__content_file *eq);
 
 #endif /* FLOE_KEYINDEX_INTERNAL_H */
