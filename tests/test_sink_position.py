@@ -98,6 +98,30 @@ def test_other_engines_between_runs_need_no_rebuild(tmp_path, version):
 
 
 @pytest.mark.parametrize("version", [2, 3])
+def test_an_equality_delete_by_other_columns_is_applied_to_the_index(tmp_path, version):
+    """Another writer deletes rows by equality on a column that is not the
+    key (Java's equality delete on name): the index, read again from the
+    table, applies it as a reader does (the table layer's walker of live
+    rows, the same compaction uses), reading that column too, and the run
+    goes on exact: the rows it deleted stay deleted, the others stay."""
+    sink = PositionSink(tmp_path, Stream(79, steps=60, keys=30), version)
+    pv = progress_points(sink.stream)
+    sink.run(lines_until(sink.stream, pv[len(pv) // 2]))
+    rows = [foreign_row(i, "upsert") for i in range(4)]
+    sink.engine("append", rows)
+    sid = main_history(sink.db)[-1]["snapshot-id"]
+    added = [(sid, canon_foreign(r, "upsert")) for r in rows]
+    sink.engine("delete_mor", "name", ["foreign-1", "foreign-2"], equality=True)
+    sid = main_history(sink.db)[-1]["snapshot-id"]
+    gone = [(sid, FOREIGN_ID + 1), (sid, FOREIGN_ID + 2)]
+    res = sink.run(sink.stream.lines, "--close")
+    assert res.returncode == 0, res.stderr
+    assert "equality delete" not in res.stderr, res.stderr
+    sink.engine("compact")               # pyiceberg reads no equality deletes
+    check_position(sink, added, gone)
+
+
+@pytest.mark.parametrize("version", [2, 3])
 def test_a_lost_index_is_rebuilt_from_the_table(tmp_path, version):
     """A new machine: the index directory is gone; the sink rebuilds it
     from the table's files (written by floe and by Java's compaction, with

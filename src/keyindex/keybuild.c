@@ -1,13 +1,16 @@
 /*
  * keybuild.c - the key index read from the table itself: for each live
  * data file of a plan, its key columns (the whole row when the key is the
- * whole row) read back by field id, row by row with their positions, minus
- * the rows its deletion vector or position delete files delete and the
- * keys its equality delete files delete (keyindex_internal.h).
+ * whole row) read back by field id, row by row with their positions, as
+ * the table layer's walker of live rows (floe__live, table/live_rows.c)
+ * gives them: its DV or position delete files and the equality delete
+ * files that apply to it (by whatever columns) taken off.
  *
- * The key bytes are the projected row itself: the row format of a
- * projection onto the key columns in key order is the concatenation of
- * their slots, exactly what the sink builds from an input row.
+ * Rows are read in the key columns, followed by the columns equality
+ * deletes delete by that the key lacks (usually none).  The key bytes are
+ * the read row's first slots: the row format of a projection onto the key
+ * columns in key order is the concatenation of their slots, exactly what
+ * the sink builds from an input row.
  */
 #include "keyindex/keyindex_internal.h"
 
@@ -15,10 +18,43 @@ struct floe__kx_build {
     floe__kx *kx;
     const floe__kx_source *src;
     const floe__plan *plan;
-    floe__deleted *deleted;
-    floe__kx **eq_keys;              /* per plan->deletes index: an equality file's keys */
+    floe__schema *read;              /* key columns + other equality delete columns */
+    floe__live *live;
     floe__kx_build_stats stats;
 };
+
+/* The key columns, then the columns of the plan's equality deletes the
+ * key does not have (from the table's columns). */
+static int read_schema(const floe__kx_source *src, const floe__plan *p, floe__schema **out,
+                       floe_error *err)
+{
+    const floe__schema *key = src->key_schema, *table = src->table_schema;
+    size_t cap = key->root.n_children + (table ? table->root.n_children : 0);
+    const char **names = floe__calloc(cap ? cap : 1, sizeof *names);
+    if (!names)
+        return FLOE_OOM(err);
+    size_t n = 0;
+    for (uint32_t i = 0; i < key->root.n_children; i++)
+        names[n++] = key->root.children[i].name;
+    for (uint32_t c = 0; table && c < table->root.n_children; c++) {
+        const floe__field *f = &table->root.children[c];
+        bool in_key = false, wanted = false;
+        for (uint32_t i = 0; i < key->root.n_children && !in_key; i++)
+            in_key = key->root.children[i].id == f->id;
+        for (size_t d = 0; d < p->n_deletes && !in_key && !wanted; d++) {
+            const floe__content_file *eq = &p->deletes[d].file;
+            for (size_t k = 0; eq->content == FLOE_CONTENT_EQUALITY_DELETES &&
+                               k < eq->n_equality_ids && !wanted; k++)
+                wanted = eq->equality_ids[k] == f->id;
+        }
+        if (wanted)
+            names[n++] = f->name;
+    }
+    int rc = floe__schema_project(table && n > key->root.n_children ? table : key, names, n,
+                                  out, err);
+    floe__free(names);
+    return rc;
+}
 
 int floe__kx_build_new(floe__kx *kx, const floe__kx_source *src, const floe__plan *p,
                        floe__kx_build **out, floe_error *err)
@@ -29,8 +65,9 @@ int floe__kx_build_new(floe__kx *kx, const floe__kx_source *src, const floe__pla
     b->kx = kx;
     b->src = src;
     b->plan = p;
-    b->eq_keys = floe__calloc(p->n_deletes ? p->n_deletes : 1, sizeof *b->eq_keys);
-    int rc = b->eq_keys ? floe__deleted_new(src->io, p, &b->deleted, err) : FLOE_OOM(err);
+    int rc = read_schema(src, p, &b->read, err);
+    if (rc == FLOE_OK)
+        rc = floe__live_new(src->io, p, b->read, &b->live, err);
     if (rc != FLOE_OK) {
         floe__kx_build_free(b);
         return rc;
@@ -43,10 +80,8 @@ void floe__kx_build_free(floe__kx_build *b)
 {
     if (!b)
         return;
-    for (size_t i = 0; b->eq_keys && i < b->plan->n_deletes; i++)
-        floe__kx_free(b->eq_keys[i]);
-    floe__free(b->eq_keys);
-    floe__deleted_free(b->deleted);
+    floe__live_free(b->live);
+    floe_schema_free(b->read);
     floe__free(b);
 }
 
@@ -71,38 +106,14 @@ bool floe__kx_eq_on_key(const floe__schema *key_schema, const floe__content_file
     return true;
 }
 
-typedef int (*key_fn)(floe__kx_build *b, void *ctx, const uint8_t *key, size_t len, uint64_t pos,
-                      floe_error *err);
-
-typedef struct row_visit {
-    floe__kx_build *b;
-    key_fn fn;
-    void *ctx;
-} row_visit;
-
-static int visit_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
-{
-    row_visit *v = ctx;
-    return v->fn(v->b, v->ctx, row, len, pos, err);
-}
-
-/* Every row of `path` read with the key projection: fn(key, pos). */
-static int each_row(floe__kx_build *b, const char *path, key_fn fn, void *ctx, floe_error *err)
-{
-    row_visit v = {b, fn, ctx};
-    int rc = floe__file_rows_each(b->src->io, path, b->src->key_schema, visit_row, &v, err);
-    return rc == FLOE_OK ? FLOE_OK : floe__err_wrap(err, rc, "indexing the keys of %s", path);
-}
-
 typedef struct eq_visit {
     int (*fn)(void *ctx, const uint8_t *key, size_t len, floe_error *err);
     void *ctx;
 } eq_visit;
 
-static int visit_eq_row(floe__kx_build *b, void *ctx, const uint8_t *key, size_t len,
-                        uint64_t pos, floe_error *err)
+static int visit_eq_row(void *ctx, const uint8_t *key, size_t len, uint64_t pos,
+                        floe_error *err)
 {
-    (void)b;
     (void)pos;
     eq_visit *v = ctx;
     return v->fn(v->ctx, key, len, err);
@@ -114,38 +125,10 @@ int floe__kx_build_eq_keys(floe__kx_build *b, const floe__plan_file *eq,
 {
     assert(floe__kx_eq_on_key(b->src->key_schema, &eq->file));
     eq_visit v = {fn, ctx};
-    return each_row(b, eq->file.path, visit_eq_row, &v, err);
-}
-
-static int add_eq_key(void *ctx, const uint8_t *key, size_t len, floe_error *err)
-{
-    return floe__kx_insert(ctx, key, len, (floe__kx_loc){0, 0, 0}, err);
-}
-
-/* The keys of equality delete file k (plan->deletes index), read once. */
-static int eq_keys_of(floe__kx_build *b, size_t k, floe__kx **out, floe_error *err)
-{
-    const floe__plan_file *eq = &b->plan->deletes[k];
-    if (!floe__kx_eq_on_key(b->src->key_schema, &eq->file))
-        return floe__err_set(err, FLOE_EUNSUPPORTED,
-                             "equality delete file %s deletes by columns other than the sink's "
-                             "key; the key index cannot apply it (compact the table, or use "
-                             "--delete-mode equality)", eq->file.path);
-    if (!b->eq_keys[k]) {
-        floe__kx *set;
-        uint32_t id;
-        FLOE_FORWARD(floe__kx_new(NULL, &set, err));
-        int rc = floe__kx_file(set, eq->file.path, &id, err);
-        if (rc == FLOE_OK)
-            rc = floe__kx_build_eq_keys(b, eq, add_eq_key, set, err);
-        if (rc != FLOE_OK) {
-            floe__kx_free(set);
-            return rc;
-        }
-        b->eq_keys[k] = set;
-    }
-    *out = b->eq_keys[k];
-    return FLOE_OK;
+    int rc = floe__file_rows_each(b->src->io, eq->file.path, b->src->key_schema, visit_eq_row,
+                                  &v, err);
+    return rc == FLOE_OK ? FLOE_OK
+                         : floe__err_wrap(err, rc, "reading equality deletes %s", eq->file.path);
 }
 
 /* Rows wait in a short queue before they go in, their slots prefetched
@@ -162,10 +145,9 @@ typedef struct ahead_row {
 } ahead_row;
 
 typedef struct indexing {
+    floe__kx_build *b;
     uint32_t id;
-    floe__posbitmap_seq deleted;     /* by the file's DV or position deletes */
-    floe__kx **eq;                   /* the equality key sets that apply */
-    size_t n_eq;
+    size_t key_slots;                /* the read row's first slots that are the key */
     ahead_row ahead[AHEAD];
     size_t head, n;
 } indexing;
@@ -202,48 +184,58 @@ static int insert_soon(floe__kx_build *b, indexing *x, const uint8_t *key, size_
     return FLOE_OK;
 }
 
-static int index_row(floe__kx_build *b, void *ctx, const uint8_t *key, size_t len, uint64_t pos,
-                     floe_error *err)
+/* The key: the row's first key_slots slots (all of it when it is read in
+ * the key columns alone). */
+static int key_of(const indexing *x, const uint8_t *row, size_t len, size_t *key_len,
+                  floe_error *err)
 {
-    indexing *x = ctx;
-    b->stats.rows++;
-    bool gone = floe__posbitmap_seq_has(&x->deleted, pos);
-    for (size_t i = 0; i < x->n_eq && !gone; i++)
-        FLOE_FORWARD(floe__kx_has(x->eq[i], key, len, &gone, err));
-    if (gone) {
-        b->stats.deleted++;
+    const floe__schema *read = x->b->read;
+    if (x->key_slots == read->root.n_children) {
+        *key_len = len;
         return FLOE_OK;
     }
-    uint64_t rh = b->src->whole_row ? floe__hash64(key, len, 0) : 0;
-    return insert_soon(b, x, key, len, (floe__kx_loc){x->id, pos, rh}, err);
+    const uint8_t *p = row, *end = row + len;
+    for (size_t i = 0; i < x->key_slots && p; i++)
+        p = floe__datum_skip(&read->root.children[i], p, end);
+    FLOE_RETURN_IF(!p, err, FLOE_EINTERNAL, "a row read back is not of its schema");
+    *key_len = (size_t)(p - row);
+    return FLOE_OK;
+}
+
+static int index_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos, floe_error *err)
+{
+    indexing *x = ctx;
+    floe__kx_build *b = x->b;
+    b->stats.rows++;
+    size_t n = 0;
+    FLOE_FORWARD(key_of(x, row, len, &n, err));
+    uint64_t rh = b->src->whole_row ? floe__hash64(row, n, 0) : 0;
+    return insert_soon(b, x, row, n, (floe__kx_loc){x->id, pos, rh}, err);
+}
+
+static int deleted_row(void *ctx, const uint8_t *row, size_t len, uint64_t pos,
+                       floe_error *err)
+{
+    (void)row, (void)len, (void)pos, (void)err;
+    indexing *x = ctx;
+    x->b->stats.rows++;
+    x->b->stats.deleted++;
+    return FLOE_OK;
 }
 
 int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err)
 {
-    const floe__plan *p = b->plan;
-    const floe__plan_data *pd = &p->data[i];
-    indexing x = {0};
+    const floe__plan_data *pd = &b->plan->data[i];
+    indexing x = {.b = b, .key_slots = b->src->key_schema->root.n_children};
     FLOE_FORWARD(floe__kx_file(b->kx, pd->f.file.path, &x.id, err));
     if (b->src->whole_row)             /* rows read back in the key schema: hashes of it */
         floe__kx_file_set_schema(b->kx, x.id, b->src->hash_schema);
-    const floe__posbitmap *deleted;
-    FLOE_FORWARD(floe__deleted_positions(b->deleted, i, &deleted, err));
-    floe__posbitmap_seq_init(&x.deleted, deleted);
-    size_t n_eq = p->n_eq - pd->eq_from;
-    x.eq = floe__calloc(n_eq ? n_eq : 1, sizeof *x.eq);
-    if (!x.eq)
-        return FLOE_OOM(err);
-    int rc = FLOE_OK;
-    for (size_t e = 0; rc == FLOE_OK && e < n_eq; e++)
-        rc = eq_keys_of(b, p->eq[pd->eq_from + e], &x.eq[x.n_eq++], err);
-    if (rc == FLOE_OK)
-        rc = each_row(b, pd->f.file.path, index_row, &x, err);
+    int rc = floe__live_file_rows(b->live, i, NULL, NULL, index_row, deleted_row, &x, err);
     if (rc == FLOE_OK)
         rc = insert_all(b, &x, err);
-    floe__free(x.eq);
-    if (rc == FLOE_OK) {
-        b->stats.files++;
-        b->stats.bytes += pd->f.file.metrics.file_size;
-    }
-    return rc;
+    if (rc != FLOE_OK)
+        return floe__err_wrap(err, rc, "indexing the keys of %s", pd->f.file.path);
+    b->stats.files++;
+    b->stats.bytes += pd->f.file.metrics.file_size;
+    return FLOE_OK;
 }

@@ -338,6 +338,9 @@ typedef struct floe__kx_source {
                                          key is the whole row) */
     bool whole_row;                   /* then rowhash is the row's hash, else 0 (unknown) */
     int32_t hash_schema;              /* whole_row: the schema id of key_schema's rows */
+    /* The table's columns, key_schema's source: equality deletes by other
+     * columns read those too. */
+    const floe__schema *table_schema;
 } floe__kx_source;
 
 typedef struct floe__kx_build_stats {
@@ -351,8 +354,10 @@ int floe__kx_build_new(floe__kx *kx, const floe__kx_source *src, const floe__pla
                        floe__kx_build **out, floe_error *err);
 void floe__kx_build_free(floe__kx_build *b);            /* accepts NULL */
 /* Index the live rows of the plan's data file i under a new file id (the
- * caller retires an older id of the same path first).  Equality deletes
- * must delete by exactly the key's columns: others are FLOE_EUNSUPPORTED. */
+ * caller retires an older id of the same path first): the rows the table
+ * layer's walker (floe__live) finds live, as a reader would, every delete
+ * applied (equality deletes by any columns: those not of the key are read
+ * too). */
 int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err);
 void floe__kx_build_get_stats(const floe__kx_build *b, floe__kx_build_stats *out);
 /* The keys of an equality delete file on the key columns, for `fn`. */

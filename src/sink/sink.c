@@ -429,6 +429,7 @@ int floe__sink_open_keeper(floe_sink *s, floe_error *err)
     k->src.key_schema = s->eq_schema;
     k->src.whole_row = s->synthetic;
     k->src.hash_schema = s->data->schema_id;
+    k->src.table_schema = s->data;
     k->kx.memory_limit = o->memory_limit ? o->memory_limit / 2 : 0;
     k->kx.spill_dir = o->spill_dir;
     k->dir = s->index_dir;

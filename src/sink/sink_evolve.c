@@ -176,6 +176,7 @@ static int rekey_index(floe_sink *s, uint64_t old_fp, bool was_synthetic, floe_e
     s->kcfg.src.key_schema = s->eq_schema;
     s->kcfg.src.whole_row = s->synthetic;
     s->kcfg.src.hash_schema = s->data->schema_id;
+    s->kcfg.src.table_schema = s->data;
     if (!s->keeper ||
         (floe__schema_fingerprint(s->eq_schema) == old_fp && s->synthetic == was_synthetic))
         return FLOE_OK;
