@@ -321,7 +321,6 @@ static int puts_(walk *w, const char *s) { return put(w, s, strlen(s)); }
 
 static int put_json_string(walk *w, const uint8_t *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     /* worst case every byte becomes \u00XX */
     if (n > (SIZE_MAX - 2) / 6)
         return floe__err_set(w->err, FLOE_ELIMIT, "string too long");
@@ -329,23 +328,10 @@ static int put_json_string(walk *w, const uint8_t *s, size_t n)
     uint8_t *o = w->out->data + w->out->len;
     *o++ = '"';
     for (size_t i = 0; i < n; i++) {
-        uint8_t c = s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\t': *o++ = 't'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        default:
-            *o++ = 'u', *o++ = '0', *o++ = '0', *o++ = hex[c >> 4], *o++ = hex[c & 15];
-        }
+        if (floe__json_needs_escape(s[i]))
+            o += floe__json_escape(s[i], (char *)o);
+        else
+            *o++ = s[i];
     }
     *o++ = '"';
     w->out->len = (size_t)(o - w->out->data);

@@ -328,7 +328,6 @@ int floe__json_scan_number(const char *p, const char *end, const char **endp, fl
 /* Appends a scanned string in canonical escaping (see the header). */
 static int put_canonical_string(const floe__json_str *s, floe__buf *out, floe_error *err)
 {
-    static const char hex[] = "0123456789abcdef";
     FLOE_FORWARD(floe__buf_reserve(out, s->len + 2, err));   /* never grows */
     char *o = (char *)out->data + out->len;
     *o++ = '"';
@@ -344,22 +343,7 @@ static int put_canonical_string(const floe__json_str *s, floe__buf *out, floe_er
             }
             uint32_t cp;
             p = decode_escape(p + 1, &cp);
-            if (cp >= 0x20 && cp != '"' && cp != '\\') {
-                o += put_utf8(cp, o);
-                continue;
-            }
-            *o++ = '\\';
-            switch (cp) {
-            case '"': *o++ = '"'; break;
-            case '\\': *o++ = '\\'; break;
-            case '\n': *o++ = 'n'; break;
-            case '\t': *o++ = 't'; break;
-            case '\r': *o++ = 'r'; break;
-            case '\b': *o++ = 'b'; break;
-            case '\f': *o++ = 'f'; break;
-            default:
-                *o++ = 'u', *o++ = '0', *o++ = '0', *o++ = hex[cp >> 4], *o++ = hex[cp & 15];
-            }
+            o += floe__json_needs_escape(cp) ? floe__json_escape(cp, o) : put_utf8(cp, o);
         }
     }
     *o++ = '"';

@@ -174,3 +174,18 @@ bool floe__utf8_valid(const uint8_t *s, size_t n)
     }
     return true;
 }
+
+size_t floe__json_escape(uint32_t c, char *o)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
+                        : c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\b' ? "\\b"
+                        : c == '\f' ? "\\f" : NULL;
+    if (named) {
+        o[0] = named[0], o[1] = named[1];
+        return 2;
+    }
+    memcpy(o, "\\u00", 4);
+    o[4] = hex[(c >> 4) & 15], o[5] = hex[c & 15];
+    return 6;
+}

@@ -195,6 +195,14 @@ int floe__base64_decode(const char *s, size_t n, floe__buf *out, floe_error *err
 int floe__base64_encode(const uint8_t *p, size_t n, floe__buf *out, floe_error *err);
 /* Whether [s, s+n) is well-formed UTF-8. */
 bool floe__utf8_valid(const uint8_t *s, size_t n);
+/* JSON strings: whether character c must be escaped in one (a control
+ * character, '"' or '\\'), and its escape (\\n, \\u001f, ...) into o, at
+ * most 6 bytes: their number.  Every JSON string floe writes uses these. */
+static inline bool floe__json_needs_escape(uint32_t c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+size_t floe__json_escape(uint32_t c, char *o);
 
 /* ---- uuids and clocks (uuid.c, clock.c) ------------------------------------ */
 /* A random (version 4) uuid, from the OS's random source. */
