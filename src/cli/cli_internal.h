@@ -107,6 +107,13 @@ void cli_warning(_Atomic uint64_t *count, const char *msg);
  * carriage returns or escape codes. */
 typedef enum cli_status_mode { CLI_STATUS_QUIET, CLI_STATUS_TTY, CLI_STATUS_PLAIN } cli_status_mode;
 typedef struct cli_status cli_status;
+/* The status options every streaming command shares: the mode (--quiet,
+ * else TTY when stderr is a terminal other than TERM=dumb, else PLAIN),
+ * its interval (1 s on a terminal, 10 s otherwise; --progress-interval)
+ * and, when linger_ns is not NULL, --metrics-linger (which needs
+ * --metrics-addr).  0, or -1 (reported) for a malformed one. */
+int cli_status_options(const cli_opt *opts, cli_status_mode *mode, uint64_t *interval_ns,
+                       uint64_t *linger_ns);
 /* Start the clock thread for `sink` (which must outlive cli_status_stop).
  * NULL for QUIET, or when the thread cannot start (then no status). */
 cli_status *cli_status_start(cli_status_mode mode, uint64_t interval_ns, const floe_sink *sink);
@@ -134,6 +141,10 @@ uint64_t cli_now_ns(void);
  * SIGPIPE is ignored (a scrape client that hangs up cannot kill the sink).
  * Call it from the main thread before any other thread starts. */
 int cli_signals_start(void);
+/* A streaming command's start: its options parsed (cli_parse) and the stop
+ * signals set up.  -1 to go on, else the exit status to return (help
+ * printed: 0; bad options: 2; the signals: 1, said). */
+int cli_begin(const cli_command *cmd, int argc, char **argv, cli_opt *opts);
 /* The first stop signal received, 0 while there is none.  Asking marks it
  * seen: a command that has not asked within a second of the signal (it is
  * inside a long library call) gets a notice printed for it. */
@@ -189,6 +200,12 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
                              "long (default 10s; 0: never)", NULL}
 /* The sink options the sources (floe pg, floe kafka) take for every table
  * (besides --memory-limit and --spill-dir, which each says its own way). */
+/* The status and metrics options of the sources' commands. */
+#define CLI_STATUS_OPTS                                                                    \
+    {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},               \
+    {"progress-interval", true, "redraw the status line this often", NULL},                \
+    {"quiet", false, "no status line, notices or summary (errors and warnings shown)",     \
+     NULL}
 #define CLI_SOURCE_SINK_OPTS                                                               \
     {"compression", true, "zstd, snappy, gzip or none (default: the table's "              \
                           "write.parquet.compression-codec, else zstd)", NULL},            \

@@ -101,8 +101,6 @@ static const char NOTES[] =
 static const cli_command CMD = {"kafka", USAGE, NOTES};
 
 #define MAX_PROPERTIES 64
-#define TTY_INTERVAL_NS 1000000000u
-#define PLAIN_INTERVAL_NS 10000000000u
 
 typedef struct run {
     floe_kafka *k;
@@ -274,11 +272,7 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_kafka_option
         return -1;
     r->sink.key = cli_get(opts, "key");
     r->sink.partition_by = cli_get(opts, "partition-by");
-    const char *term = getenv("TERM");
-    bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
-    r->mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
-    r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
-    if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0)
+    if (cli_status_options(opts, &r->mode, &r->interval_ns, NULL) != 0)
         return -1;
     if (o->format == FLOE_KAFKA_CHANGES && !r->sink.key && cli_has(opts, "delete-mode")) {
         cli_say("floe: --delete-mode is for upsert mode: the changes format takes it with "
@@ -425,19 +419,12 @@ int cmd_kafka(int argc, char **argv)
         {"memory-limit", true, "memory for each table's held updates and key index "
                                "(default 768m)", NULL},
         {"spill-dir", true, "where spilled updates go (default $TMPDIR or /tmp)", NULL},
-        {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},
-        {"progress-interval", true, "redraw the status line this often", NULL},
-        {"quiet", false, "no status line, notices or summary (errors and warnings shown)",
-         NULL},
+        CLI_STATUS_OPTS,
         {NULL, false, NULL, NULL},
     };
-    int p = cli_parse(&CMD, argc, argv, opts);
-    if (p != 0)
-        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (cli_signals_start() != 0) {
-        cli_say("floe: cannot set up the stop signals\n");
-        return CLI_EXIT_FAILED;
-    }
+    int begun = cli_begin(&CMD, argc, argv, opts);
+    if (begun >= 0)
+        return begun;
     run r = {0};
     r.err = floe_error_new();
     floe_kafka_options o;

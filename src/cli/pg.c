@@ -92,8 +92,6 @@ static const char NOTES[] =
 static const cli_command CMD = {"pg", USAGE, NOTES};
 
 #define EXIT_DIFFERENCES 3              /* --verify found differences */
-#define TTY_INTERVAL_NS 1000000000u
-#define PLAIN_INTERVAL_NS 10000000000u
 
 typedef struct run {
     floe_pg *pg;
@@ -213,17 +211,8 @@ static int options(const cli_opt *opts, floe_pg_options *o, run *r)
         cli_say("floe: name the tables (--tables) or a publication (--publication)\n");
         return -1;
     }
-    const char *term = getenv("TERM");
-    bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
-    r->mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
-    r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
-    if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0 ||
-        cli_wall_duration_opt(opts, "metrics-linger", true, &r->linger_ns) != 0)
+    if (cli_status_options(opts, &r->mode, &r->interval_ns, &r->linger_ns) != 0)
         return -1;
-    if (r->linger_ns && !cli_has(opts, "metrics-addr")) {
-        cli_say("floe: --metrics-linger needs --metrics-addr\n");
-        return -1;
-    }
     return 0;
 }
 
@@ -554,20 +543,13 @@ int cmd_pg(int argc, char **argv)
                                "(default 1g)", NULL},
         {"spill-dir", true, "where spilled updates and in-progress transactions go "
                             "(default $TMPDIR or /tmp)", NULL},
-        {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},
-        {"metrics-linger", true, "after the run, keep serving them this long", NULL},
-        {"progress-interval", true, "redraw the status line this often", NULL},
-        {"quiet", false, "no status line, notices or summary (errors and warnings shown)",
-         NULL},
+        {"metrics-linger", true, "after the run, keep serving /metrics this long", NULL},
+        CLI_STATUS_OPTS,
         {NULL, false, NULL, NULL},
     };
-    int p = cli_parse(&CMD, argc, argv, opts);
-    if (p != 0)
-        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (cli_signals_start() != 0) {
-        cli_say("floe: cannot set up the stop signals\n");
-        return CLI_EXIT_FAILED;
-    }
+    int begun = cli_begin(&CMD, argc, argv, opts);
+    if (begun >= 0)
+        return begun;
     run r = {0};
     r.err = floe_error_new();
     floe_pg_options o;

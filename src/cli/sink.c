@@ -66,8 +66,6 @@ static const char NOTES[] =
 static const cli_command CMD = {"sink", USAGE, NOTES};
 
 #define MAX_PROPERTIES 64
-#define TTY_INTERVAL_NS 1000000000u
-#define PLAIN_INTERVAL_NS 10000000000u
 
 typedef enum outcome { RUN_DONE, RUN_HALTED, RUN_STOPPED } outcome;
 
@@ -181,17 +179,8 @@ static int options(const cli_opt *opts, int argc, char **argv, floe_sink_options
         return -1;
     r->input = cli_get(opts, "input") ? cli_get(opts, "input") : "-";
     r->close = cli_has(opts, "close");
-    const char *term = getenv("TERM");
-    bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
-    r->mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
-    r->interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
-    if (cli_wall_duration_opt(opts, "progress-interval", false, &r->interval_ns) != 0 ||
-        cli_wall_duration_opt(opts, "metrics-linger", true, &r->linger_ns) != 0)
+    if (cli_status_options(opts, &r->mode, &r->interval_ns, &r->linger_ns) != 0)
         return -1;
-    if (r->linger_ns && !cli_has(opts, "metrics-addr")) {
-        cli_say("floe: --metrics-linger needs --metrics-addr\n");
-        return -1;
-    }
     if (cli_has(opts, "schema")) {
         *schema_text = cli_schema_text(cli_get(opts, "schema"));
         if (!*schema_text)
@@ -446,15 +435,11 @@ int cmd_sink(int argc, char **argv)
          NULL},
         {NULL, false, NULL, NULL},
     };
-    int p = cli_parse(&CMD, argc, argv, opts);
-    if (p != 0)
-        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    int begun = cli_begin(&CMD, argc, argv, opts);
+    if (begun >= 0)
+        return begun;
     if (cli_require(&CMD, opts, (const char *const[]){"table", NULL}) != 0)
         return CLI_EXIT_USAGE;
-    if (cli_signals_start() != 0) {
-        cli_say("floe: cannot set up the stop signals\n");
-        return CLI_EXIT_FAILED;
-    }
     run r = {0};
     r.err = floe_error_new();
     floe_sink_options o;

@@ -22,6 +22,26 @@
 
 #include "cli/cli_internal.h"
 
+#define TTY_INTERVAL_NS 1000000000u
+#define PLAIN_INTERVAL_NS 10000000000u
+
+int cli_status_options(const cli_opt *opts, cli_status_mode *mode, uint64_t *interval_ns,
+                       uint64_t *linger_ns)
+{
+    const char *term = getenv("TERM");
+    bool tty = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
+    *mode = cli_has(opts, "quiet") ? CLI_STATUS_QUIET : tty ? CLI_STATUS_TTY : CLI_STATUS_PLAIN;
+    *interval_ns = tty ? TTY_INTERVAL_NS : PLAIN_INTERVAL_NS;
+    if (cli_wall_duration_opt(opts, "progress-interval", false, interval_ns) != 0 ||
+        (linger_ns && cli_wall_duration_opt(opts, "metrics-linger", true, linger_ns) != 0))
+        return -1;
+    if (linger_ns && *linger_ns && !cli_has(opts, "metrics-addr")) {
+        cli_say("floe: --metrics-linger needs --metrics-addr\n");
+        return -1;
+    }
+    return 0;
+}
+
 /* Whether the live line is on the terminal now; guarded by flockfile(stderr). */
 static bool live_shown;
 

@@ -142,3 +142,15 @@ void cli_signals_wait(uint64_t ns)
         poll(&p, 1, (int)((until - now) / 1000000u) + 1);
     }
 }
+
+int cli_begin(const cli_command *cmd, int argc, char **argv, cli_opt *opts)
+{
+    int p = cli_parse(cmd, argc, argv, opts);
+    if (p != 0)
+        return p > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (cli_signals_start() != 0) {
+        cli_say("floe: cannot set up the stop signals\n");
+        return CLI_EXIT_FAILED;
+    }
+    return -1;
+}
