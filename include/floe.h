@@ -781,6 +781,12 @@ typedef struct floe_sink_options {
      * NULL.  From the sink's thread. */
     void (*on_notice)(void *ctx, const char *message);
     void *notice_ctx;
+    /* How long a commit that other writers keep beating (a compactor
+     * committing while the sink does: each conflict is rebased onto and
+     * tried again) goes on before the sink gives up, in wall-clock
+     * milliseconds since the first conflict of that commit.  0: 600000
+     * (ten minutes).  Failures of other kinds are bounded by count. */
+    int64_t commit_timeout_ms;
 } floe_sink_options;
 
 void floe_sink_options_init(floe_sink_options *opts, size_t size);

@@ -3,7 +3,9 @@ real sink over a catalog that loses a response, loses a race to a concurrent
 compaction, fails before sending, or rejects a request.  Every case ends
 with the table equal to the model (read by Java Iceberg)."""
 import json
+import re
 import subprocess
+import time
 
 import pytest
 
@@ -14,12 +16,13 @@ from sinkmodel import INF, SCHEMA, Stream, frontier_value, table_snapshots
 TABLE = "demo.orders"
 
 
-def run_tool(tmp_path, fault, when, stream, interval=20):
+def run_tool(tmp_path, fault, when, stream, interval=20, *extra):
     src = tmp_path / "in.ndjson"
     src.write_text(stream.text())
     proc = subprocess.run([tool_bin("test_sink_tool"), fault, str(when),
                            f"sqlite:{tmp_path}/catalog.db", f"{tmp_path}/wh", TABLE, SCHEMA, "id",
-                           str(src), str(interval)], capture_output=True, text=True, timeout=300)
+                           str(src), str(interval), *extra], capture_output=True, text=True,
+                          timeout=300)
     assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
     stats = json.loads(proc.stdout) if proc.stdout.strip() else {}
     return proc.returncode, stats, proc.stderr
@@ -46,6 +49,38 @@ def test_a_lost_commit_response_is_recognised_not_repeated(tmp_path):
     assert len(fronts) == len(set(fronts)), "the batch was committed once"
     assert fronts[-1] == "[]"
     assert stats["snapshots"] == len(snaps)
+
+
+def test_a_busy_compactor_is_rebased_on_past_five_conflicts(tmp_path):
+    """Another writer compacts before each of 8 commit attempts in a row:
+    every conflict is rebased onto and tried again (a count of 5 bounds
+    other failures, not these), and the run ends exact with the
+    compactions kept."""
+    stream = Stream(34, steps=30)
+    code, stats, err = run_tool(tmp_path, "busy-compactor", 8, stream)
+    assert code == 0, err
+    assert stats["conflicts"] == 8, stats
+    snaps = final_rows_match(tmp_path, stream)
+    ops = [s["summary"]["operation"] for s in table_snapshots(f"{tmp_path}/catalog.db", TABLE)]
+    assert ops.count("replace") == 8
+    assert snaps[-1][1]["floe.frontier"] == "[]"
+
+
+def test_a_compactor_always_first_is_rebased_on_until_the_commit_timeout(tmp_path):
+    """A compaction before every commit attempt after the first, forever:
+    the run gives up once commit_timeout_ms (here 3 s) has passed since the
+    conflicts began, saying so, with what it committed before intact."""
+    stream = Stream(35, steps=30)
+    start = time.monotonic()
+    code, stats, err = run_tool(tmp_path, "busy-compactor", 0, stream, 20, "3000")
+    took = time.monotonic() - start
+    assert code != 0, err
+    m = re.search(r"other writers committed first (\d+) times in (\d+) s; giving up", err)
+    assert m and int(m.group(1)) >= 2 and int(m.group(2)) >= 3, err
+    assert stats["conflicts"] == int(m.group(1)) and stats["snapshots"] == 1, stats
+    assert took >= 3, took
+    snaps = final_rows_match(tmp_path, stream)
+    assert len([s for s in snaps if "floe.frontier" in s[1]]) == 1
 
 
 def test_a_conflict_reloads_rechecks_and_retries(tmp_path):

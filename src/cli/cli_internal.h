@@ -198,14 +198,19 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
     {"orphan-interval", true, "look for orphan files this often (default 1h; 0: never)", NULL}, \
     {"maintain-final", true, "when the run ends, compact what is still due for at most this " \
                              "long (default 10s; 0: never)", NULL}
-/* The sink options the sources (floe pg, floe kafka) take for every table
- * (besides --memory-limit and --spill-dir, which each says its own way). */
+/* How long a commit other writers keep beating goes on (cli_sink_numbers). */
+#define CLI_COMMIT_TIMEOUT_OPT                                                             \
+    {"commit-timeout", true, "how long a commit that other writers (a compactor) keep "    \
+                             "beating is rebased and tried again before the run gives up " \
+                             "(default 10m)", NULL}
 /* The status and metrics options of the sources' commands. */
 #define CLI_STATUS_OPTS                                                                    \
     {"metrics-addr", true, "serve /metrics and /health on HOST:PORT", NULL},               \
     {"progress-interval", true, "redraw the status line this often", NULL},                \
     {"quiet", false, "no status line, notices or summary (errors and warnings shown)",     \
      NULL}
+/* The sink options the sources (floe pg, floe kafka) take for every table
+ * (besides --memory-limit and --spill-dir, which each says its own way). */
 #define CLI_SOURCE_SINK_OPTS                                                               \
     {"compression", true, "zstd, snappy, gzip or none (default: the table's "              \
                           "write.parquet.compression-codec, else zstd)", NULL},            \
@@ -215,14 +220,15 @@ const char *cli_signal_name(int sig, char *buf, size_t cap);
     {"format-version", true, "Iceberg format of tables floe creates: 2 (default) or 3",    \
      NULL},                                                                                \
     {"index-dir", true, "where the key indexes are kept between runs", NULL},              \
+    CLI_COMMIT_TIMEOUT_OPT,                                                                \
     {"sink-version", true, "sink version; a newer one fences older ones (default 1)", NULL}
 /* Those options into `o`: 0, or -1 (reported) when one is malformed. */
 int cli_maintain_opts(const cli_opt *opts, floe_sink_options *o);
 /* The sink options every streaming command takes (floe sink, and the
  * sources floe pg and floe kafka through CLI_SOURCE_SINK_OPTS):
  * --compression, --delete-mode, --target-file-size, --memory-limit,
- * --sink-version (at least 1), --format-version (2 or 3) and the
- * maintenance options, into `o`, by one set of rules: 0, or -1 (reported)
+ * --sink-version (at least 1), --format-version (2 or 3), --commit-timeout
+ * and the maintenance options, into `o`, by one set of rules: 0, or -1 (reported)
  * when one is malformed. */
 int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o);
 /* A source's options for every table's sink: `o` set up, its connect

@@ -427,6 +427,7 @@ int cmd_sink(int argc, char **argv)
         {"spill-dir", true, "where spilled updates and index runs go (default $TMPDIR or /tmp)",
          NULL},
         CLI_MAINTAIN_OPTS,
+        CLI_COMMIT_TIMEOUT_OPT,
         {"property", true, "KEY=VALUE: a table property for a table the sink creates "
                            "(repeatable)", NULL},
         {"progress-interval", true, "redraw the status line this often (wall clock; default 1s "

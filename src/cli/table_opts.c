@@ -146,7 +146,12 @@ int cli_sink_numbers(const cli_opt *opts, floe_sink_options *o)
     if (dm)
         o->delete_mode = strcmp(dm, "equality") == 0 ? FLOE_DELETE_EQUALITY
                                                      : FLOE_DELETE_POSITION;
-    uint64_t fv = 0;
+    uint64_t fv = 0, timeout_ns = 0;
+    if (cli_wall_duration_opt(opts, "commit-timeout", false, &timeout_ns) != 0)
+        return -1;
+    o->commit_timeout_ms = (int64_t)(timeout_ns / 1000000u);
+    if (timeout_ns && !o->commit_timeout_ms)
+        o->commit_timeout_ms = 1;
     if (cli_size_opt(opts, "target-file-size", &target) != 0 ||
         cli_size_opt(opts, "memory-limit", &mem) != 0 ||
         cli_u64_opt(opts, "sink-version", &o->sink_version) != 0 ||

@@ -508,6 +508,7 @@ static int setup_parts(floe_sink *s, floe_error *err)
     s->ccfg.warn = on_warning;
     s->ccfg.warn_ctx = s;
     s->ccfg.gate = &s->commit_gate;
+    s->ccfg.conflict_patience_ms = o->commit_timeout_ms > 0 ? (unsigned)o->commit_timeout_ms : 0;
     s->ccfg.extra_props = s->props;
     s->ccfg.summary_hook = summary_hook;
     s->ccfg.summary_ctx = s;
@@ -644,6 +645,9 @@ static int preflight(floe_sink *s, const floe__schema *declared, floe_error *err
                    FLOE_EINVAL, "--format-version must be 2 or 3, not %d", o->format_version);
     FLOE_RETURN_IF(o->delete_mode != FLOE_DELETE_POSITION && o->delete_mode != FLOE_DELETE_EQUALITY,
                    err, FLOE_EINVAL, "unknown delete mode %d", (int)o->delete_mode);
+    FLOE_RETURN_IF(o->commit_timeout_ms < 0 || o->commit_timeout_ms > UINT32_MAX, err,
+                   FLOE_EINVAL, "the commit timeout must be between 0 and %u ms, not %lld",
+                   UINT32_MAX, (long long)o->commit_timeout_ms);
     FLOE_RETURN_IF(s->upsert && !o->key && o->delete_mode == FLOE_DELETE_EQUALITY, err,
                    FLOE_EINVAL, "--delete-mode equality needs --key: without one the whole row "
                    "is the key and copies of a row are legal, but an equality delete removes "

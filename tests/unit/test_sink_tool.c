@@ -32,9 +32,20 @@ static int concurrent_compaction(scripted *sc, const char *ns, const char *name,
     return sc_add_snapshot(sc, ns, name, json_pack("{s:s}", "operation", "replace"), NULL, err);
 }
 
-/* FAULT at the `when`-th commit call. */
+/* FAULT at the `when`-th commit call; busy-compactor: another writer
+ * compacts before each of the `when` commit calls after the first (0: of
+ * all of them). */
 static int script_fault(scripted *sc, const char *fault, long when)
 {
+    if (strcmp(fault, "busy-compactor") == 0) {
+        sc->hook = concurrent_compaction;
+        sc_script(sc, SC_PASS);
+        for (long k = 0; k < when; k++)
+            sc_script(sc, SC_HOOK);
+        if (when == 0)
+            sc->after = SC_HOOK;
+        return 0;
+    }
     static const struct { const char *name; sc_action a; } faults[] = {
         {"none", SC_PASS}, {"lost-response", SC_LOST}, {"conflict", SC_HOOK},
         {"unsent", SC_UNSENT}, {"bad-request", SC_REJECT}, {"always-conflict", SC_CONFLICT},
@@ -85,9 +96,9 @@ static int feed(floe_sink *sink, const char *path, floe_error *err)
 
 int main(int argc, char **argv)
 {
-    if (argc != 10) {
-        fprintf(stderr, "usage: %s FAULT N CATALOG WAREHOUSE NS.TABLE SCHEMA KEY INPUT INTERVAL\n",
-                argv[0]);
+    if (argc != 10 && argc != 11) {
+        fprintf(stderr, "usage: %s FAULT N CATALOG WAREHOUSE NS.TABLE SCHEMA KEY INPUT INTERVAL "
+                "[COMMIT_TIMEOUT_MS]\n", argv[0]);
         return 2;
     }
     floe_error *err = floe_error_new();
@@ -113,6 +124,8 @@ int main(int argc, char **argv)
     else
         o.commit_interval = strtoull(argv[9], NULL, 10);
     o.maintain = FLOE_MAINTAIN_OFF;          /* the faults are for the sink's own commits */
+    if (argc == 11)
+        o.commit_timeout_ms = atoll(argv[10]);
     floe_sink *sink = NULL;
     if (rc == FLOE_OK)
         rc = floe__sink_open_with(&o, &f->base, io, &sink, err);
