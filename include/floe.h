@@ -1034,7 +1034,7 @@ typedef struct floe_pg_options {
      * together: three quarters split evenly among the sinks, the rest for
      * the stream; 0: 1 GiB), spill_dir (also streamed transactions'), delete_mode,
      * index_dir, format_version, sink_version, maintain, maintain_budget,
-     * orphan_age_ms, orphan_interval_ms, properties, on_warning and
+     * orphan_age_ms, orphan_interval_ms, commit_timeout_ms, properties, on_warning and
      * warning_ctx (warnings of the mirror and of the tables' maintenance
      * threads too, from those threads).  The other fields are floe's to
      * set.  NULL: floe_sink_options_init's. */
@@ -1384,8 +1384,8 @@ typedef struct floe_kafka_options {
      * creates; an existing table keeps its own), key, connect, compression, compression_level,
      * target_file_size, memory_limit (for each topic), spill_dir,
      * delete_mode, index_dir, format_version, sink_version, maintain,
-     * maintain_budget, orphan_age_ms, orphan_interval_ms, properties,
-     * partition_by, on_warning and warning_ctx.  The other fields are
+     * maintain_budget, orphan_age_ms, orphan_interval_ms, commit_timeout_ms,
+     * properties, partition_by, on_warning and warning_ctx.  The other fields are
      * floe's to set.  NULL: floe_sink_options_init's. */
     const floe_sink_options *sink;
     uint64_t commit_interval_ms;    /* wall clock between snapshots; 0: 10000 */
