@@ -83,24 +83,9 @@ int floe__local_mkdirs(const char *dir, floe_error *err)
     return mkdirs(floe__local_path(dir), err);
 }
 
-static int write_fully(int fd, const uint8_t *p, size_t n, const char *path, floe_error *err)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return floe__err_set(err, FLOE_EIO, "write %s: %s", path, strerror(errno));
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return FLOE_OK;
-}
-
 static int flush_pending(local_output *lo, floe_error *err)
 {
-    int rc = write_fully(lo->fd, lo->pending.data, lo->pending.len, lo->tmp, err);
+    int rc = floe__write_all(lo->fd, lo->pending.data, lo->pending.len, lo->tmp, err);
     floe__buf_reset(&lo->pending);
     return rc;
 }
@@ -111,7 +96,7 @@ static int local_write(floe__output *o, const void *p, size_t n, floe_error *err
     if (lo->pending.len + n > WRITE_CHUNK) {
         FLOE_FORWARD(flush_pending(lo, err));
         if (n >= WRITE_CHUNK)
-            return write_fully(lo->fd, p, n, lo->tmp, err);
+            return floe__write_all(lo->fd, p, n, lo->tmp, err);
     }
     return floe__buf_append(&lo->pending, p, n, err);
 }

@@ -42,22 +42,6 @@ struct floe__kx_run_writer {
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-static int write_all(int fd, const void *p, size_t n, floe_error *err)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return floe__err_set(err, FLOE_EIO, "writing the key index's disk tier: %s",
-                                 strerror(errno));
-        b += w;
-        n -= (size_t)w;
-    }
-    return FLOE_OK;
-}
-
 int floe__kx_run_writer_new(const char *dir, floe__kx_run_writer **out, floe_error *err)
 {
     floe__kx_run_writer *w = floe__calloc(1, sizeof *w);
@@ -87,8 +71,9 @@ static int flush_block(floe__kx_run_writer *w, floe_error *err)
         return FLOE_OK;
     uint8_t head[4];
     floe__put_le32(head, (uint32_t)w->block.len);
-    FLOE_FORWARD(write_all(w->run->fd, head, 4, err));
-    FLOE_FORWARD(write_all(w->run->fd, w->block.data, w->block.len, err));
+    FLOE_FORWARD(floe__write_all(w->run->fd, head, 4, "the key index's disk tier", err));
+    FLOE_FORWARD(floe__write_all(w->run->fd, w->block.data, w->block.len,
+                                 "the key index's disk tier", err));
     w->run->bytes += 4 + w->block.len;
     floe__buf_reset(&w->block);
     return FLOE_OK;

@@ -170,22 +170,6 @@ int floe__kx_log_apply(const floe__kx_log *l, floe__kx *kx, floe_error *err)
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-static int write_all(int fd, const void *p, size_t n, const char *what, floe_error *err)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return floe__err_set(err, FLOE_EIO, "writing the key index %s: %s", what,
-                                 strerror(errno));
-        b += w;
-        n -= (size_t)w;
-    }
-    return FLOE_OK;
-}
-
 static char *in_dir(const floe__kx_store *s, const char *name)
 {
     return floe__path_join(s->dir, name);
@@ -284,7 +268,7 @@ typedef struct out {
 
 static int out_flush(out *o, floe_error *err)
 {
-    int rc = write_all(o->fd, o->buf.data, o->buf.len, "checkpoint", err);
+    int rc = floe__write_all(o->fd, o->buf.data, o->buf.len, "the key index checkpoint", err);
     o->crc = crc32(o->crc, o->buf.data, (uInt)o->buf.len);
     o->bytes += o->buf.len;
     floe__buf_reset(&o->buf);
@@ -296,7 +280,7 @@ static int out_put(out *o, const void *p, size_t n, floe_error *err)
     if (o->buf.len + n > ((size_t)1 << 20) && o->buf.len)
         FLOE_FORWARD(out_flush(o, err));
     if (n > ((size_t)1 << 20)) {                    /* a huge key: straight through */
-        FLOE_FORWARD(write_all(o->fd, p, n, "checkpoint", err));
+        FLOE_FORWARD(floe__write_all(o->fd, p, n, "the key index checkpoint", err));
         o->crc = crc32(o->crc, p, (uInt)n);
         o->bytes += n;
         return FLOE_OK;
@@ -444,7 +428,7 @@ static int finish(floe__kx_ckpt *c, const floe__kx *kx, floe__kx_mark at, floe_e
     if (rc == FLOE_OK) {
         uint8_t crc[4];
         floe__put_le32(crc, (uint32_t)o->crc);
-        rc = write_all(c->fd, crc, 4, "checkpoint", err);
+        rc = floe__write_all(c->fd, crc, 4, "the key index checkpoint", err);
     }
     if (rc == FLOE_OK && fsync(c->fd) != 0)
         rc = floe__err_set(err, FLOE_EIO, "syncing the key index checkpoint: %s",
@@ -871,7 +855,7 @@ int floe__kx_store_log(floe__kx_store *s, const floe__kx_log *l, uint64_t token,
     floe__kx_logged at = {s->log_bytes, token, upper_empty, upper};
     int rc = encode_record(l, &at, &b, err);
     if (rc == FLOE_OK)
-        rc = write_all(s->log_fd, b.data, b.len, "log", err);
+        rc = floe__write_all(s->log_fd, b.data, b.len, "the key index log", err);
     if (rc == FLOE_OK && fdatasync(s->log_fd) != 0)
         rc = floe__err_set(err, FLOE_EIO, "syncing the key index log: %s", strerror(errno));
     if (rc == FLOE_OK)

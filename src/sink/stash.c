@@ -115,21 +115,6 @@ void floe__stash_free(floe__stash *st)
 
 /* ---- spilling ---------------------------------------------------------------- */
 
-static int write_all(int fd, const void *p, size_t n, floe_error *err)
-{
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return floe__err_set(err, FLOE_EIO, "writing a stash spill file: %s", strerror(errno));
-        b += w;
-        n -= (size_t)w;
-    }
-    return FLOE_OK;
-}
-
 static int spill_records(int fd, const floe__upd *v, size_t n, floe_error *err)
 {
     floe__buf out;
@@ -147,7 +132,7 @@ static int spill_records(int fd, const floe__upd *v, size_t n, floe_error *err)
         if (rc == FLOE_OK)
             rc = floe__buf_append(&out, v[i].row, v[i].row_len, err);
         if (rc == FLOE_OK && (out.len >= RUN_BUF || i + 1 == n)) {
-            rc = write_all(fd, out.data, out.len, err);
+            rc = floe__write_all(fd, out.data, out.len, "a stash spill file", err);
             floe__buf_reset(&out);
         }
     }

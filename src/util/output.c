@@ -1,8 +1,27 @@
 /*
  * output.c - the in-memory floe__output (tests, small objects, manifests
- * that are built whole before they are stored).
+ * that are built whole before they are stored), and writing a whole
+ * buffer to a file descriptor.
  */
+#include <errno.h>
+#include <unistd.h>
+
 #include "util/util_internal.h"
+
+int floe__write_all(int fd, const void *p, size_t n, const char *what, floe_error *err)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return floe__err_set(err, FLOE_EIO, "writing %s: %s", what, strerror(errno));
+        b += w;
+        n -= (size_t)w;
+    }
+    return FLOE_OK;
+}
 
 typedef struct memory_output {
     floe__output base;

@@ -241,6 +241,9 @@ static inline int floe__output_write(floe__output *o, const void *p, size_t n, f
 /* An output into memory: on close the bytes stay in *dst (which the caller
  * owns and must floe__buf_free); abort empties it. */
 floe__output *floe__output_memory(floe__buf *dst);
+/* Write all n bytes to descriptor fd (short writes and EINTR continued);
+ * FLOE_EIO "writing WHAT: <strerror>" otherwise. */
+int floe__write_all(int fd, const void *p, size_t n, const char *what, floe_error *err);
 
 /* ---- retries (retry.c) -----------------------------------------------------
  * Every retry loop's policy: a failure is tried again when its code's class
