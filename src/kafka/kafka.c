@@ -663,8 +663,10 @@ static int resume_offsets(floe_kafka *k, topic *t, floe_error *err)
     return FLOE_OK;
 }
 
-/* Whether topic t's table exists, and the key columns its sink recorded
- * (*key, the caller's; NULL when none). */
+/* Whether topic t's table exists with snapshots, and the key columns its
+ * sink recorded (*key, the caller's; NULL when none).  A table without a
+ * snapshot (made by a run killed before its first commit, which records
+ * the key) counts as not made yet: the first event makes it again. */
 static int look_at_table(floe_kafka *k, topic *t, bool *exists, char **key, floe_error *err)
 {
     *exists = false;
@@ -678,7 +680,7 @@ static int look_at_table(floe_kafka *k, topic *t, bool *exists, char **key, floe
         return FLOE_OK;
     }
     FLOE_FORWARD(rc);
-    *exists = true;
+    *exists = floe_table_snapshot_count(tbl) > 0;
     floe_sink_progress pr;
     rc = floe_table_sink_progress(tbl, t->sink_id, &pr, sizeof pr, err);
     for (size_t i = 0; rc == FLOE_OK && pr.state == FLOE_PROGRESS_FOUND &&
