@@ -252,17 +252,19 @@ def test_maintenance_off_leaves_the_debt(tmp_path):
 @pytest.mark.parametrize("version", [2, 3])
 def test_a_burst_is_left_compacted_when_the_run_ends(tmp_path, version):
     """Input fed faster than real time (60 steps in one go) outruns a
-    maintenance budget kept small here (1% of wall time); the final pass
-    when the run ends compacts what is due regardless: after exit the
-    table has one data file and no delete file, and equals the model.
-    With --maintain-final 0 the debt stays."""
+    maintenance budget kept tiny here (0.01% of wall time: after its first
+    round, which comes with the first commit, the thread may not work again
+    for ten thousand times that round's length, longer than the run on any
+    machine); the final pass when the run ends compacts what is due
+    regardless: after exit the table has one data file and no delete file,
+    and equals the model.  With --maintain-final 0 the debt stays."""
     stream = Stream(37, steps=60, keys=40, burst=0.3)
     left = {}
     for final in ("0", "10s"):
         (tmp_path / f"final-{final}").mkdir()
         sink = AutoSink(tmp_path / f"final-{final}", stream, version=version, interval=10,
                         expire=False)
-        res = sink.run(stream.lines, "--close", "--maintain-budget", "1%",
+        res = sink.run(stream.lines, "--close", "--maintain-budget", "0.01%",
                        "--maintain-final", final)
         assert "warning" not in res.stderr, res.stderr
         files = engines.files_json(sink.db, sink.wh, TABLE)
@@ -270,5 +272,5 @@ def test_a_burst_is_left_compacted_when_the_run_ends(tmp_path, version):
         assert check(sink) >= 1
         check_position(sink)
     assert left["10s"] == (1, 0), left
-    # without it some debt stays (how much depends on the machine's pace)
+    # without it debt stays
     assert sum(left["0"]) >= 3, left
