@@ -137,6 +137,14 @@ class Db:
     def lsn(self):
         return self.sql("SELECT pg_current_wal_insert_lsn()::text")[0][0]
 
+    def horizon(self):
+        """The WAL position now (an int), and a commit written after it, so
+        that a mirror's frontier soon passes it: an idle server may write no
+        WAL for a long while."""
+        end = lsn_int(self.lsn())
+        self.sql("SELECT pg_logical_emit_message(true, 'floe-test', 'tick')")
+        return end
+
     def slot_lsn(self):
         rows = self.sql("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE "
                         "slot_name = %s", (self.slot,))

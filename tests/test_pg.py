@@ -403,7 +403,7 @@ def test_postgres_restarting_under_the_mirror(pgdb, tmp_path):
     time.sleep(0.5)
     pgdb.srv.restart("immediate")                         # a crash of Postgres
     pgdb.sql("UPDATE pr SET v = v + 1 WHERE id % 3 = 0")  # the run reconnects and goes on
-    end = lsn_int(pgdb.lsn())
+    end = pgdb.horizon()
     from pgserver import committed_past, wait_until
     wait_until(lambda: committed_past(m, ["public.pr"], end), "the update committed")
     p.send_signal(signal.SIGINT)
@@ -550,7 +550,7 @@ def test_a_table_dropped_or_replaced_while_floe_runs(pgdb, tmp_path):
         pgdb.sql("DROP TABLE s; CREATE TABLE s (id int PRIMARY KEY, v int);"
                  "INSERT INTO s VALUES (1, 10), (3, 30); INSERT INTO o VALUES (2, 2)")
         pgdb.sql("INSERT INTO s VALUES (4, 40)")
-        end = lsn_int(pgdb.lsn())
+        end = pgdb.horizon()
         wait_until(lambda: committed_past(m, ["public.o", "public.s"], end), "the resync")
         for t in ("s", "o"):
             for reader, rows in iceberg_rows(m, f"public.{t}", one).items():
@@ -558,10 +558,10 @@ def test_a_table_dropped_or_replaced_while_floe_runs(pgdb, tmp_path):
         # a rename swap, then changes of the new table
         pgdb.sql("CREATE TABLE s_new (id int PRIMARY KEY, v int); INSERT INTO s_new VALUES (7, 7);"
                  "ALTER TABLE s RENAME TO s_old; ALTER TABLE s_new RENAME TO s")
-        end = lsn_int(pgdb.lsn())
+        end = pgdb.horizon()
         wait_until(lambda: committed_past(m, ["public.s"], end), "the second resync")
         pgdb.sql("INSERT INTO s VALUES (8, 8); INSERT INTO s_old VALUES (9, 9)")
-        end = lsn_int(pgdb.lsn())
+        end = pgdb.horizon()
         wait_until(lambda: committed_past(m, ["public.s"], end), "the new table's change")
         assert iceberg_rows(m, "public.s", one)["duckdb"] == [(7, 7), (8, 8)] \
             == pg_rows(pgdb, "s", one)

@@ -270,7 +270,7 @@ def test_messages_name_postgres_types_as_postgres_does(pgdb, tmp_path):
         pgdb.sql("ALTER TABLE ty ALTER COLUMN o TYPE integer, ALTER COLUMN s TYPE bigint USING "
                  "length(s), ALTER COLUMN ts TYPE timestamp;"
                  "INSERT INTO ty VALUES (100, 1, 2, '2026-02-02')")
-        end = lsn_int(pgdb.lsn())
+        end = pgdb.horizon()
         wait_until(lambda: committed_past(m, ["public.ty"], end), "the resync committed")
     finally:
         p.send_signal(signal.SIGINT)

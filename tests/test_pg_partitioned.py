@@ -30,7 +30,7 @@ import time
 import psycopg
 
 from pgserver import (SCALE, Mirror, committed_past, iceberg_rows, pg_rows, pgdb,  # noqa
-                      lsn_int, wait_until)
+                      wait_until)
 from rowgen import Col
 
 COLS = {
@@ -77,8 +77,7 @@ def check_equal(db, m, tables=tuple(COLS)):
 def settle(db, m, tables=tuple(COLS)):
     """Wait until every table committed past the WAL position now, then
     compare: the snapshots recording a frontier past a change show it."""
-    end = lsn_int(db.lsn())
-    db.sql("SELECT pg_logical_emit_message(true, 'floe-test', 'tick')")   # a commit past `end`
+    end = db.horizon()
     wait_until(lambda: committed_past(m, [f"public.{t}" for t in tables], end),
                f"every table committed past {end:x}", timeout=180)
     check_equal(db, m, tables)
@@ -96,7 +95,7 @@ def start(m, tmp_path, name):
                 text=True)
     # streaming, and a round of commits (its partitions verified) behind it
     wait_until(lambda: log_has(log, "streaming from slot"), "floe streaming")
-    end = lsn_int(m.db.lsn())
+    end = m.db.horizon()
     wait_until(lambda: committed_past(m, m.tables, end), "a round of commits")
     return p, f, log
 

@@ -20,7 +20,7 @@ import urllib.request
 import psycopg
 
 from conftest import SCALE
-from pgserver import (Mirror, Proxy, Run, committed_past, iceberg_rows, lsn_int, pg_rows,  # noqa
+from pgserver import (Mirror, Proxy, Run, committed_past, iceberg_rows, pg_rows,  # noqa
                       pgdb, wait_until)
 from rowgen import Col
 
@@ -80,7 +80,7 @@ def finish(m, db, p, writer):
     SIGINT it; every table equals Postgres."""
     writer.stop.set()
     writer.join()
-    end = lsn_int(db.lsn())
+    end = db.horizon()
     wait_until(lambda: committed_past(m, ["public.a", "public.b"], end),
                "every table committed past the writer's last transaction", timeout=300)
     p.send_signal(signal.SIGINT)
@@ -174,7 +174,7 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
         srv.up()
     wait_until(lambda: health(port)[0] == 200, "/health answering 200 again")
     pgdb.sql("INSERT INTO a VALUES (1000, 1)")
-    end = lsn_int(pgdb.lsn())
+    end = pgdb.horizon()
     wait_until(lambda: committed_past(m, ["public.a", "public.b"], end), "the insert committed")
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=300 * SCALE)
@@ -203,7 +203,7 @@ def test_reconnecting_is_visible_and_a_give_up_exits_75(pgdb, tmp_path):
     finally:
         srv.up()
     pgdb.sql("INSERT INTO a VALUES (1002, 2)")
-    end = lsn_int(pgdb.lsn())
+    end = pgdb.horizon()
     wait_until(lambda: committed_past(m, ["public.a"], end), "the insert committed")
     assert run.stop() == 130, "".join(run.lines)
     pgdb.sql("INSERT INTO a VALUES (1001, 1)")

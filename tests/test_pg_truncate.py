@@ -101,7 +101,7 @@ def test_truncate_is_mirrored_at_its_place_in_the_stream(pgdb, tmp_path):
     pgdb.sql("TRUNCATE a CASCADE")
     pgdb.sql("TRUNCATE s RESTART IDENTITY; INSERT INTO s (v) VALUES ('first')")
     pgdb.sql("INSERT INTO a VALUES (1, 'one'); INSERT INTO c VALUES (1, 1)")
-    end = lsn_int(pgdb.lsn())
+    end = pgdb.horizon()
     wait_until(lambda: committed_past(m, [f"public.{t}" for t in COLS], end),
                "every table committed past the last transaction")
     p.send_signal(signal.SIGINT)
