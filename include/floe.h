@@ -965,6 +965,10 @@ typedef struct floe_sink_stats {
     /* Copy-on-write commits (the table's write.update.mode): data files
      * they rewrote and the rows the new files hold. */
     uint64_t files_rewritten, rows_rewritten;
+    /* Of the files a copy-on-write attempt rewrote, those whose rewrite
+     * the next attempt took over after a conflict (another writer changed
+     * other files): the rewrite is redone only for files it changed. */
+    uint64_t rewrites_reused;
 } floe_sink_stats;
 /* Current figures: the input counters, the input frontier and the
  * freshness are read live (they never lag the input), the rest as of the

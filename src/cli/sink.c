@@ -261,8 +261,9 @@ static void report_done(run *r)
                 "compactions, %" PRIu64 " deletes moved onto rewritten files\n", st.index_keys,
                 st.index_snapshots_synced, st.index_rows_moved, st.deletes_retargeted);
     if (st.files_rewritten)
-        cli_say("floe: copy-on-write: %" PRIu64 " data files rewritten (%" PRIu64 " rows)\n",
-                st.files_rewritten, st.rows_rewritten);
+        cli_say("floe: copy-on-write: %" PRIu64 " data files rewritten (%" PRIu64 " rows); %"
+                PRIu64 " rewrites taken over after a conflict\n", st.files_rewritten,
+                st.rows_rewritten, st.rewrites_reused);
     if (st.compactions || st.snapshots_expired || st.files_removed)
         cli_say("floe: maintenance: %" PRIu64 " compactions (%" PRIu64 " files rewritten), %"
                 PRIu64 " snapshots expired, %" PRIu64 " files removed, %.1fs (%.0f%% of the run)"

@@ -64,6 +64,8 @@ typedef struct floe__posbitmap_iter {
     uint32_t r;                      /* run (run containers) */
 } floe__posbitmap_iter;
 bool floe__posbitmap_next(floe__posbitmap_iter *it, uint64_t *pos);
+/* Whether a and b hold the same positions (NULL: empty). */
+bool floe__posbitmap_equal(const floe__posbitmap *a, const floe__posbitmap *b);
 
 /* Membership for ascending queries (a file's rows in order), O(1) a query
  * amortized: `floe__posbitmap_seq q; floe__posbitmap_seq_init(&q, b);` then

@@ -647,3 +647,18 @@ int floe__posbitmap_deserialize(const uint8_t *p, size_t n, floe__posbitmap *out
         *used = r.at;
     return FLOE_OK;
 }
+
+bool floe__posbitmap_equal(const floe__posbitmap *a, const floe__posbitmap *b)
+{
+    uint64_t na = a ? a->count : 0, nb = b ? b->count : 0;
+    if (na != nb)
+        return false;
+    if (na == 0)
+        return true;
+    floe__posbitmap_iter x = {.b = a}, y = {.b = b};
+    uint64_t p, q;
+    while (floe__posbitmap_next(&x, &p))
+        if (!floe__posbitmap_next(&y, &q) || p != q)
+            return false;
+    return true;
+}

@@ -246,9 +246,12 @@ int floe__merge_manifests(floe__table *t, pthread_mutex_t *gate, floe_error *err
  * deletes (map says where each went).  Deletes on files the snapshot does
  * not hold (the commit's own new files) are left in `rest`. */
 typedef struct floe__cow {
-    floe__content_list files;        /* the new data files (none when every row went) */
-    const char **old, **remove;      /* paths owned by the rewrite's plan */
+    floe__content_list files;        /* the new data files (none when every row went); the
+                                        list is the rewrite's, the files its pieces' */
+    const char **old, **remove;      /* the files rewritten, in order; the paths to remove
+                                        (owned by the rewrite) */
     size_t n_old, n_remove;
+    size_t reused;                   /* of old, those taken over from `prev` */
     floe__posdel_set *rest;          /* NULL: none */
     floe__compact_map map;
     floe__compact_result stats;      /* rows and bytes read and written */
@@ -256,10 +259,14 @@ typedef struct floe__cow {
 } floe__cow;
 
 /* Rewrite the data files of t's current snapshot, as loaded (not
- * reloaded), that `deletes` (borrowed) deletes rows from.  The caller
- * commits against that snapshot and frees the result. */
-int floe__cow_rewrite(floe__table *t, const floe__posdel_set *deletes, floe__cow **out,
-                      floe_error *err);
+ * reloaded), that `deletes` (borrowed) deletes rows from, each into a file
+ * of its own.  prev (NULL: none), the rewrite of an attempt that did not
+ * land, gives up each file's rewrite that is still what this one would
+ * write; the caller frees prev after (with remove_files: what is left of
+ * it was never committed).  The caller commits against t's snapshot and
+ * frees the result. */
+int floe__cow_rewrite(floe__table *t, const floe__posdel_set *deletes, floe__cow *prev,
+                      floe__cow **out, floe_error *err);
 /* The rewrite's moves, as a compaction group's, under snapshot id `id`
  * (borrowed, valid while w is). */
 void floe__cow_moved(const floe__cow *w, const char *id, floe__compact_moved *out);

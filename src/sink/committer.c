@@ -338,17 +338,25 @@ static int with_rewrite(const floe__sealed *s, const floe__cow *w, floe__commit_
 }
 
 /* After the attempt's commit: the rewrite's files stay when it may have
- * landed, else go (and the index forgets its moves). */
-static void rewrite_done(floe__committer *c, floe__cow *w, uint64_t token, int rc)
+ * landed; else the index forgets its moves and the rewrite is kept in
+ * *prev for the next attempt to take over what it can (what it cannot is
+ * removed then; a rewrite that may have landed is never taken over: a
+ * commit whose outcome was lost could still land and name its files). */
+static void rewrite_done(floe__committer *c, floe__cow *w, uint64_t token, int rc,
+                         floe__cow **prev)
 {
     bool may_have_landed = rc == FLOE_OK || rc == FLOE_EUNKNOWN_OUTCOME;
-    if (!may_have_landed && c->cfg.rewrote)
-        c->cfg.rewrote(c->cfg.rewrote_ctx, token, NULL);
     if (rc == FLOE_OK) {
         c->stats.rewritten_files += w->n_old;
         c->stats.rewritten_rows += w->stats.rows_written;
     }
-    floe__cow_free(w, !may_have_landed);
+    if (may_have_landed) {
+        floe__cow_free(w, false);
+        return;
+    }
+    if (c->cfg.rewrote)
+        c->cfg.rewrote(c->cfg.rewrote_ctx, token, NULL);
+    *prev = w;
 }
 
 /* ---- replacing ------------------------------------------------------------------------------ */
@@ -379,9 +387,11 @@ static int replaced(floe__table *t, floe__plan **plan, const char ***paths, size
 /* ---- one attempt ------------------------------------------------------------------------- */
 
 /* One attempt: FLOE_OK when the batch is in the table (*v says how) and
- * *id is the snapshot that records its upper. */
+ * *id is the snapshot that records its upper.  *prev: the copy-on-write
+ * rewrite of the attempt before, taken over where it can be (and freed);
+ * on return this attempt's when it did not land. */
 static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict *v, int64_t *id,
-                   floe_error *err)
+                   floe__cow **prev, floe_error *err)
 {
     floe__table *t = c->cfg.table;
     FLOE_FORWARD(floe__table_refresh(t, err));
@@ -434,16 +444,20 @@ static int attempt(floe__committer *c, floe__sealed *s, json_t *summary, verdict
     /* the commit changing the spec deletes by position: its own files are of
      * the new spec, a rewrite's would be of the old one */
     if (rc == FLOE_OK && !req.spec && copy_on_write(c, deletes)) {
-        rc = floe__cow_rewrite(t, deletes, &w, err);
-        if (rc == FLOE_OK)
+        rc = floe__cow_rewrite(t, deletes, *prev, &w, err);
+        if (rc == FLOE_OK) {
+            c->stats.rewrites_reused += w->reused;
             rc = with_rewrite(s, w, &req, &files, err);
+        }
         if (rc == FLOE_OK && c->cfg.rewrote)
             c->cfg.rewrote(c->cfg.rewrote_ctx, token, w);   /* before it can be seen */
     }
+    floe__cow_free(*prev, true);
+    *prev = NULL;
     if (rc == FLOE_OK)
         rc = floe__table_commit(t, &req, id, err);
     if (w)
-        rewrite_done(c, w, token, rc);
+        rewrite_done(c, w, token, rc, prev);
     floe__free(gone);
     floe__plan_free(old);
     floe__free(files);
@@ -499,12 +513,13 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
     int rc = FLOE_OK;
     int64_t id = -1;
     int failed = 0, conflicts = 0;
+    floe__cow *prev = NULL;             /* the last attempt's rewrite (copy-on-write) */
     uint64_t patience = (uint64_t)c->cfg.conflict_patience_ms * 1000000;
     for (;;) {
         verdict v = PROCEED;
         if (c->cfg.gate)
             pthread_mutex_lock(c->cfg.gate);
-        rc = attempt(c, s, summary, &v, &id, err);
+        rc = attempt(c, s, summary, &v, &id, &prev, err);
         if (c->cfg.gate)
             pthread_mutex_unlock(c->cfg.gate);
         if (rc == FLOE_OK) {
@@ -528,6 +543,7 @@ int floe__committer_commit(floe__committer *c, floe__sealed *s, floe_error *err)
             break;
         floe__retry_sleep_ms(floe__retry_delay(&retry));
     }
+    floe__cow_free(prev, true);
     json_decref(summary);
     if (rc != FLOE_OK && !fatal(rc)) {
         char lo[32], hi[32];

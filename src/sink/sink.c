@@ -98,6 +98,7 @@ void floe__sink_publish(floe_sink *s)
         commit_quantiles(&cs, &st);
         st.batches_skipped = cs.covered;
         st.files_rewritten = cs.rewritten_files;
+        st.rewrites_reused = cs.rewrites_reused;
         st.rows_rewritten = cs.rewritten_rows;
         st.has_committed_frontier = cs.has_frontier;
         st.committed_frontier_empty = cs.frontier.empty;

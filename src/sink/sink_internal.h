@@ -459,6 +459,7 @@ typedef struct floe__committer_stats {
     uint64_t recent_ns[FLOE__COMMIT_WINDOW];   /* the last commits' durations, a ring */
     uint64_t data_files, delete_files, rows, bytes;   /* committed */
     uint64_t rewritten_files, rewritten_rows;         /* copy-on-write, committed */
+    uint64_t rewrites_reused;         /* files' rewrites taken over after a conflict */
     floe__frontier frontier;            /* last committed upper */
     bool has_frontier;
 } floe__committer_stats;

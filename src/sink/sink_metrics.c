@@ -82,6 +82,7 @@ static const metric_def METRICS[] = {
     {"floe_table_metadata_bytes", "gauge", "Size of the current metadata file."},
     {"floe_rewritten_files_total", "counter", "Data files copy-on-write commits rewrote."},
     {"floe_rewritten_rows_total", "counter", "Rows the files copy-on-write commits wrote hold."},
+    {"floe_rewrites_reused_total", "counter", "Files' copy-on-write rewrites taken over by the attempt after a conflict."},
 };
 #define N_METRICS (sizeof METRICS / sizeof METRICS[0])
 
@@ -121,6 +122,7 @@ static void metric_values(const figures *f, double v[N_METRICS])
         d->deleted_ratio + unknown, d->data_manifests + d->delete_manifests + unknown,
         d->snapshots + unknown, d->oldest_snapshot_age_ms / 1e3 + unknown,
         d->metadata_bytes + unknown, (double)st->files_rewritten, (double)st->rows_rewritten,
+        (double)st->rewrites_reused,
     };
     _Static_assert(sizeof all / sizeof all[0] == N_METRICS, "a value per metric");
     memcpy(v, all, sizeof all);

@@ -475,6 +475,7 @@ out:
 typedef struct cow_probe {
     floe__posdel_set *deletes;
     char handed[4][512];
+    char all[4][4][512];             /* every new file of each rewrite handed over */
     int n_handed, withdrawn;
 } cow_probe;
 
@@ -492,9 +493,12 @@ static void cow_rewrote(void *ctx, uint64_t token, const floe__cow *w)
     cow_probe *p = ctx;
     if (!w)
         p->withdrawn++;
-    else if (p->n_handed < 4)
+    else if (p->n_handed < 4) {
+        for (size_t i = 0; i < w->files.n && i < 4; i++)
+            snprintf(p->all[p->n_handed][i], sizeof p->all[0][0], "%s", w->files.files[i].path);
         snprintf(p->handed[p->n_handed++], sizeof p->handed[0], "%s",
                  w->files.n ? w->files.files[0].path : "");
+    }
 }
 
 static bool exists(const char *uri)
@@ -551,8 +555,9 @@ TEST(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_
     CHECK_EQ_INT(commit(&f, 1, 2, 1), FLOE_OK);
     CHECK_EQ_INT(probe.n_handed, 2);
     CHECK_EQ_INT(probe.withdrawn, 1);
-    CHECK(!exists(probe.handed[0]));                           /* the refused rewrite's file */
-    CHECK(exists(probe.handed[1]));                            /* the one that landed */
+    /* nothing changed in between: attempt 2 took attempt 1's rewrite over */
+    CHECK_EQ_STR(probe.handed[0], probe.handed[1]);
+    CHECK(exists(probe.handed[1]));
     uint64_t rows;
     size_t n_data, n_deletes;
     current_files(&f, &rows, &n_data, &n_deletes);
@@ -565,6 +570,92 @@ TEST(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_
     floe__committer_stats st;
     floe__committer_get_stats(f.c, &st);
     CHECK_EQ_INT(st.lost_responses, 1);
+out:
+    floe__posdel_set_free(probe.deletes);
+    json_decref(props);
+    fix_close(&f);
+}
+
+/* The hook's other writer: a position delete of its own, of row 5 of
+ * data file `path`. */
+typedef struct other_writer {
+    fix *f;
+    char path[512];
+} other_writer;
+
+static int other_deletes(scripted *sc, const char *ns, const char *name, floe_error *err)
+{
+    other_writer *o = sc->hook_ctx;
+    floe__table *t = NULL;
+    FLOE_FORWARD(floe__table_open(sc->inner, o->f->io, ns, name, NULL, NULL, &t, err));
+    floe__posdel_set *d = NULL;
+    int rc = floe__posdel_set_new(&d, err);
+    if (rc == FLOE_OK)
+        rc = floe__posdel_set_add(d, o->path, 5, err);
+    floe__commit_request req = {
+        .deletes = d, .base_snapshot_id = floe__metadata_current_snapshot_id(t->loaded->metadata)};
+    int64_t id;
+    if (rc == FLOE_OK)
+        rc = floe__table_commit(t, &req, &id, err);
+    floe__posdel_set_free(d);
+    floe__table_free(t);
+    return rc;
+}
+
+/* Two files the commit deletes from; before its first attempt lands
+ * another writer deletes a row of one of them: the next attempt takes over
+ * the other file's rewrite and rewrites only the changed one (with both
+ * writers' deletes applied). */
+TEST(copy_on_write_after_a_conflict_rewrites_only_the_files_the_other_writer_changed)
+{
+    fix f;
+    json_t *props = json_pack("{s:s}", "write.update.mode", "copy-on-write");
+    cow_probe probe = {0};
+    other_writer other = {.f = &f};
+    if (fix_open_with(&f, "cow-partial", props) != 0)
+        goto out;
+    CHECK_EQ_INT(commit(&f, 0, 1, 10), FLOE_OK);                /* ids 0..9 */
+    CHECK_EQ_INT(commit(&f, 1, 2, 10), FLOE_OK);                /* ids 100..109 */
+    floe__plan *p = NULL;
+    CHECK_EQ_INT(floe__table_plan(f.t, -1, &p, NULL), FLOE_OK);
+    CHECK_EQ_INT(p ? p->n_data : 0, 2);
+    CHECK_EQ_INT(floe__posdel_set_new(&probe.deletes, NULL), FLOE_OK);
+    for (size_t i = 0; p && i < p->n_data; i++)
+        CHECK_EQ_INT(floe__posdel_set_add(probe.deletes, p->data[i].f.file.path, 2, NULL),
+                     FLOE_OK);
+    snprintf(other.path, sizeof other.path, "%s", p && p->n_data ? p->data[1].f.file.path : "");
+    floe__plan_free(p);
+    f.cfg.prepare = cow_prepare;
+    f.cfg.prepare_ctx = &probe;
+    f.cfg.rewrote = cow_rewrote;
+    f.cfg.rewrote_ctx = &probe;
+    renew(&f);
+    f.sc->hook = other_deletes;
+    f.sc->hook_ctx = &other;
+    sc_script(f.sc, SC_HOOK);                                   /* attempt 1: raced */
+    CHECK_EQ_INT(commit(&f, 2, 3, 1), FLOE_OK);
+    CHECK_EQ_INT(probe.n_handed, 2);
+    CHECK_EQ_INT(probe.withdrawn, 1);
+    int same = 0, gone = 0;                                     /* attempt 1's files */
+    for (int i = 0; i < 2; i++) {
+        bool taken = strcmp(probe.all[0][i], probe.all[1][0]) == 0 ||
+                     strcmp(probe.all[0][i], probe.all[1][1]) == 0;
+        same += taken;
+        gone += !taken && !exists(probe.all[0][i]);
+    }
+    CHECK_EQ_INT(same, 1);                                      /* the untouched file's */
+    CHECK_EQ_INT(gone, 1);                                      /* the other: removed */
+    floe__committer_stats st;
+    floe__committer_get_stats(f.c, &st);
+    CHECK_EQ_INT(st.rewrites_reused, 1);
+    CHECK_EQ_INT(st.rewritten_files, 2);
+    CHECK_EQ_INT(st.conflicts, 1);
+    uint64_t rows;
+    size_t n_data, n_deletes;
+    current_files(&f, &rows, &n_data, &n_deletes);
+    CHECK_EQ_INT(rows, 18);                            /* 20 - 2 - the other's 1 + the batch's 1 */
+    CHECK_EQ_INT(n_data, 3);
+    CHECK_EQ_INT(n_deletes, 0);                        /* the other's went with its file */
 out:
     floe__posdel_set_free(probe.deletes);
     json_decref(props);
@@ -609,6 +700,7 @@ int main(void)
     RUN(history_nobody_can_vouch_for_stops_the_sink);
     RUN(resume_decisions);
     RUN(copy_on_write_rewrites_again_after_a_conflict_and_keeps_a_rewrite_that_may_have_landed);
+    RUN(copy_on_write_after_a_conflict_rewrites_only_the_files_the_other_writer_changed);
     RUN(merge_on_read_tables_get_deletes_not_rewrites);
     unit_remove_tmp(tmp_root);
     return UNIT_DONE();
