@@ -249,9 +249,13 @@ def append(db, warehouse, table, rows, branch=None, catalog="floe", props=None):
             os.unlink(tmp)
 
 
-def delete_mor(db, warehouse, table, column, values, equality=False, catalog="floe", props=None):
+def delete_mor(db, warehouse, table, column, values, equality=False, in_partition_of=None,
+               catalog="floe", props=None):
+    """in_partition_of (equality only): values of the same column whose rows'
+    partitions the delete files go to, instead of the deleted rows' own."""
+    scope = [] if in_partition_of is None else ["--in-partition-of", json.dumps(in_partition_of)]
     return run("delete-mor", db, warehouse, table, column, json.dumps(values),
-               *(["--equality"] if equality else []), catalog=catalog, props=props)
+               *(["--equality"] if equality else []), *scope, catalog=catalog, props=props)
 
 
 def delete_cow(db, warehouse, table, column, values, catalog="floe", props=None):

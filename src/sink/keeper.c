@@ -228,12 +228,29 @@ static void retire_committed(floe__kx *kx)
 
 typedef struct eq_taking {
     floe__keeper *k;
-    const floe__pathmap *keep;        /* files whose rows the delete does not reach */
+    const floe__pathmap *keep;        /* files indexed with the deletes applied */
+    const floe__plan *plan;           /* the snapshot that added the delete */
+    const floe__plan_file *eq;        /* the delete */
     floe__kx_loc *locs;
     size_t n, cap;
 } eq_taking;
 
-/* An equality delete of key: its rows in other committed files go. */
+/* Whether e's delete reaches data file `path`: a file of the snapshot,
+ * older than the delete, in its partition (a delete of a partitioned spec
+ * is scoped to its tuple: SPEC 6; Iceberg's scan planning). */
+static bool eq_reaches(const eq_taking *e, const char *path)
+{
+    size_t i;
+    if (floe__pathmap_get(e->keep, path, &i))
+        return false;
+    if (!floe__pathmap_get(&e->plan->data_index, path, &i))
+        return true;                  /* not live: nothing to keep */
+    const floe__plan_file *d = &e->plan->data[i].f;
+    return d->data_seq < e->eq->data_seq && floe__plan_eq_applies(d, e->eq);
+}
+
+/* An equality delete of key: its rows in the committed files it reaches
+ * go. */
 static int take_eq_key(void *ctx, const uint8_t *key, size_t len, floe_error *err)
 {
     eq_taking *e = ctx;
@@ -251,20 +268,21 @@ static int take_eq_key(void *ctx, const uint8_t *key, size_t len, floe_error *er
         FLOE_FORWARD(floe__kx_take_committed(kx, key, len, 0, &found, &e->locs[e->n], err));
         e->n += found;
     }
-    size_t ignored;
     for (size_t i = 0; i < e->n; i++)
-        if (floe__pathmap_get(e->keep, floe__kx_file_path(kx, e->locs[i].file), &ignored))
+        if (!eq_reaches(e, floe__kx_file_path(kx, e->locs[i].file)))
             FLOE_FORWARD(floe__kx_insert(kx, key, len, e->locs[i], err));
     return FLOE_OK;
 }
 
-static int apply_eq_keys(floe__keeper *k, floe__kx_build *b, const touched *t,
-                         const floe__pathmap *reread, floe_error *err)
+static int apply_eq_keys(floe__keeper *k, floe__kx_build *b, const floe__plan *p,
+                         const touched *t, const floe__pathmap *reread, floe_error *err)
 {
-    eq_taking e = {.k = k, .keep = reread};
+    eq_taking e = {.k = k, .keep = reread, .plan = p};
     int rc = FLOE_OK;
-    for (size_t i = 0; rc == FLOE_OK && i < t->n_eq; i++)
+    for (size_t i = 0; rc == FLOE_OK && i < t->n_eq; i++) {
+        e.eq = t->eq[i];
         rc = floe__kx_build_eq_keys(b, t->eq[i], take_eq_key, &e, err);
+    }
     floe__free(e.locs);
     return rc;
 }
@@ -301,7 +319,7 @@ static int reread_plan(floe__keeper *k, const floe__plan *p, touched *t, const p
             rc = floe__pathmap_put(&done, p->data[at].f.file.path, at, &existed, err);
     }
     if (rc == FLOE_OK)
-        rc = apply_eq_keys(k, b, t, &done, err);
+        rc = apply_eq_keys(k, b, p, t, &done, err);
     if (rc == FLOE_OK)
         rc = fix_pending(k, &done, NULL, pend, err);
     if (b)

@@ -827,7 +827,11 @@ public final class Engine {
      */
     private static Map<String, Object> deleteMor(Table table, Args a, Hold hold) throws Exception {
         boolean equality = a.on("--equality");
+        // equality deletes placed in the partitions of the rows matching these values of
+        // the same column instead of the matched rows' own (a delete scoped elsewhere)
+        String scope = a.flag("--in-partition-of");
         a.check(2, 2);
+        if (scope != null && !equality) throw new Usage("--in-partition-of needs --equality");
         Match m = new Match(table, a.pos(0), a.pos(1));
         Map<String, Object> r = result("delete-mor", table);
         Snapshot start = table.currentSnapshot();
@@ -847,7 +851,9 @@ public final class Engine {
                 r.put("added-delete-files", List.of());
                 return r;
             }
-            added.addAll(writeEqualityDeletes(table, m, tasks, matches));
+            Map<FileScanTask, long[]> placed =
+                scope == null ? matches : findMatches(table, tasks, new Match(table, a.pos(0), scope));
+            added.addAll(writeEqualityDeletes(table, m, tasks, placed));
         } else {
             if (matches.isEmpty()) {
                 putSnapshot(r, null);
