@@ -9,54 +9,22 @@ counts of conflicts rebased and of rewrites taken over are printed, not
 asserted (tests/unit/test_committer.c and test_sink_faults.py make those
 races happen on purpose).  The run lasts FLOE_BUSY_COMPACTOR_SECONDS
 (default 30; docs/sink.md records a 300-second run:
-`FLOE_BUSY_COMPACTOR_SECONDS=300 pytest -s test_sink_busy_compactor.py`).
+`FLOE_BUSY_COMPACTOR_SECONDS=300 pytest -rP test_sink_busy_compactor.py`).
 """
 import json
 import os
-import threading
 import time
 
 import pytest
 
-import engines
 from conftest import SCALE
 from sinkmodel import Stream
 from test_sink_cow import COW, live_delete_files
 from test_sink_engines import check
-from test_sink_position import PositionSink, Running, check_position, metric
+from test_sink_position import JavaCompactor, PositionSink, Running, check_position, metric
 
 SECONDS = float(os.environ.get("FLOE_BUSY_COMPACTOR_SECONDS", "30"))
 UNIT = 0.1                    # wall seconds per unit of input time: --commit-interval 10 is 1 s
-
-
-class Compactor:
-    """Java's RewriteFiles of the smallest files every 100 ms on a thread
-    (one JVM, kept running), whatever the sink does."""
-
-    def __init__(self, sink):
-        self.sink, self.ok, self.conflict = sink, 0, 0
-        self.errors = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop)
-
-    def _loop(self):
-        while not self.stop.is_set():
-            try:
-                self.sink.engine("compact", files=4, order="smallest")
-                self.ok += 1
-            except engines.Conflict:
-                self.conflict += 1
-            except Exception as e:                # the table not made yet, say
-                self.errors.append(str(e))
-            self.stop.wait(0.1)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
 
 
 class CowTable(PositionSink):
@@ -93,7 +61,8 @@ def test_a_sink_beside_a_compactor_committing_every_100ms(tmp_path, cow):
     head = next(i for i, x in enumerate(stream.lines) if '"progress"' in x) + 1
     sink.run(stream.lines[:head])                               # the table exists
     run = Running(sink, "--close")
-    with Compactor(sink) as java:
+    # RewriteFiles of the smallest files every 100 ms, whatever the sink does
+    with JavaCompactor(sink, patient=False, pause=(0.1, 0.1), files=4, order="smallest") as java:
         feed_in_real_time(run, stream, head)
         conflicts = metric(run.port, "floe_commit_conflicts_total")
         reused = metric(run.port, "floe_rewrites_reused_total")

@@ -212,7 +212,7 @@ def test_a_java_compactor_racing_auto_maintenance(tmp_path):
     with JavaCompactor(sink) as java:
         stream_beside(sink, stream, head, "--quiet", until=lambda run: metric(
             run.port, "floe_maintenance_compactions_total") >= 1)
-    assert java.ok >= 2, (java.ok, java.conflict)
+    assert java.ok >= 2 and not java.errors, (java.ok, java.conflict, java.errors[:3])
     check_position(sink)
 
 
