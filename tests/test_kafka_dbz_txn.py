@@ -120,7 +120,13 @@ def test_every_snapshot_holds_whole_source_transactions(pgdb, tmp_path):  # noqa
                                      stdout=subprocess.DEVNULL, stderr=log)
         transaction(pgdb, n_txn + 1, alter=True)
         dbz.wait_messages(f"{prefix}.transaction", 2 * (n_txn + 1))
-        time.sleep(2 * SCALE)                      # the last events after their END
+        # every event in its topic too: Debezium may write a transaction's END
+        # before its events reach their topics, and --stop-at end stops at the
+        # ends the topics have when floe starts.  acct: the snapshot's row, then
+        # A_ROWS inserts and (from txn 2) A_ROWS updates a transaction; line:
+        # L_ROWS inserts and (from txn 3) L_ROWS deletes with their tombstones
+        dbz.wait_messages(f"{prefix}.public.acct", 1 + A_ROWS + n_txn * 2 * A_ROWS)
+        dbz.wait_messages(f"{prefix}.public.line", 2 * L_ROWS + (n_txn - 1) * 3 * L_ROWS)
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=120 * SCALE)
         done = subprocess.run(floe_args(b, tabs, prefix, "--stop-at", "end"),
