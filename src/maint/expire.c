@@ -331,7 +331,13 @@ int floe__expire(floe__table *t, const floe__expire_options *o, floe__expire_res
     floe__retry retry;                   /* a lost race or the network: again, as it is now */
     floe__retry_init(&retry, 20, 1000);
     retry.max_attempts = MAX_ATTEMPTS;
-    int rc = attempt(t, o, res, &ids, &old, err);
+    int rc = FLOE_OK;
+    if (o->gate) {                       /* what committed before it took the gate */
+        pthread_mutex_lock(o->gate);
+        rc = floe__table_refresh(t, err);
+    }
+    if (rc == FLOE_OK)
+        rc = attempt(t, o, res, &ids, &old, err);
     while (floe__retry_again(&retry, rc)) {
         json_decref(ids);
         ids = NULL;
@@ -340,6 +346,8 @@ int floe__expire(floe__table *t, const floe__expire_options *o, floe__expire_res
             break;
         rc = attempt(t, o, res, &ids, &old, err);
     }
+    if (o->gate)
+        pthread_mutex_unlock(o->gate);
     if (rc == FLOE_OK && o->clean_files && json_array_size(ids))
         rc = clean(t, old ? old->metadata : t->loaded->metadata, ids, o->dry_run, &res->removed,
                    err);

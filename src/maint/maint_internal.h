@@ -94,6 +94,10 @@ typedef struct floe__expire_options {
     int64_t keep_since;
     bool dry_run;                     /* decide and count, change nothing */
     bool clean_files;                 /* delete what only expired snapshots reached */
+    /* NULL, or a lock held while deciding and committing (not while
+     * deleting files): a sink's commit gate, so that its own maintenance
+     * never races its commits. */
+    pthread_mutex_t *gate;
 } floe__expire_options;
 
 typedef struct floe__expire_result {

@@ -13,9 +13,8 @@
  *     age limit (history.expire.max-snapshot-age-ms), keeping the sink's
  *     last commit and what follows it (the key index walks forward from it);
  *   - orphan removal every orphan interval (files older than the window).
- * Compactions commit under the sink's commit gate, so they never race the
- * sink's commits (expiry's rare commits race them like any writer's: the
- * sink's committer retries); compaction rebases onto the sink's commits,
+ * Compactions and expiry commit under the sink's commit gate, so they
+ * never race the sink's commits; compaction rebases onto the sink's commits,
  * carrying their deletes, and the sink's key index learns where it moved
  * rows from the moves each group hands over before its first commit
  * attempt (moves.c) rather than reading the new files.
@@ -144,7 +143,7 @@ static int expire(floe__maintainer *m, floe_error *err)
 {
     pthread_mutex_lock(&m->mu);
     floe__expire_options o = {.older_than_ms = -1, .keep_since = m->index_at,
-                              .clean_files = true};
+                              .clean_files = true, .gate = m->cfg.gate};
     pthread_mutex_unlock(&m->mu);
     floe__expire_result r;
     FLOE_FORWARD(floe__expire(m->table, &o, &r, err));
