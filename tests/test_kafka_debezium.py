@@ -104,12 +104,12 @@ def test_debezium_events_mirror_the_postgres_table(pgdb, tmp_path, schemas):  # 
                              "doc": "string", "u": "string", "ok": "boolean",
                              "f": "double"}, types
         # changes: updates (one of the key's every column), deletes, re-inserts
+        changed = pgdb.sql("SELECT count(*) FROM items WHERE id % 5 = 0")[0][0]
+        deleted = pgdb.sql("SELECT count(*) FROM items WHERE id % 7 = 0")[0][0]
         pgdb.sql("UPDATE items SET name = name || '!', price = -price, doc = '[1, 2.5, null]' "
                  "WHERE id % 5 = 0")
         pgdb.sql("DELETE FROM items WHERE id % 7 = 0")
         pgdb.sql("INSERT INTO items (id, name, price) VALUES (7, 'back', 0.01)")
-        changed = pgdb.sql("SELECT count(*) FROM items WHERE id % 5 = 0")[0][0]
-        deleted = 200 // 7
         # each delete is two messages (the event and its tombstone)
         n = dbz.wait_messages(topic, n + changed + 2 * deleted + 1)
         floe_kafka(b, tabs, topic, declare=not schemas)
