@@ -121,7 +121,10 @@ def test_partitioned_table_read_and_pruned(env, which):
     assert info["partition_specs"] == {"default-spec-id": 0, "specs": md["partition-specs"]}
     assert info["live_rows"]["rows"] == len(rows)
     text = env.inspect("db.p", as_json=False)
-    assert "partitioning: spec 0" in text and f"{fields[0]['name']} = " in text
+    assert "partitioning: spec 0 (1 spec in all)" in text, text
+    for f in fields:                     # field id, name, transform, the source column's name
+        src = next(c["name"] for c in md["schemas"][-1]["fields"] if c["id"] == f["source-id"])
+        assert f"{f['field-id']}  {f['name']} = {f['transform']}({src})" in text, text
     want = canon(rows)
     # every reader sees every row
     t = env.pyiceberg().load_table("db.p")

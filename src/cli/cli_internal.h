@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "floe.h"
 
 /* Exit statuses of every command (README "The floe program"). */
@@ -244,31 +246,14 @@ void cli_connect_options(const cli_opt *opts, floe_connect_options *o);
 int cli_open_catalog(const cli_opt *opts, bool must_exist, floe_catalog **out, floe_error *err);
 /* A table's debt as one JSON object on stdout (floe inspect, floe maintain). */
 void cli_debt_json(const floe_table_debt *d);
-/* Write s as a JSON string (quoted, escaped) to f. */
+/* ---- JSON (cli_json.c, over jansson) ---- */
+/* Write s as a JSON string (quoted, escaped) to f; null when s is not UTF-8
+ * (never the case for what floe.h hands out: Iceberg metadata is UTF-8). */
 void cli_json_string(FILE *f, const char *s);
-
-/* ---- a small JSON reader (cli_json.c), for the schema JSON floe.h hands out ---- */
-typedef enum cli_json_type {
-    CLI_JSON_NULL, CLI_JSON_BOOL, CLI_JSON_NUMBER, CLI_JSON_STRING, CLI_JSON_ARRAY,
-    CLI_JSON_OBJECT,
-} cli_json_type;
-typedef struct cli_json cli_json;
-struct cli_json {
-    cli_json_type type;
-    bool boolean;
-    char *text;              /* STRING: the value (unescaped); NUMBER: its text */
-    size_t n;                /* ARRAY/OBJECT: number of items */
-    cli_json *items;         /* ARRAY/OBJECT: the values */
-    char **keys;             /* OBJECT: the keys */
-};
-/* Parse a whole JSON text; NULL when it is malformed, nested deeper than 64
- * or out of memory.  Free with cli_json_free. */
-cli_json *cli_json_parse(const char *text);
-void cli_json_free(cli_json *v);          /* accepts NULL */
-/* Member `key` of an object, NULL when absent or `obj` is not an object. */
-const cli_json *cli_json_get(const cli_json *obj, const char *key);
-/* STRING value of member `key`, or NULL. */
-const char *cli_json_str(const cli_json *obj, const char *key);
+/* The text of a scalar: a string's value, or a number's, boolean's or
+ * null's JSON text written into buf; NULL when x is NULL or its text does
+ * not fit. */
+const char *cli_json_text(const json_t *x, char *buf, size_t cap);
 
 /* ---- line reading (lines.c) ----------------------------------------------------
  * Reads a file (or stdin for "-") in large blocks and hands out lines without
@@ -358,14 +343,14 @@ typedef struct inspect_view {
     inspect_sink *sinks;
     size_t n_sinks;
     char *schema_json;            /* floe_schema_to_json of the table's schema */
-    cli_json *schema;             /* parsed; NULL when it could not be */
+    json_t *schema;               /* parsed; NULL when it could not be */
     char *specs_json;             /* floe_table_partition_specs */
-    cli_json *specs;              /* parsed; NULL when it could not be */
+    json_t *specs;                /* parsed; NULL when it could not be */
     inspect_live live;
     bool debt_known;              /* floe_table_debt_get worked (it reads manifests) */
     floe_table_debt debt;
     char *parts_json;             /* floe_table_partition_debt, the worst ten */
-    cli_json *parts;              /* parsed; NULL when it could not be */
+    json_t *parts;                /* parsed; NULL when it could not be */
 } inspect_view;
 
 /* A summary property of a snapshot, NULL when absent. */
@@ -375,7 +360,7 @@ const char *inspect_prop(const inspect_view *v, const inspect_snap *s, const cha
 void inspect_refs(const inspect_view *v, const inspect_snap *s, char *buf, size_t cap);
 /* An Iceberg type (a schema JSON "type" value) as text: "long",
  * "list<string>", "struct<a: int not null, b: string>". */
-void inspect_type_text(const cli_json *type, char *buf, size_t cap);
+void inspect_type_text(const json_t *type, char *buf, size_t cap);
 /* Milliseconds since the epoch as ISO-8601 UTC, with or without the ms. */
 void inspect_time_text(int64_t ms, bool with_ms, char *buf, size_t cap);
 void inspect_print_text(const inspect_view *v);

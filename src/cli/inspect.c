@@ -151,11 +151,11 @@ static int load_view(inspect_view *v, floe_error *err)
     if (rc == FLOE_OK)
         rc = floe_schema_to_json(floe_table_schema(v->table), &v->schema_json, err);
     if (rc == FLOE_OK)
-        v->schema = cli_json_parse(v->schema_json);
+        v->schema = json_loads(v->schema_json, 0, NULL);
     if (rc == FLOE_OK)
         rc = floe_table_partition_specs(v->table, &v->specs_json, err);
     if (rc == FLOE_OK)
-        v->specs = cli_json_parse(v->specs_json);
+        v->specs = json_loads(v->specs_json, 0, NULL);
     load_live_rows(v);
     return rc;
 }
@@ -166,11 +166,11 @@ static void free_view(inspect_view *v)
     free(v->sinks);
     floe_free(v->sink_ids);
     floe_free(v->schema_json);
-    cli_json_free(v->schema);
+    json_decref(v->schema);
     floe_free(v->specs_json);
     floe_free(v->parts_json);
-    cli_json_free(v->parts);
-    cli_json_free(v->specs);
+    json_decref(v->parts);
+    json_decref(v->specs);
 }
 
 /* ---- helpers for the printers ------------------------------------------------------ */
@@ -214,13 +214,13 @@ static void type_append(char *buf, size_t cap, size_t *len, const char *s)
         *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
 }
 
-static void nested_text(const cli_json *type, char *buf, size_t cap, size_t *len);
+static void nested_text(const json_t *type, char *buf, size_t cap, size_t *len);
 
-static void type_into(const cli_json *type, bool required, char *buf, size_t cap, size_t *len)
+static void type_into(const json_t *type, bool required, char *buf, size_t cap, size_t *len)
 {
-    if (type && type->type == CLI_JSON_STRING)
-        type_append(buf, cap, len, type->text);
-    else if (type && type->type == CLI_JSON_OBJECT)
+    if (json_is_string(type))
+        type_append(buf, cap, len, json_string_value(type));
+    else if (json_is_object(type))
         nested_text(type, buf, cap, len);
     else
         type_append(buf, cap, len, "?");
@@ -228,39 +228,38 @@ static void type_into(const cli_json *type, bool required, char *buf, size_t cap
         type_append(buf, cap, len, " not null");
 }
 
-static bool flag(const cli_json *obj, const char *key)
+static bool flag(const json_t *obj, const char *key)
 {
-    const cli_json *b = cli_json_get(obj, key);
-    return b && b->type == CLI_JSON_BOOL && b->boolean;
+    return json_is_true(json_object_get(obj, key));
 }
 
-static void nested_text(const cli_json *type, char *buf, size_t cap, size_t *len)
+static void nested_text(const json_t *type, char *buf, size_t cap, size_t *len)
 {
-    const char *kind = cli_json_str(type, "type");
+    const char *kind = json_string_value(json_object_get(type, "type"));
     if (kind && strcmp(kind, "list") == 0) {
         type_append(buf, cap, len, "list<");
-        type_into(cli_json_get(type, "element"), flag(type, "element-required"), buf, cap, len);
+        type_into(json_object_get(type, "element"), flag(type, "element-required"), buf, cap, len);
     } else if (kind && strcmp(kind, "map") == 0) {
         type_append(buf, cap, len, "map<");
-        type_into(cli_json_get(type, "key"), false, buf, cap, len);
+        type_into(json_object_get(type, "key"), false, buf, cap, len);
         type_append(buf, cap, len, ", ");
-        type_into(cli_json_get(type, "value"), flag(type, "value-required"), buf, cap, len);
+        type_into(json_object_get(type, "value"), flag(type, "value-required"), buf, cap, len);
     } else {
-        const cli_json *fields = cli_json_get(type, "fields");
+        const json_t *fields = json_object_get(type, "fields");
         type_append(buf, cap, len, "struct<");
-        for (size_t i = 0; fields && fields->type == CLI_JSON_ARRAY && i < fields->n; i++) {
-            const cli_json *f = &fields->items[i];
-            const char *name = cli_json_str(f, "name");
+        for (size_t i = 0; i < json_array_size(fields); i++) {
+            const json_t *f = json_array_get(fields, i);
+            const char *name = json_string_value(json_object_get(f, "name"));
             type_append(buf, cap, len, i ? ", " : "");
             type_append(buf, cap, len, name ? name : "?");
             type_append(buf, cap, len, ": ");
-            type_into(cli_json_get(f, "type"), flag(f, "required"), buf, cap, len);
+            type_into(json_object_get(f, "type"), flag(f, "required"), buf, cap, len);
         }
     }
     type_append(buf, cap, len, ">");
 }
 
-void inspect_type_text(const cli_json *type, char *buf, size_t cap)
+void inspect_type_text(const json_t *type, char *buf, size_t cap)
 {
     size_t len = 0;
     buf[0] = '\0';
@@ -309,7 +308,7 @@ static int inspect_table(floe_table *t, const char *ident, uint64_t limit, bool 
     v.debt_known = floe_table_debt_get(t, &v.debt, sizeof v.debt, NULL) == FLOE_OK;
     if (v.debt_known && floe_table_partition_debt(t, WORST_PARTITIONS, &v.parts_json, NULL) ==
                             FLOE_OK)
-        v.parts = cli_json_parse(v.parts_json);
+        v.parts = json_loads(v.parts_json, 0, NULL);
     int rc = load_view(&v, err);
     for (size_t i = 0; rc == FLOE_OK && i < v.n_sinks; i++)
         pg_source_of(&v, &v.sinks[i]);

@@ -160,21 +160,23 @@ static void json_newest_frontier(const inspect_view *v)
 
 static void json_columns(const inspect_view *v)
 {
-    const cli_json *fields = cli_json_get(v->schema, "fields");
+    const json_t *fields = json_object_get(v->schema, "fields");
     printf("[");
-    for (size_t i = 0; fields && fields->type == CLI_JSON_ARRAY && i < fields->n; i++) {
-        const cli_json *f = &fields->items[i];
-        const cli_json *id = cli_json_get(f, "id");
-        const cli_json *req = cli_json_get(f, "required");
+    for (size_t i = 0; i < json_array_size(fields); i++) {
+        const json_t *f = json_array_get(fields, i);
+        const json_t *id = json_object_get(f, "id");
         char type[4096];
-        inspect_type_text(cli_json_get(f, "type"), type, sizeof type);
-        printf("%s{\"id\":%s,\"name\":", i ? "," : "",
-               id && id->type == CLI_JSON_NUMBER ? id->text : "null");
-        json_str_or_null(cli_json_str(f, "name"));
+        inspect_type_text(json_object_get(f, "type"), type, sizeof type);
+        if (json_is_integer(id))
+            printf("%s{\"id\":%" JSON_INTEGER_FORMAT ",\"name\":", i ? "," : "",
+                   json_integer_value(id));
+        else
+            printf("%s{\"id\":null,\"name\":", i ? "," : "");
+        json_str_or_null(json_string_value(json_object_get(f, "name")));
         printf(",\"type\":");
         cli_json_string(stdout, type);
-        printf(",\"required\":%s}", req && req->type == CLI_JSON_BOOL && req->boolean ? "true"
-                                                                                      : "false");
+        printf(",\"required\":%s}",
+               json_is_true(json_object_get(f, "required")) ? "true" : "false");
     }
     printf("]");
 }

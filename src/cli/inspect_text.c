@@ -26,6 +26,8 @@ static const char *or_dash(const char *s) { return s && *s ? s : "-"; }
 /* Iceberg leaves out the added-* counts that are zero. */
 static const char *or_zero(const char *s) { return s && *s ? s : "0"; }
 
+static const char *or_q(const char *s) { return s ? s : "?"; }
+
 static void snapshot_cells(const inspect_view *v, const inspect_snap *s, cells *out)
 {
     const char *sink = inspect_prop(v, s, "floe.sink-id");
@@ -100,14 +102,21 @@ static void print_snapshots(const inspect_view *v)
     free(rows);
 }
 
-/* The name of the top-level column with field id `id` (its text), or NULL. */
-static const char *column_name(const inspect_view *v, const char *id)
+/* A member's text (see cli_json_text) in a buffer of its own. */
+typedef struct text { char s[64]; } text;
+static const char *member(const json_t *o, const char *k, text *t)
 {
-    const cli_json *fields = cli_json_get(v->schema, "fields");
-    for (size_t i = 0; fields && fields->type == CLI_JSON_ARRAY && i < fields->n; i++) {
-        const cli_json *fid = cli_json_get(&fields->items[i], "id");
-        if (fid && fid->type == CLI_JSON_NUMBER && id && strcmp(fid->text, id) == 0)
-            return cli_json_str(&fields->items[i], "name");
+    return cli_json_text(json_object_get(o, k), t->s, sizeof t->s);
+}
+
+/* The name of the top-level column with field id `id`, or NULL. */
+static const char *column_name(const inspect_view *v, const json_t *id)
+{
+    const json_t *fields = json_object_get(v->schema, "fields");
+    for (size_t i = 0; json_is_integer(id) && i < json_array_size(fields); i++) {
+        const json_t *f = json_array_get(fields, i);
+        if (json_equal(json_object_get(f, "id"), id))
+            return json_string_value(json_object_get(f, "name"));
     }
     return NULL;
 }
@@ -115,57 +124,59 @@ static const char *column_name(const inspect_view *v, const char *id)
 /* The default partition spec: "partitioning: none", or one line a field. */
 static void print_partitioning(const inspect_view *v)
 {
-    const cli_json *def = cli_json_get(v->specs, "default-spec-id");
-    const cli_json *specs = cli_json_get(v->specs, "specs");
-    const cli_json *spec = NULL;
-    for (size_t i = 0; specs && specs->type == CLI_JSON_ARRAY && i < specs->n; i++) {
-        const cli_json *sid = cli_json_get(&specs->items[i], "spec-id");
-        if (def && sid && strcmp(sid->text, def->text) == 0)
-            spec = &specs->items[i];
+    const json_t *def = json_object_get(v->specs, "default-spec-id");
+    const json_t *specs = json_object_get(v->specs, "specs");
+    const json_t *spec = NULL;
+    for (size_t i = 0; json_is_integer(def) && i < json_array_size(specs); i++) {
+        if (json_equal(json_object_get(json_array_get(specs, i), "spec-id"), def))
+            spec = json_array_get(specs, i);
     }
-    const cli_json *fields = cli_json_get(spec, "fields");
-    if (!fields || fields->type != CLI_JSON_ARRAY || fields->n == 0) {
+    const json_t *fields = json_object_get(spec, "fields");
+    if (json_array_size(fields) == 0) {
         printf("\npartitioning: none\n");
         return;
     }
-    printf("\npartitioning: spec %s (%zu spec%s in all)\n", def->text, specs->n,
-           specs->n == 1 ? "" : "s");
-    for (size_t i = 0; i < fields->n; i++) {
-        const cli_json *f = &fields->items[i];
-        const cli_json *fid = cli_json_get(f, "field-id"), *src = cli_json_get(f, "source-id");
-        const char *col = column_name(v, src ? src->text : NULL);
-        printf("  %4s  %s = %s(%s)\n", fid ? fid->text : "?", or_dash(cli_json_str(f, "name")),
-               or_dash(cli_json_str(f, "transform")), col ? col : src ? src->text : "?");
+    printf("\npartitioning: spec %" JSON_INTEGER_FORMAT " (%zu spec%s in all)\n",
+           json_integer_value(def), json_array_size(specs), json_array_size(specs) == 1 ? "" : "s");
+    for (size_t i = 0; i < json_array_size(fields); i++) {
+        const json_t *f = json_array_get(fields, i);
+        const json_t *src = json_object_get(f, "source-id");
+        const char *col = column_name(v, src);
+        text fid, sid;
+        printf("  %4s  %s = %s(%s)\n", or_q(member(f, "field-id", &fid)),
+               or_dash(json_string_value(json_object_get(f, "name"))),
+               or_dash(json_string_value(json_object_get(f, "transform"))),
+               col ? col : or_q(member(f, "source-id", &sid)));
     }
 }
 
 static void print_schema(const inspect_view *v)
 {
-    const cli_json *fields = cli_json_get(v->schema, "fields");
-    if (!fields || fields->type != CLI_JSON_ARRAY) {
+    const json_t *fields = json_object_get(v->schema, "fields");
+    if (!json_is_array(fields)) {
         printf("\nschema: %s\n", v->schema_json ? v->schema_json : "unknown");
         return;
     }
-    const cli_json *sid = cli_json_get(v->schema, "schema-id");
-    printf("\nschema: %zu column%s", fields->n, fields->n == 1 ? "" : "s");
-    if (sid && sid->type == CLI_JSON_NUMBER)
-        printf(" (schema id %s)", sid->text);
+    size_t n = json_array_size(fields);
+    const json_t *sid = json_object_get(v->schema, "schema-id");
+    printf("\nschema: %zu column%s", n, n == 1 ? "" : "s");
+    if (json_is_integer(sid))
+        printf(" (schema id %" JSON_INTEGER_FORMAT ")", json_integer_value(sid));
     printf("\n");
     size_t wname = 0;
-    for (size_t i = 0; i < fields->n; i++) {
-        const char *name = cli_json_str(&fields->items[i], "name");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(fields, i), "name"));
         if (name && strlen(name) > wname)
             wname = strlen(name);
     }
-    for (size_t i = 0; i < fields->n; i++) {
-        const cli_json *f = &fields->items[i];
-        const cli_json *id = cli_json_get(f, "id");
-        const cli_json *req = cli_json_get(f, "required");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *f = json_array_get(fields, i);
         char type[4096];
-        inspect_type_text(cli_json_get(f, "type"), type, sizeof type);
-        printf("  %4s  %-*s  %s%s\n", id && id->type == CLI_JSON_NUMBER ? id->text : "?",
-               (int)wname, or_dash(cli_json_str(f, "name")), type,
-               req && req->type == CLI_JSON_BOOL && req->boolean ? " not null" : "");
+        inspect_type_text(json_object_get(f, "type"), type, sizeof type);
+        text id;
+        printf("  %4s  %-*s  %s%s\n", or_q(member(f, "id", &id)), (int)wname,
+               or_dash(json_string_value(json_object_get(f, "name"))), type,
+               json_is_true(json_object_get(f, "required")) ? " not null" : "");
     }
 }
 
@@ -266,49 +277,46 @@ static void print_debt(const inspect_view *v)
                d->old_spec_data_files);
 }
 
-/* The text of member k of o (a number's or a string's), NULL when absent. */
-static const char *member_text(const cli_json *o, const char *k)
-{
-    const cli_json *x = cli_json_get(o, k);
-    return x ? x->text : NULL;
-}
-
-static size_t member_n(const cli_json *o) { return o ? o->n : 0; }
-
 /* A partition tuple as "name=value, ..." ("?" when its spec no longer binds). */
-static void print_tuple(const cli_json *part)
+static void print_tuple(const json_t *part)
 {
-    if (!part || part->type != CLI_JSON_OBJECT) {
+    if (!json_is_object(part)) {
         printf("?");
         return;
     }
-    if (!part->n)
+    if (!json_object_size(part))
         printf("(unpartitioned)");
-    for (size_t i = 0; i < part->n; i++) {
-        const cli_json *x = &part->items[i];
-        printf("%s%s=%s", i ? ", " : "", part->keys[i],
-               x->type == CLI_JSON_NULL ? "null" : x->text ? x->text : "?");
+    const char *name;
+    const json_t *x;
+    bool first = true;
+    json_object_foreach((json_t *)part, name, x) {
+        char buf[256];
+        printf("%s%s=%s", first ? "" : ", ", name, or_q(cli_json_text(x, buf, sizeof buf)));
+        first = false;
     }
 }
 
 /* The partitions that cost most (a partitioned table only). */
 static void print_partition_debt(const inspect_view *v)
 {
-    const cli_json *n = cli_json_get(v->parts, "partitions");
-    const cli_json *worst = cli_json_get(v->parts, "worst");
-    if (!n || !worst || worst->type != CLI_JSON_ARRAY || !worst->n ||
-        (worst->n == 1 && !member_n(cli_json_get(&worst->items[0], "partition"))))
+    const json_t *worst = json_object_get(v->parts, "worst");
+    size_t n = json_array_size(worst);
+    text parts;
+    if (!member(v->parts, "partitions", &parts) || !n ||
+        (n == 1 && !json_object_size(json_object_get(json_array_get(worst, 0), "partition"))))
         return;                                  /* unpartitioned */
-    printf("  partitions      %s; the %zu with the most files:\n", n->text, worst->n);
-    for (size_t i = 0; i < worst->n; i++) {
-        const cli_json *w = &worst->items[i];
+    printf("  partitions      %s; the %zu with the most files:\n", parts.s, n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *w = json_array_get(worst, i);
         printf("    ");
-        print_tuple(cli_json_get(w, "partition"));
+        print_tuple(json_object_get(w, "partition"));
+        text t[6];
         printf("  (spec %s): %s data files (%s small), %s rows, %s delete files, %s rows "
-               "deleted\n", or_dash(member_text(w, "spec_id")),
-               or_dash(member_text(w, "data_files")), or_dash(member_text(w, "small_data_files")),
-               or_dash(member_text(w, "data_rows")), or_dash(member_text(w, "delete_files")),
-               or_dash(member_text(w, "deleted_rows")));
+               "deleted\n", or_dash(member(w, "spec_id", &t[0])),
+               or_dash(member(w, "data_files", &t[1])),
+               or_dash(member(w, "small_data_files", &t[2])),
+               or_dash(member(w, "data_rows", &t[3])), or_dash(member(w, "delete_files", &t[4])),
+               or_dash(member(w, "deleted_rows", &t[5])));
     }
 }
 

@@ -38,26 +38,6 @@ int cli_open_catalog(const cli_opt *opts, bool must_exist, floe_catalog **out, f
     return rc;
 }
 
-void cli_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
-        }
-    }
-    fputc('"', f);
-}
-
 void cli_debt_json(const floe_table_debt *d)
 {
     printf("{\"data_files\":%" PRIu64 ",\"small_data_files\":%" PRIu64 ",\"data_bytes\":%"
