@@ -1,6 +1,6 @@
 """floe pg follows ALTER TABLE (docs/postgres.md, "Tables that change shape").
 
-A large table (FLOE_PG_DDL_ROWS rows, 300k by default) has a writer making
+A large table (FLOE_PG_DDL_ROWS rows, 100k by default) has a writer making
 transactions all along while every kind of DDL is run on it, first while
 `floe pg` runs, then each one while it is stopped.  Nothing halts; at the
 end the Iceberg table equals what psycopg reads, in DuckDB, pyiceberg and
@@ -34,7 +34,9 @@ from pgserver import (SCALE, Mirror, iceberg_rows, lsn_int, pg_rows, pgdb, snaps
                       frontier_of, wait_until)
 from rowgen import Col
 
-ROWS = int(os.environ.get("FLOE_PG_DDL_ROWS", "300000"))
+ROWS = int(os.environ.get("FLOE_PG_DDL_ROWS", "100000"))
+# the resync that another table's commits must overlap copies more
+RESYNC_ROWS = max(ROWS, 300000)
 
 
 # ---- the table and its writer -------------------------------------------------------------------
@@ -179,7 +181,7 @@ def base_columns(p):
             f"{p}k": "integer", f"{p}d": "integer"}
 
 
-def create_big(db):
+def create_big(db, rows=ROWS):
     cols = []
     for p in ("r", "s"):
         cols += [f"{p}a integer", f"{p}f real", f"{p}n numeric(10,2)", f"{p}vc varchar(10)",
@@ -188,7 +190,7 @@ def create_big(db):
                      "g % 7"] * 2)
     db.sql(f"CREATE TABLE big (id integer PRIMARY KEY, {', '.join(cols)});"
            "ALTER TABLE big REPLICA IDENTITY FULL;"
-           f"INSERT INTO big SELECT g, {gen} FROM generate_series(1, {ROWS}) g;"
+           f"INSERT INTO big SELECT g, {gen} FROM generate_series(1, {rows}) g;"
            "CREATE TABLE other (id integer PRIMARY KEY, v integer);"
            "INSERT INTO other VALUES (1, 1)")
 
@@ -379,7 +381,7 @@ def history(m, ident):
 
 
 def test_a_resync_copies_one_table_while_another_streams(pgdb, tmp_path):
-    create_big(pgdb)
+    create_big(pgdb, RESYNC_ROWS)
     pgdb.sql("ALTER TABLE big ALTER COLUMN ra TYPE bigint")
     m = Mirror(pgdb, tmp_path, ["public.big", "public.other"], "--create-publication")
     m.catch_up()
