@@ -13,9 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
 
-import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.Schema;
@@ -24,24 +22,16 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.TableScan;
 import org.apache.iceberg.catalog.Catalog;
 import org.apache.iceberg.catalog.TableIdentifier;
-import org.apache.iceberg.data.BaseDeleteLoader;
-import org.apache.iceberg.data.DeleteFilter;
-import org.apache.iceberg.data.DeleteLoader;
-import org.apache.iceberg.data.GenericDeleteFilter;
 import org.apache.iceberg.data.IcebergGenerics;
-import org.apache.iceberg.data.IdentityPartitionConverters;
 import org.apache.iceberg.data.Record;
-import org.apache.iceberg.data.parquet.GenericParquetReaders;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.parquet.Parquet;
 import org.apache.iceberg.types.TypeUtil;
-import org.apache.iceberg.util.PartitionUtil;
 
 /**
  * Reads an Iceberg table through Iceberg's JdbcCatalog (or RESTCatalog, when
  * DB is an http(s):// URI; see {@link Catalogs}) and Iceberg's generic
- * readers (its scan planning, DeleteFilter and Parquet reader, as
- * IcebergGenerics uses them; see read()) and prints what it finds as
+ * readers (its scan planning, DeleteFilter and file readers, as
+ * IcebergGenerics uses them; see Engine.liveRows) and prints what it finds as
  * JSON lines with tagged values, for floe's Python tests to compare.
  *
  * Usage:
@@ -227,50 +217,13 @@ public final class Reader {
     }
 
     /** A top-level row: only the table's columns (readers may add _pos etc.). */
-    /**
-     * A scan's rows, read as IcebergGenerics reads them (Iceberg plans
-     * the data files and the deletes that apply to each, its DeleteFilter
-     * applies them, its Parquet reader reads), except that a delete file is
-     * loaded once for the scan instead of once for every data file it
-     * applies to (Iceberg's own cache hook, BaseDeleteLoader.getOrLoad), and
-     * in this thread: with a worker pool, Iceberg waits for the loads of each
-     * data file's deletes by polling every 10 ms, which made reading every
-     * snapshot of a table of 200 small files a minute's work.
-     */
+    /** A scan's live rows, one data file after another (Engine.liveRows). */
     private static void read(Table table, TableScan scan, Consumer<Record> each)
             throws java.io.IOException {
-        Schema projection = scan.schema();
-        Map<String, Object> loaded = new HashMap<>();
+        Map<String, Object> loaded = new HashMap<>();     /* the scan's delete files */
         try (CloseableIterable<FileScanTask> tasks = scan.planFiles()) {
             for (FileScanTask task : tasks) {
-                if (task.file().format() != FileFormat.PARQUET)
-                    throw new UnsupportedOperationException("not a Parquet file: " + task.file().location());
-                DeleteFilter<Record> deletes = new GenericDeleteFilter(table.io(), task, table.schema(), projection) {
-                    @Override
-                    protected DeleteLoader newDeleteLoader() {
-                        return new BaseDeleteLoader(this::loadInputFile, null) {
-                            @Override
-                            protected boolean canCache(long size) { return true; }
-
-                            @Override
-                            @SuppressWarnings("unchecked")
-                            protected <V> V getOrLoad(String key, Supplier<V> load, long size) {
-                                Object v = loaded.get(key);
-                                if (v == null) loaded.put(key, v = load.get());
-                                return (V) v;
-                            }
-                        };
-                    }
-                };
-                Schema read = deletes.requiredSchema();
-                Map<Integer, ?> constants =
-                    PartitionUtil.constantsMap(task, IdentityPartitionConverters::convertConstant);
-                CloseableIterable<Record> file = Parquet.read(table.io().newInputFile(task.file().location()))
-                    .project(read)
-                    .createReaderFunc(fs -> GenericParquetReaders.buildReader(read, fs, constants))
-                    .split(task.start(), task.length())
-                    .build();
-                try (CloseableIterable<Record> rows = deletes.filter(file)) {
+                try (CloseableIterable<Record> rows = Engine.liveRows(table, task, scan.schema(), loaded)) {
                     for (Record r : rows) each.accept(r);
                 }
             }
