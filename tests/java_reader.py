@@ -1,5 +1,7 @@
-"""Run the Java reader (tests/java: Iceberg's JdbcCatalog + IcebergGenerics)
-and turn its tagged JSON values into rowgen's canonical form."""
+"""Run the Java reader (tests/java: Iceberg's JdbcCatalog and generic reader:
+the scan planning, GenericDeleteFilter and file readers IcebergGenerics is
+made of, with each delete file loaded once per scan) and turn its tagged JSON
+values into rowgen's canonical form."""
 import base64
 import json
 import os
