@@ -250,6 +250,8 @@ void cli_debt_json(const floe_table_debt *d);
 /* Write s as a JSON string (quoted, escaped) to f; null when s is not UTF-8
  * (never the case for what floe.h hands out: Iceberg metadata is UTF-8). */
 void cli_json_string(FILE *f, const char *s);
+/* The string value of member `key` of obj, NULL when absent or not a string. */
+const char *cli_json_str(const json_t *obj, const char *key);
 /* The text of a scalar: a string's value, or a number's, boolean's or
  * null's JSON text written into buf; NULL when x is NULL or its text does
  * not fit. */

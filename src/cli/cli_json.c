@@ -1,7 +1,7 @@
 /*
  * cli_json.c - JSON in the program, through jansson (the library's JSON
- * parser too): writing a string value, and the text of a scalar read from
- * the JSON texts floe.h hands out (schemas, partition specs, debt).
+ * parser too): writing a string value, and reading the members of the JSON
+ * texts floe.h hands out (schemas, partition specs, debt).
  */
 #include <string.h>
 
@@ -13,6 +13,11 @@ void cli_json_string(FILE *f, const char *s)
     if (!j || json_dumpf(j, f, JSON_ENCODE_ANY) != 0)
         fputs("null", f);
     json_decref(j);
+}
+
+const char *cli_json_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
 }
 
 const char *cli_json_text(const json_t *x, char *buf, size_t cap)

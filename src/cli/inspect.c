@@ -235,7 +235,7 @@ static bool flag(const json_t *obj, const char *key)
 
 static void nested_text(const json_t *type, char *buf, size_t cap, size_t *len)
 {
-    const char *kind = json_string_value(json_object_get(type, "type"));
+    const char *kind = cli_json_str(type, "type");
     if (kind && strcmp(kind, "list") == 0) {
         type_append(buf, cap, len, "list<");
         type_into(json_object_get(type, "element"), flag(type, "element-required"), buf, cap, len);
@@ -249,7 +249,7 @@ static void nested_text(const json_t *type, char *buf, size_t cap, size_t *len)
         type_append(buf, cap, len, "struct<");
         for (size_t i = 0; i < json_array_size(fields); i++) {
             const json_t *f = json_array_get(fields, i);
-            const char *name = json_string_value(json_object_get(f, "name"));
+            const char *name = cli_json_str(f, "name");
             type_append(buf, cap, len, i ? ", " : "");
             type_append(buf, cap, len, name ? name : "?");
             type_append(buf, cap, len, ": ");

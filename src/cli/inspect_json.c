@@ -172,7 +172,7 @@ static void json_columns(const inspect_view *v)
                    json_integer_value(id));
         else
             printf("%s{\"id\":null,\"name\":", i ? "," : "");
-        json_str_or_null(json_string_value(json_object_get(f, "name")));
+        json_str_or_null(cli_json_str(f, "name"));
         printf(",\"type\":");
         cli_json_string(stdout, type);
         printf(",\"required\":%s}",

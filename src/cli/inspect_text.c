@@ -116,7 +116,7 @@ static const char *column_name(const inspect_view *v, const json_t *id)
     for (size_t i = 0; json_is_integer(id) && i < json_array_size(fields); i++) {
         const json_t *f = json_array_get(fields, i);
         if (json_equal(json_object_get(f, "id"), id))
-            return json_string_value(json_object_get(f, "name"));
+            return cli_json_str(f, "name");
     }
     return NULL;
 }
@@ -144,8 +144,8 @@ static void print_partitioning(const inspect_view *v)
         const char *col = column_name(v, src);
         text fid, sid;
         printf("  %4s  %s = %s(%s)\n", or_q(member(f, "field-id", &fid)),
-               or_dash(json_string_value(json_object_get(f, "name"))),
-               or_dash(json_string_value(json_object_get(f, "transform"))),
+               or_dash(cli_json_str(f, "name")),
+               or_dash(cli_json_str(f, "transform")),
                col ? col : or_q(member(f, "source-id", &sid)));
     }
 }
@@ -165,7 +165,7 @@ static void print_schema(const inspect_view *v)
     printf("\n");
     size_t wname = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *name = json_string_value(json_object_get(json_array_get(fields, i), "name"));
+        const char *name = cli_json_str(json_array_get(fields, i), "name");
         if (name && strlen(name) > wname)
             wname = strlen(name);
     }
@@ -175,7 +175,7 @@ static void print_schema(const inspect_view *v)
         inspect_type_text(json_object_get(f, "type"), type, sizeof type);
         text id;
         printf("  %4s  %-*s  %s%s\n", or_q(member(f, "id", &id)), (int)wname,
-               or_dash(json_string_value(json_object_get(f, "name"))), type,
+               or_dash(cli_json_str(f, "name")), type,
                json_is_true(json_object_get(f, "required")) ? " not null" : "");
     }
 }
