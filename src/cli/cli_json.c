@@ -3,8 +3,6 @@
  * parser too): writing a string value, and reading the members of the JSON
  * texts floe.h hands out (schemas, partition specs, debt).
  */
-#include <string.h>
-
 #include "cli/cli_internal.h"
 
 void cli_json_string(FILE *f, const char *s)

@@ -216,7 +216,6 @@ public final class Reader {
         return 0;
     }
 
-    /** A top-level row: only the table's columns (readers may add _pos etc.). */
     /** A scan's live rows, one data file after another (Engine.liveRows). */
     private static void read(Table table, TableScan scan, Consumer<Record> each)
             throws java.io.IOException {
@@ -230,6 +229,7 @@ public final class Reader {
         }
     }
 
+    /** A top-level row: only the table's columns (readers may add _pos etc.). */
     private static void row(StringBuilder out, Record r, int columns) {
         out.append("{\"rec\":[");
         for (int i = 0; i < columns; i++) {
