@@ -524,3 +524,46 @@ def test_a_toastable_column_added_to_a_table_without_full_identity(pgdb, tmp_pat
     # the next run starts with the same warning (or none), and goes on
     r = m.catch_up()
     assert (warning in r.stderr) == (mode == "equality"), r.stderr
+
+
+def test_a_drop_with_no_row_changed_after_it_is_followed_by_a_short_run(pgdb, tmp_path):
+    """A DROP COLUMN with no row of the table changed after it: no Relation
+    message tells, so the next run finds it in the catalog.  A run told to
+    stop at an LSN taken before it started must still follow it, both when
+    the table's last commit is below the stream's end (floe was down when
+    the DROP came, another table's change came after it) and when it is at
+    the very end (floe streamed past the DROP and committed every table up
+    to the server's last WAL record: floe has the server write one)."""
+    pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, a int, b int, c int); CREATE TABLE o (id int "
+             "PRIMARY KEY); INSERT INTO s SELECT g, g, g, g FROM generate_series(1, 5) g")
+    m = Mirror(pgdb, tmp_path, ["public.s", "public.o"], "--create-publication",
+               "--commit-interval", "100ms", "--idle-commit-interval", "200ms")
+    m.catch_up()
+
+    def names():
+        return [f.name for f in m.pyiceberg_table("public.s").schema().fields]
+
+    # floe streams past the DROP
+    p = m.popen(stderr=subprocess.PIPE, text=True)
+    pgdb.sql("INSERT INTO o VALUES (-1)")
+    streaming = lsn_int(pgdb.lsn())
+    wait_until(lambda: committed_past(m, "public.o", streaming), "floe streaming")
+    pgdb.sql("ALTER TABLE s DROP COLUMN b")
+    dropped = lsn_int(pgdb.lsn())
+    wait_until(lambda: committed_past(m, "public.s", dropped) and
+               committed_past(m, "public.o", dropped), "floe past the DROP")
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=300 * SCALE)
+    assert p.returncode == 130, err
+    assert names() == ["id", "a", "b", "c"]
+    r = m.catch_up()
+    assert 'public.s changed shape at' in r.stderr and 'dropped "b"' in r.stderr, r.stderr
+    assert names() == ["id", "a", "c"]
+    # floe down at the DROP, another table's change after it
+    pgdb.sql("ALTER TABLE s DROP COLUMN a; INSERT INTO o VALUES (1)")
+    r = m.catch_up()
+    assert 'dropped "a"' in r.stderr, r.stderr
+    assert names() == ["id", "c"]
+    cols = [Col("id", "integer", True), Col("c", "integer")]
+    for reader, rows in iceberg_rows(m, "public.s", cols).items():
+        assert rows == pg_rows(pgdb, "s", cols), reader

@@ -677,8 +677,24 @@ int floe__mirror_check_catalog(floe_pg *pg, floe__mtable *t, floe_error *err)
     int rc = FLOE_OK;
     if (!t->resync_due && !t->resyncing && differs(t->cols, t->ncols, t->cat, t->ncat, false))
         rc = floe__mirror_columns(pg, pg->conn, t->relid, t->source, &now, &nnow, err);
-    if (rc == FLOE_OK && now && !differs(now, nnow, t->cat, t->ncat, true))
-        rc = reshape(pg, t, t->cat, t->ncat, true, pg->frontier, err);
+    /* at the frontier's last time: the DDL's commit lies below cat_at, so
+     * below the frontier, and no change of t came after it (its Relation
+     * message would have shown the shape); so the commit at the frontier,
+     * which a run told to stop there makes, holds the change */
+    if (rc == FLOE_OK && now && !differs(now, nnow, t->cat, t->ncat, true)) {
+        rc = reshape(pg, t, t->cat, t->ncat, true, pg->frontier - 1, err);
+        t->shape_due = rc == FLOE_OK && !t->resync_due;
+    }
+    /* t committed up to the frontier already (a run stopped there, nothing
+     * written since): only a commit past it can hold the change, so the
+     * server is asked to write a record (a transaction id's commit; on a
+     * standby it cannot, and the change waits for the next WAL) */
+    if (t->shape_due && t->input >= pg->frontier) {
+        floe__pg_result *r = NULL;
+        if (floe__pg_query(pg->conn, "SELECT txid_current()", NULL, 0, &r, NULL) != FLOE_OK)
+            t->shape_due = false;
+        floe__pg_result_free(r);
+    }
     floe__mirror_cols_free(now, nnow);
     floe__mirror_cols_free(t->cat, t->ncat);
     t->cat = NULL;

@@ -194,6 +194,7 @@ typedef struct floe__mtable {
     floe__mcol *cat;
     size_t ncat;
     uint64_t cat_at;         /* 0: nothing to check */
+    bool shape_due;          /* a shape found so, not committed yet */
     /* A resync (mirror_resync.c): due (asked by --resync, or a change
      * Iceberg cannot take in place; the table's changes are skipped until
      * it starts), and while its copy runs (changes below resync_at, the

@@ -1056,7 +1056,7 @@ int floe__mirror_open_sink(floe_pg *pg, floe__mtable *t, floe_error *err)
     if (rc != FLOE_OK)
         return floe__err_wrap(err, rc, "%s (from %s)", t->ident, t->source);
     t->copy = !from;
-    t->start = from ? f.t : 0;
+    t->input = t->start = from ? f.t : 0;
     t->existed = existed;
     FLOE_FORWARD(floe__mirror_adopt(t, t->cols, t->ncols, err));
     if (why[0])
@@ -1106,16 +1106,18 @@ int floe__mirror_fit_fields(floe_pg *pg, size_t n, floe_error *err)
     return FLOE_OK;
 }
 
-/* The WAL position after the catalog was read: a resuming table's catalog
- * is compared with its shape once the stream has passed it. */
+/* The WAL position after the catalog was read (where the next record
+ * goes: past the commit of every change the catalog shows, even one not
+ * flushed yet): a resuming table's catalog is compared with its shape once
+ * the stream has passed it. */
 static int catalog_read_at(floe_pg *pg, floe_error *err)
 {
     floe__pg_result *r = NULL;
-    FLOE_FORWARD(query1(pg, "SELECT pg_current_wal_lsn()", NULL, NULL, &r, err));
+    FLOE_FORWARD(query1(pg, "SELECT pg_current_wal_insert_lsn()", NULL, NULL, &r, err));
     uint64_t at = 0;
     int bad = floe__lsn_parse(floe__pg_get(r, 0, 0), &at);
     floe__pg_result_free(r);
-    FLOE_RETURN_IF(bad, err, FLOE_EFORMAT, "pg_current_wal_lsn() answered no LSN");
+    FLOE_RETURN_IF(bad, err, FLOE_EFORMAT, "pg_current_wal_insert_lsn() answered no LSN");
     for (size_t i = 0; i < pg->ntables; i++)
         if (pg->tables[i].cat)
             pg->tables[i].cat_at = at;
