@@ -201,6 +201,11 @@ int floe__kx_cmp_row(uint64_t ha, const uint8_t *ka, size_t la, uint32_t fa, uin
 int floe__kx_adopt_run(floe__kx *kx, floe__kx_run *run, floe_error *err);
 size_t floe__kx_memory_limit(const floe__kx *kx);
 const char *floe__kx_spill_dir(const floe__kx *kx);
+/* Whether an index without rows is better given `rows` rows by a builder
+ * (below) than by inserts: more than its memory tier holds (a row costs
+ * it about 80 bytes: slots at 3/4 load at most, the key, a spill's sort
+ * entry), which would spill it again and again. */
+bool floe__kx_build_pays(const floe__kx *kx, uint64_t rows);
 
 /* ---- building an empty index in sorted runs (keyindex_build.c) -----------------------------
  * Many rows into an empty index in bounded memory (a bulk copy whose rows

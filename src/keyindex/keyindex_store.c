@@ -707,9 +707,10 @@ static int read_files(loading *l, cur *c, bool *ok, floe_error *err)
     return FLOE_OK;
 }
 
-/* The entries, from just after the version to the trailer, then the
- * trailer and footer for the CRC. */
-static int read_entries(loading *l, const trailer *t, bool *ok, floe_error *err)
+/* The entries (into b, or inserted when b is NULL), from just after the
+ * version to the trailer, then the trailer and footer for the CRC. */
+static int read_entries(loading *l, const trailer *t, floe__kx_builder *b, bool *ok,
+                        floe_error *err)
 {
     if (!(*ok = in_take(&l->r, NULL, 12)))
         return bad(l, "truncated"), FLOE_OK;
@@ -732,7 +733,8 @@ static int read_entries(loading *l, const trailer *t, bool *ok, floe_error *err)
         if (l->ids[file] == UINT32_MAX)
             continue;
         floe__kx_loc loc = {l->ids[file], pos, rowhash};
-        FLOE_FORWARD(floe__kx_insert(l->kx, l->key.data, len, loc, err));
+        FLOE_FORWARD(b ? floe__kx_builder_add(b, l->key.data, len, loc, err)
+                       : floe__kx_insert(l->kx, l->key.data, len, loc, err));
     }
     uint8_t crc[4];
     *ok = l->r.pos == t->offset && n == t->entries && in_take(&l->r, NULL, t->len + 8) &&
@@ -740,6 +742,22 @@ static int read_entries(loading *l, const trailer *t, bool *ok, floe_error *err)
     if (!*ok)
         bad(l, "count or CRC");
     return FLOE_OK;
+}
+
+/* The entries into the index: a checkpoint larger than the memory tier
+ * into an empty index through a builder (sorted runs merged once), as a
+ * bulk copy builds it, instead of inserts that spill the memory tier again
+ * and again (a restart after a 10M-row copy: 2.2 s of CPU instead of 10). */
+static int load_entries(loading *l, const trailer *t, bool *ok, floe_error *err)
+{
+    floe__kx_builder *b = NULL;
+    if (floe__kx_build_pays(l->kx, t->entries))
+        FLOE_FORWARD(floe__kx_builder_new(l->kx, &b, err));
+    int rc = read_entries(l, t, b, ok, err);
+    if (rc == FLOE_OK && *ok && b)
+        return floe__kx_builder_finish(b, err);
+    floe__kx_builder_free(b);
+    return rc;
 }
 
 static int load_from(loading *l, floe__kx_mark *at, uint64_t fingerprint, bool *ok,
@@ -754,7 +772,7 @@ static int load_from(loading *l, floe__kx_mark *at, uint64_t fingerprint, bool *
     if (rc == FLOE_OK && *ok)
         rc = read_files(l, &t.files, ok, err);
     if (rc == FLOE_OK && *ok)
-        rc = read_entries(l, &t, ok, err);
+        rc = load_entries(l, &t, ok, err);
     if (rc == FLOE_OK && *ok)
         *at = t.at;
     floe__free(t.bytes);

@@ -51,10 +51,6 @@
 #define QUEUE_BLOCKS 8
 #define MIN_ROW_GROUP ((size_t)4 << 20)
 #define REC_HEAD 20                       /* u32 key length, u64 pos, u64 row hash */
-/* What a row costs the key index's memory tier, about (slots at 3/4 load
- * at most, the key, a spill's sort entry): more rows than the index's
- * memory limit holds so are built in sorted runs instead. */
-#define MEMORY_ROW_BYTES 80
 
 typedef struct block {
     struct block *next;
@@ -135,7 +131,7 @@ int floe__bulk_begin(floe_sink *s, uint64_t time, size_t max_parts, uint64_t exp
         return FLOE_OOM(err);
     floe__kx *kx = s->keeper ? floe__keeper_kx(s->keeper) : NULL;
     int rc = floe__table_pin(s->table, &b->pinned, err);
-    if (rc == FLOE_OK && kx && expect_rows > floe__kx_memory_limit(kx) / MEMORY_ROW_BYTES)
+    if (rc == FLOE_OK && kx && floe__kx_build_pays(kx, expect_rows))
         rc = floe__kx_builder_new(kx, &b->build, err);
     else if (rc == FLOE_OK && kx)
         rc = floe__kx_reserve(kx, expect_rows, err);

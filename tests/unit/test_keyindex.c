@@ -555,6 +555,66 @@ TEST(a_streamed_checkpoint_loads_as_the_index)
     floe__kx_store_free(st);
 }
 
+/* A checkpoint of more rows than the memory tier holds loads through a
+ * builder (sorted runs merged once, no spill): every row of its live
+ * files, none of a retired one's, and the index takes changes after it as
+ * any other. */
+TEST(a_checkpoint_past_the_memory_tier_loads_in_sorted_runs)
+{
+    floe__kx_store *st = NULL;
+    CHECK_EQ_INT(floe__kx_store_open(tmp_root, "u6", "s", 7, &st, NULL), FLOE_OK);
+    floe__kx *kx = open_kx(0);
+    uint32_t f[3] = {file(kx, "f0"), file(kx, "f1"), file(kx, "f2")};
+    floe__kx_ckpt *c = NULL;
+    CHECK_EQ_INT(floe__kx_ckpt_begin(st, &c, NULL), FLOE_OK);
+    static int want[NKEYS], seen[NKEYS];
+    memset(want, 0, sizeof want);
+    memset(seen, 0, sizeof seen);
+    char key[48];
+    for (int i = 0; i < 150000; i++) {
+        int k = (int)(next_rand() % NKEYS);
+        size_t len = bulk_key(k, key);
+        floe__kx_loc loc = {f[i % 3], (uint64_t)i, (uint64_t)k};
+        CHECK_EQ_INT(floe__kx_ckpt_add(c, (const uint8_t *)key, len, loc, NULL), FLOE_OK);
+        want[k] += i % 3 != 2;
+    }
+    floe__kx_retire(kx, f[2]);                   /* rewritten before the mark */
+    CHECK_EQ_INT(floe__kx_ckpt_finish(c, kx, (floe__kx_mark){false, 40, 6}, NULL), FLOE_OK);
+    floe__kx_free(kx);
+    kx = open_kx(FLOE_KX_MIN_MEMORY);            /* holds ~40,000 rows */
+    CHECK(floe__kx_build_pays(kx, 150000) && !floe__kx_build_pays(kx, 1000));
+    bool have = false;
+    floe__kx_mark at;
+    char why[128];
+    CHECK_EQ_INT(floe__kx_store_load(st, kx, &have, &at, why, sizeof why, NULL), FLOE_OK);
+    CHECK(have && at.frontier == 40 && at.snapshot_id == 6);
+    floe__kx_stats sts;
+    floe__kx_get_stats(kx, &sts);
+    CHECK_EQ_INT(sts.keys, 100000);
+    CHECK_EQ_INT(sts.disk_entries, 100000);
+    CHECK_EQ_INT(sts.spills, 0);
+    CHECK_EQ_INT(floe__kx_each(kx, count_bulk, seen, NULL), FLOE_OK);
+    int wrong = 0;
+    for (int k = 0; k < NKEYS; k++)
+        wrong += seen[k] != want[k];
+    CHECK_EQ_INT(wrong, 0);
+    uint32_t id;
+    CHECK(floe__kx_file_find(kx, "f1", &id) && !floe__kx_file_find(kx, "f2", &id));
+    size_t len = bulk_key(12, key);
+    floe__kx_loc loc = {id, 999999, 12}, got;
+    CHECK_EQ_INT(floe__kx_insert(kx, (const uint8_t *)key, len, loc, NULL), FLOE_OK);
+    int n = 0;
+    bool found = true;
+    while (found) {
+        CHECK_EQ_INT(floe__kx_take(kx, (const uint8_t *)key, len, 12, &found, &got, NULL),
+                     FLOE_OK);
+        n += found;
+    }
+    CHECK_EQ_INT(n, want[12] + 1);
+    floe__kx_free(kx);
+    floe__kx_store_free(st);
+}
+
 /* ---- a compaction's moves (moves.c) and re-pointing rows ---------------------------------- */
 
 /* Old file A (10 rows, rows 2 and 5 deleted when compacted) and B (4 rows,
@@ -732,6 +792,7 @@ int main(void)
     RUN(a_damaged_checkpoint_is_not_used);
     RUN(a_checkpoint_is_peeked_and_a_wild_position_is_unusable);
     RUN(a_streamed_checkpoint_loads_as_the_index);
+    RUN(a_checkpoint_past_the_memory_tier_loads_in_sorted_runs);
     RUN(a_compactions_moves_say_where_each_row_went);
     RUN(rows_follow_a_compaction_without_reading_it);
     RUN(a_batch_log_past_its_bound_is_dropped);
