@@ -722,15 +722,20 @@ static void wait_for(floe_pg *pg, const clock_s *ck, uint64_t now)
 }
 
 /* A table's catalog, read at start, is not yet compared with its shape,
- * or a change found so is not committed (floe__mirror_check_catalog): a
- * change no row change has shown since (a DROP COLUMN as the last
- * statement) would be left out of a run that stops at an LSN below the
- * point the catalog was read at.  The probes move the frontier there. */
+ * or a change found so is not committed while a commit may still hold it
+ * (a verification commits no further than its point): a change no row
+ * change has shown since (a DROP COLUMN as the last statement) would be
+ * left out of a run that stops at an LSN below the point the catalog was
+ * read at (floe__mirror_check_catalog).  The probes move the frontier
+ * there. */
 static bool catalog_unchecked(const floe_pg *pg)
 {
-    for (size_t i = 0; i < pg->ntables; i++)
-        if (pg->tables[i].cat_at || pg->tables[i].shape_due)
+    for (size_t i = 0; i < pg->ntables; i++) {
+        const floe__mtable *t = &pg->tables[i];
+        bool can_commit = !pg->verify_at || t->input < pg->verify_at;
+        if (t->cat_at || (t->shape_due && can_commit))
             return true;
+    }
     return false;
 }
 
