@@ -495,7 +495,9 @@ def test_an_index_most_of_whose_table_others_rewrote_is_rebuilt(tmp_path):
     so the next run rebuilds (and says why) without loading the stored index
     first (its entries are garbled here: a load would say the checkpoint is
     unusable) and ends exact; a run after a small foreign change still loads
-    its index."""
+    its index.  The index's memory tier (half of --memory-limit 16m) holds
+    about 100,000 keys: every load and rebuild here goes through sorted
+    runs."""
     db, wh, index = f"{tmp_path}/catalog.db", f"{tmp_path}/wh", tmp_path / "index"
     n = 120_000
     value = {k: 0 for k in range(n)}
@@ -505,7 +507,8 @@ def test_an_index_most_of_whose_table_others_rewrote_is_rebuilt(tmp_path):
         src.write_text("".join(lines))
         return run_floe("sink", "--table", TABLE, "--schema", "id bigint not null, v bigint",
                         "--key", "id", "--catalog", f"sqlite:{db}", "--warehouse", wh,
-                        "--index-dir", index, "--maintain", "off", "--input", src)
+                        "--index-dir", index, "--maintain", "off", "--memory-limit", "16m",
+                        "--input", src)
 
     def updates(t, keys):
         out = []

@@ -11,6 +11,11 @@
  * the read row's first slots: the row format of a projection onto the key
  * columns in key order is the concatenation of their slots, exactly what
  * the sink builds from an input row.
+ *
+ * An empty index given more rows than its memory tier holds (a rebuild of
+ * a large table) takes them through a builder (sorted runs merged once,
+ * keyindex_build.c) instead of inserts that spill again and again; they
+ * are in the index once floe__kx_build_finish is called.
  */
 #include "keyindex/keyindex_internal.h"
 
@@ -20,6 +25,7 @@ struct floe__kx_build {
     const floe__plan *plan;
     floe__schema *read;              /* key columns + other equality delete columns */
     floe__live *live;
+    floe__kx_builder *builder;       /* or NULL: rows inserted as they come */
     floe__kx_build_stats stats;
 };
 
@@ -65,9 +71,14 @@ int floe__kx_build_new(floe__kx *kx, const floe__kx_source *src, const floe__pla
     b->kx = kx;
     b->src = src;
     b->plan = p;
+    uint64_t rows = 0;
+    for (size_t i = 0; i < p->n_data; i++)
+        rows += p->data[i].f.file.metrics.record_count;
     int rc = read_schema(src, p, &b->read, err);
     if (rc == FLOE_OK)
         rc = floe__live_new(src->io, p, b->read, &b->live, err);
+    if (rc == FLOE_OK && floe__kx_build_pays(kx, rows))
+        rc = floe__kx_builder_new(kx, &b->builder, err);
     if (rc != FLOE_OK) {
         floe__kx_build_free(b);
         return rc;
@@ -82,7 +93,15 @@ void floe__kx_build_free(floe__kx_build *b)
         return;
     floe__live_free(b->live);
     floe_schema_free(b->read);
+    floe__kx_builder_free(b->builder);
     floe__free(b);
+}
+
+int floe__kx_build_finish(floe__kx_build *b, floe_error *err)
+{
+    floe__kx_builder *builder = b->builder;
+    b->builder = NULL;
+    return builder ? floe__kx_builder_finish(builder, err) : FLOE_OK;
 }
 
 void floe__kx_build_get_stats(const floe__kx_build *b, floe__kx_build_stats *out)
@@ -170,6 +189,8 @@ static int insert_all(floe__kx_build *b, indexing *x, floe_error *err)
 static int insert_soon(floe__kx_build *b, indexing *x, const uint8_t *key, size_t len,
                        floe__kx_loc loc, floe_error *err)
 {
+    if (b->builder)
+        return floe__kx_builder_add(b->builder, key, len, loc, err);
     if (len > AHEAD_KEY) {
         FLOE_FORWARD(insert_all(b, x, err));
         return floe__kx_insert(b->kx, key, len, loc, err);

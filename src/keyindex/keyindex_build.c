@@ -1,7 +1,8 @@
 /*
  * keyindex_build.c - an empty key index built from many rows in sorted
- * runs (the bulk snapshot batch of sink_bulk.c, when its rows are more than
- * the memory tier holds).
+ * runs, when they are more than the memory tier holds: the bulk snapshot
+ * batch of sink_bulk.c, a checkpoint loaded (keyindex_store.c), a rebuild
+ * from the table (keybuild.c).
  *
  * Inserting such rows into the memory tier makes it spill again and again,
  * and every spill merges the whole disk tier once more.  Here rows are

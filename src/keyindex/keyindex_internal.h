@@ -364,6 +364,10 @@ void floe__kx_build_free(floe__kx_build *b);            /* accepts NULL */
  * applied (equality deletes by any columns: those not of the key are read
  * too). */
 int floe__kx_build_file(floe__kx_build *b, size_t i, floe_error *err);
+/* After the last floe__kx_build_file: the rows are in the index (an empty
+ * index given more rows than its memory tier holds takes them in sorted
+ * runs, at this call; else they went in as they came). */
+int floe__kx_build_finish(floe__kx_build *b, floe_error *err);
 void floe__kx_build_get_stats(const floe__kx_build *b, floe__kx_build_stats *out);
 /* The keys of an equality delete file on the key columns, for `fn`. */
 int floe__kx_build_eq_keys(floe__kx_build *b, const floe__plan_file *eq,

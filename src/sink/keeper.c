@@ -319,6 +319,8 @@ static int reread_plan(floe__keeper *k, const floe__plan *p, touched *t, const p
             rc = floe__pathmap_put(&done, p->data[at].f.file.path, at, &existed, err);
     }
     if (rc == FLOE_OK)
+        rc = floe__kx_build_finish(b, err);
+    if (rc == FLOE_OK)
         rc = apply_eq_keys(k, b, p, t, &done, err);
     if (rc == FLOE_OK)
         rc = fix_pending(k, &done, NULL, pend, err);
