@@ -435,6 +435,7 @@ int floe__kx_adopt_run(floe__kx *kx, floe__kx_run *run, floe_error *err)
 }
 
 size_t floe__kx_memory_limit(const floe__kx *kx) { return kx->limit; }
+const char *floe__kx_spill_dir(const floe__kx *kx) { return kx->spill_dir; }
 
 #define MEMORY_ROW_BYTES 80
 
@@ -442,7 +443,6 @@ bool floe__kx_build_pays(const floe__kx *kx, uint64_t rows)
 {
     return !kx->used && !kx->run && rows > kx->limit / MEMORY_ROW_BYTES;
 }
-const char *floe__kx_spill_dir(const floe__kx *kx) { return kx->spill_dir; }
 
 static int maybe_spill(floe__kx *kx, floe_error *err);
 
