@@ -533,7 +533,8 @@ def test_a_drop_with_no_row_changed_after_it_is_followed_by_a_short_run(pgdb, tm
     the table's last commit is below the stream's end (floe was down when
     the DROP came, another table's change came after it) and when it is at
     the very end (floe streamed past the DROP and committed every table up
-    to the server's last WAL record: floe has the server write one)."""
+    to the server's last WAL record, as it usually does here: floe has the
+    server write one)."""
     pgdb.sql("CREATE TABLE s (id int PRIMARY KEY, a int, b int, c int); CREATE TABLE o (id int "
              "PRIMARY KEY); INSERT INTO s SELECT g, g, g, g FROM generate_series(1, 5) g")
     m = Mirror(pgdb, tmp_path, ["public.s", "public.o"], "--create-publication",
@@ -546,10 +547,10 @@ def test_a_drop_with_no_row_changed_after_it_is_followed_by_a_short_run(pgdb, tm
     # floe streams past the DROP
     p = m.popen(stderr=subprocess.PIPE, text=True)
     pgdb.sql("INSERT INTO o VALUES (-1)")
-    streaming = lsn_int(pgdb.lsn())
+    streaming = pgdb.horizon()
     wait_until(lambda: committed_past(m, "public.o", streaming), "floe streaming")
     pgdb.sql("ALTER TABLE s DROP COLUMN b")
-    dropped = lsn_int(pgdb.lsn())
+    dropped = pgdb.horizon()
     wait_until(lambda: committed_past(m, "public.s", dropped) and
                committed_past(m, "public.o", dropped), "floe past the DROP")
     p.send_signal(signal.SIGINT)
